@@ -1,0 +1,103 @@
+"""Segment arrays: many queries stored back to back.
+
+Every vectorised routine of the toolkit takes the documents of many queries
+as flat arrays (``scores``, ``labels``, click weights, ...) plus
+``query_offsets``: an integer array of length ``n_queries + 1`` with
+``query_offsets[0] == 0`` and ``query_offsets[-1] == n_docs``; the documents
+of query ``q`` are ``slice(query_offsets[q], query_offsets[q + 1])``.
+
+Ranking convention, used everywhere: documents are sorted by decreasing
+score; ties are broken by row order inside the query (the earlier row ranks
+higher). Ranks are 1-based.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "check_offsets",
+    "offsets_from_lengths",
+    "segment_ids",
+    "rank_within_queries",
+    "order_within_queries",
+    "check_finite_1d",
+]
+
+
+def offsets_from_lengths(lengths) -> np.ndarray:
+    """Offsets of segments with the given lengths: ``[0, l0, l0 + l1, ...]``."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
+
+
+def check_offsets(query_offsets, n_docs: int | None = None, *, allow_empty: bool = False) -> np.ndarray:
+    """Validate ``query_offsets`` and return them as an int64 array.
+
+    Raises ``ValueError`` naming the first bad query: offsets must start at 0,
+    be non-decreasing, end at ``n_docs`` and (unless ``allow_empty``) give
+    every query at least one document.
+    """
+    offsets = np.asarray(query_offsets)
+    if offsets.ndim != 1 or offsets.size < 1:
+        raise ValueError("query_offsets must be a 1-D array of length n_queries + 1")
+    if not np.issubdtype(offsets.dtype, np.integer):
+        if not np.all(np.isfinite(offsets)) or np.any(offsets != np.round(offsets)):
+            raise ValueError("query_offsets must hold integers")
+    offsets = offsets.astype(np.int64)
+    if offsets[0] != 0:
+        raise ValueError(f"query_offsets must start at 0, got {offsets[0]}")
+    lengths = np.diff(offsets)
+    bad = np.flatnonzero(lengths < 0 if allow_empty else lengths <= 0)
+    if bad.size:
+        q = int(bad[0])
+        kind = "decreasing" if lengths[q] < 0 else "empty"
+        raise ValueError(f"query {q} is {kind}: query_offsets[{q}:{q + 2}] = {offsets[q:q + 2].tolist()}")
+    if n_docs is not None and offsets[-1] != n_docs:
+        raise ValueError(
+            f"query_offsets end at {offsets[-1]} but there are {n_docs} documents (mismatched lengths)"
+        )
+    return offsets
+
+
+def segment_ids(query_offsets) -> np.ndarray:
+    """Query index of every document: ``[0, 0, 0, 1, 1, 2, ...]``."""
+    offsets = np.asarray(query_offsets, dtype=np.int64)
+    return np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+
+
+def check_finite_1d(values, name: str, n: int | None = None) -> np.ndarray:
+    """A float64 1-D copy-free view of ``values``; ``ValueError`` on NaN/inf or wrong length."""
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if n is not None and arr.shape[0] != n:
+        raise ValueError(f"{name} has length {arr.shape[0]}, expected {n} (mismatched lengths)")
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if bad.size:
+        raise ValueError(f"{name} holds a non-finite value ({arr[bad[0]]}) at index {bad[0]}")
+    return arr
+
+
+def order_within_queries(scores, query_offsets) -> np.ndarray:
+    """Row indices sorted query by query, each query by decreasing score.
+
+    ``order[query_offsets[q]:query_offsets[q+1]]`` lists the rows of query
+    ``q`` from rank 1 downwards. Ties keep row order (stable sort).
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    seg = segment_ids(query_offsets)
+    # lexsort is stable; the last key is the primary one.
+    return np.lexsort((-scores, seg))
+
+
+def rank_within_queries(scores, query_offsets) -> np.ndarray:
+    """1-based rank of every document inside its query (see module docstring)."""
+    offsets = np.asarray(query_offsets, dtype=np.int64)
+    order = order_within_queries(scores, offsets)
+    seg = segment_ids(offsets)
+    ranks = np.empty(len(order), dtype=np.int64)
+    ranks[order] = np.arange(len(order)) - offsets[seg] + 1
+    return ranks

@@ -1,0 +1,174 @@
+"""Ranking data sets: feature rows grouped into queries.
+
+:class:`RankingDataset` is the one container every part of the toolkit
+shares. Click logs refer to its rows instead of copying features, so the
+same data set can carry millions of logged sessions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._segments import check_offsets, segment_ids
+
+__all__ = ["RankingDataset", "binarize", "DEFAULT_RELEVANCE_THRESHOLD"]
+
+#: Graded labels >= this value count as relevant when binarising. LETOR 4.0
+#: (MQ2007/MQ2008) grades documents 0, 1, 2; Joachims et al. (2017) and
+#: Agarwal et al. (2019) treat every document with a positive grade as
+#: relevant.
+DEFAULT_RELEVANCE_THRESHOLD = 1
+
+
+class RankingDataset:
+    """Documents of many queries with graded relevance labels.
+
+    Parameters
+    ----------
+    X : array of shape (n_docs, n_features)
+        Features, one row per (query, document). Sparse input is made dense.
+    y : array of shape (n_docs,)
+        Graded relevance labels: non-negative integers.
+    qid : array of shape (n_docs,)
+        Query id of every row. The rows of one query must be contiguous; the
+        order of the queries is kept as given.
+
+    Attributes
+    ----------
+    X, y, qid : arrays as above (``X`` float64, ``y`` int64, ``qid`` int64)
+    query_offsets : array of shape (n_queries + 1,)
+        Rows of query ``q`` are ``query_offsets[q]:query_offsets[q + 1]``.
+    query_ids : array of shape (n_queries,)
+        The query id of each query, in data-set order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> data = RankingDataset(np.eye(3), [2, 0, 1], [7, 7, 9])
+    >>> data.n_queries, data.query_offsets.tolist(), data.relevance().tolist()
+    (2, [0, 2, 3], [1, 0, 1])
+    """
+
+    def __init__(self, X, y, qid, *, name: str | None = None):
+        if sp.issparse(X):
+            X = X.toarray()
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D (n_docs, n_features), got shape {X.shape}")
+        n = X.shape[0]
+        if n == 0:
+            raise ValueError("the data set has no documents")
+        y = np.asarray(y)
+        qid = np.asarray(qid)
+        for label, arr in (("y", y), ("qid", qid)):
+            if arr.ndim != 1 or arr.shape[0] != n:
+                raise ValueError(f"{label} has shape {arr.shape}, expected ({n},) to match X (mismatched lengths)")
+        bad = np.argwhere(~np.isfinite(X))
+        if bad.size:
+            r, c = bad[0]
+            raise ValueError(f"X holds a non-finite value ({X[r, c]}) at row {r}, column {c}")
+        y = _check_labels(y)
+        qid = _check_integer(qid, "qid")
+        starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
+        run_ids = qid[starts]
+        uniq, first = np.unique(run_ids, return_index=True)
+        if len(uniq) != len(run_ids):
+            # A query id that starts a second run: name the row where it reappears.
+            seen_twice = np.ones(len(run_ids), dtype=bool)
+            seen_twice[first] = False
+            run = int(np.flatnonzero(seen_twice)[0])
+            raise ValueError(
+                f"query ids are not contiguous: qid {run_ids[run]} reappears at row {starts[run]} "
+                "after rows of other queries"
+            )
+        self.X = X
+        self.y = y
+        self.qid = qid
+        self.query_offsets = np.r_[starts, n].astype(np.int64)
+        self.query_ids = run_ids
+        self.name = name
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def n_docs(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.X.shape[1]
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_offsets) - 1
+
+    @property
+    def query_lengths(self) -> np.ndarray:
+        return np.diff(self.query_offsets)
+
+    @property
+    def query_index(self) -> np.ndarray:
+        """Query index (0 .. n_queries - 1) of every row."""
+        return segment_ids(self.query_offsets)
+
+    def __len__(self) -> int:
+        return self.n_docs
+
+    def __repr__(self) -> str:
+        name = f"{self.name!r}, " if self.name else ""
+        return f"RankingDataset({name}n_queries={self.n_queries}, n_docs={self.n_docs}, n_features={self.n_features})"
+
+    # ------------------------------------------------------------- relevance
+    def relevance(self, threshold: float = DEFAULT_RELEVANCE_THRESHOLD) -> np.ndarray:
+        """Binary relevance (0/1, int64): ``y >= threshold``."""
+        return binarize(self.y, threshold)
+
+    # --------------------------------------------------------------- subsets
+    def subset(self, queries) -> "RankingDataset":
+        """A new data set holding the given queries (indices or boolean mask), in that order."""
+        queries = np.asarray(queries)
+        if queries.dtype == bool:
+            if queries.shape != (self.n_queries,):
+                raise ValueError(f"boolean query mask has shape {queries.shape}, expected ({self.n_queries},)")
+            queries = np.flatnonzero(queries)
+        queries = queries.astype(np.int64).ravel()
+        if queries.size == 0:
+            raise ValueError("subset needs at least one query")
+        if queries.min() < 0 or queries.max() >= self.n_queries:
+            raise ValueError(f"query index out of range [0, {self.n_queries})")
+        rows = self.rows_of(queries)
+        return RankingDataset(self.X[rows], self.y[rows], self.qid[rows], name=self.name)
+
+    def rows_of(self, queries) -> np.ndarray:
+        """Row indices of the given queries, query after query."""
+        queries = np.asarray(queries, dtype=np.int64).ravel()
+        starts = self.query_offsets[queries]
+        lengths = self.query_offsets[queries + 1] - starts
+        seg_start = np.repeat(np.cumsum(lengths) - lengths, lengths)
+        return np.repeat(starts, lengths) + np.arange(lengths.sum()) - seg_start
+
+
+def binarize(y, threshold: float = DEFAULT_RELEVANCE_THRESHOLD) -> np.ndarray:
+    """Binary relevance ``1[y >= threshold]`` as int64."""
+    return (np.asarray(y) >= threshold).astype(np.int64)
+
+
+def _check_integer(values, name: str) -> np.ndarray:
+    arr = np.asarray(values)
+    if np.issubdtype(arr.dtype, np.integer):
+        return arr.astype(np.int64)
+    if not np.issubdtype(arr.dtype, np.number):
+        raise ValueError(f"{name} must be numeric, got dtype {arr.dtype}")
+    arr = arr.astype(np.float64)
+    bad = np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)))
+    if bad.size:
+        raise ValueError(f"{name} must hold integers; row {bad[0]} has {arr[bad[0]]}")
+    return arr.astype(np.int64)
+
+
+def _check_labels(y) -> np.ndarray:
+    y = _check_integer(y, "y (relevance labels)")
+    bad = np.flatnonzero(y < 0)
+    if bad.size:
+        raise ValueError(f"relevance labels must be >= 0; row {bad[0]} has {y[bad[0]]}")
+    return y
