@@ -22,6 +22,8 @@ __all__ = [
     "rank_within_queries",
     "order_within_queries",
     "check_finite_1d",
+    "segment_gather",
+    "within_query_pairs",
 ]
 
 
@@ -101,3 +103,42 @@ def rank_within_queries(scores, query_offsets) -> np.ndarray:
     ranks = np.empty(len(order), dtype=np.int64)
     ranks[order] = np.arange(len(order)) - offsets[seg] + 1
     return ranks
+
+
+def segment_gather(query_offsets, segments) -> np.ndarray:
+    """Indices of the members of the given segments, segment after segment.
+
+    >>> segment_gather([0, 2, 5, 6], [2, 0]).tolist()
+    [5, 0, 1]
+    """
+    offsets = np.asarray(query_offsets, dtype=np.int64)
+    segments = np.asarray(segments, dtype=np.int64).ravel()
+    starts = offsets[segments]
+    lengths = offsets[segments + 1] - starts
+    first = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return np.repeat(starts, lengths) + np.arange(lengths.sum()) - first
+
+
+def within_query_pairs(query_offsets, queries=None) -> tuple[np.ndarray, np.ndarray]:
+    """All ordered pairs ``(i, j)``, ``i != j``, of rows in the same query (vectorised).
+
+    Costs ``sum_q m_q^2`` memory; callers filter the pairs they need.
+
+    >>> i, j = within_query_pairs([0, 2, 3])
+    >>> list(zip(i.tolist(), j.tolist()))
+    [(0, 1), (1, 0)]
+    """
+    offsets = np.asarray(query_offsets, dtype=np.int64)
+    if queries is None:
+        queries = np.arange(len(offsets) - 1)
+    queries = np.asarray(queries, dtype=np.int64)
+    starts = offsets[queries]
+    m = offsets[queries + 1] - starts
+    sq = m * m
+    block = np.repeat(np.arange(len(queries)), sq)
+    local = np.arange(sq.sum()) - np.repeat(np.cumsum(sq) - sq, sq)
+    mb = m[block]
+    i = starts[block] + local // mb
+    j = starts[block] + local % mb
+    keep = i != j
+    return i[keep], j[keep]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ._segments import check_offsets, segment_ids
+from ._segments import segment_gather, segment_ids
 
 __all__ = ["RankingDataset", "binarize", "DEFAULT_RELEVANCE_THRESHOLD"]
 
@@ -141,11 +141,7 @@ class RankingDataset:
 
     def rows_of(self, queries) -> np.ndarray:
         """Row indices of the given queries, query after query."""
-        queries = np.asarray(queries, dtype=np.int64).ravel()
-        starts = self.query_offsets[queries]
-        lengths = self.query_offsets[queries + 1] - starts
-        seg_start = np.repeat(np.cumsum(lengths) - lengths, lengths)
-        return np.repeat(starts, lengths) + np.arange(lengths.sum()) - seg_start
+        return segment_gather(self.query_offsets, queries)
 
 
 def binarize(y, threshold: float = DEFAULT_RELEVANCE_THRESHOLD) -> np.ndarray:

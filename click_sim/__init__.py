@@ -1,0 +1,16 @@
+"""Click simulation: ranking data, click models, production rankers, click logs, online loop."""
+
+from counterfactual_ltr.clicklog import ClickLog
+from counterfactual_ltr.datasets import RankingDataset, binarize
+
+from .clicks import PositionBasedClickModel, simulate_clicks
+from .letor import load_letor
+from .online import OnlineResult, run_online
+from .production import train_production_ranker
+from .synthetic import make_ranking, make_separable_ranking
+
+__all__ = [
+    "RankingDataset", "binarize", "load_letor", "make_ranking", "make_separable_ranking",
+    "PositionBasedClickModel", "simulate_clicks", "ClickLog", "train_production_ranker",
+    "run_online", "OnlineResult",
+]

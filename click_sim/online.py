@@ -1,0 +1,114 @@
+"""The online interaction loop: a learner ranks a query, the environment reveals top-k labels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from counterfactual_ltr._segments import offsets_from_lengths
+from counterfactual_ltr.datasets import DEFAULT_RELEVANCE_THRESHOLD, RankingDataset
+from counterfactual_ltr.online import Feedback
+
+__all__ = ["run_online", "OnlineResult", "query_stream"]
+
+
+@dataclass
+class OnlineResult:
+    """Per-round record of an online run.
+
+    ``queries[t]`` is the query shown in round ``t``; ``ndcg_at_10``,
+    ``ndcg`` (full list) and ``ap`` are the per-round values of the shown
+    ranking against the full labels (queries without relevant documents
+    score 0, the LETOR convention). ``rankings`` holds the shown rankings
+    back to back (data-set rows), ``ranking_offsets`` their boundaries.
+    """
+
+    queries: np.ndarray
+    ndcg_at_10: np.ndarray
+    ndcg: np.ndarray
+    ap: np.ndarray
+    rankings: np.ndarray = field(repr=False)
+    ranking_offsets: np.ndarray = field(repr=False)
+    seconds: float = 0.0
+
+    @property
+    def n_rounds(self) -> int:
+        return len(self.queries)
+
+    @staticmethod
+    def time_average(values) -> np.ndarray:
+        """Running mean ``(1/t) * sum_{s<=t} values[s]``."""
+        values = np.asarray(values, dtype=np.float64)
+        return np.cumsum(values) / np.arange(1, len(values) + 1)
+
+    @property
+    def cumulative_ndcg_loss(self) -> np.ndarray:
+        """Cumulative NDCG-induced loss ``sum_{s<=t} (1 - NDCG_s)`` (full list)."""
+        return np.cumsum(1.0 - self.ndcg)
+
+
+def query_stream(n_queries: int, T: int, rng: np.random.Generator) -> np.ndarray:
+    """``T`` query indices: random permutations of all queries, one after another."""
+    n_epochs = -(-T // n_queries)
+    return np.concatenate([rng.permutation(n_queries) for _ in range(n_epochs)])[:T]
+
+
+def run_online(learner, data: RankingDataset, T: int, random_state=None, *,
+               relevance_threshold=DEFAULT_RELEVANCE_THRESHOLD, reset: bool = True) -> OnlineResult:
+    """Run ``learner`` for ``T`` rounds on the queries of ``data`` in random order.
+
+    Each round draws the next query (random order, every query once per
+    epoch, repeated when ``T`` exceeds the number of queries), asks
+    ``learner.rank(X_q)``, reveals the graded labels of the top
+    ``learner.feedback_k`` shown documents (all when None) through a
+    :class:`~counterfactual_ltr.online.Feedback`, and calls
+    ``learner.update``. Metrics are computed once, vectorised, after the loop.
+
+    Examples
+    --------
+    >>> from click_sim import make_ranking, run_online
+    >>> from counterfactual_ltr.online import RandomRanker
+    >>> data = make_ranking(n_queries=20, random_state=0)
+    >>> res = run_online(RandomRanker(random_state=0), data, T=50, random_state=0)
+    >>> res.ndcg_at_10.shape
+    (50,)
+    """
+    import time
+
+    from counterfactual_ltr.metrics import average_precision, ndcg
+
+    T = int(T)
+    if T < 1:
+        raise ValueError(f"T must be >= 1, got {T}")
+    rng = np.random.default_rng(random_state)
+    if reset:
+        learner.reset(data.n_features)
+    queries = query_stream(data.n_queries, T, rng)
+    offsets = data.query_offsets
+    lengths = np.diff(offsets)[queries]
+    ranking_offsets = offsets_from_lengths(lengths)
+    rankings = np.empty(ranking_offsets[-1], dtype=np.int64)
+    X_all, y_all = data.X, data.y
+    k = learner.feedback_k
+    start_time = time.perf_counter()
+    for t, q in enumerate(queries):
+        s, e = offsets[q], offsets[q + 1]
+        X = X_all[s:e]
+        ranking = learner.rank(X)
+        shown = min(len(ranking), e - s) if k is None else min(k, e - s)
+        learner.update(X, Feedback(ranking, y_all[s + ranking[:shown]]))
+        rankings[ranking_offsets[t]:ranking_offsets[t + 1]] = s + ranking
+    seconds = time.perf_counter() - start_time
+    labels = y_all[rankings]
+    # The shown order as scores: first shown gets the highest score.
+    pseudo_scores = -np.arange(len(rankings), dtype=np.float64)
+    return OnlineResult(
+        queries=queries,
+        ndcg_at_10=ndcg(pseudo_scores, labels, ranking_offsets, k=10, reduce=None),
+        ndcg=ndcg(pseudo_scores, labels, ranking_offsets, reduce=None),
+        ap=average_precision(pseudo_scores, labels, ranking_offsets, threshold=relevance_threshold, reduce=None),
+        rankings=rankings,
+        ranking_offsets=ranking_offsets,
+        seconds=seconds,
+    )

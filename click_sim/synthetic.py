@@ -1,0 +1,108 @@
+"""Synthetic ranking data sets."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from counterfactual_ltr._segments import offsets_from_lengths
+from counterfactual_ltr.datasets import RankingDataset
+
+__all__ = ["make_separable_ranking", "make_ranking"]
+
+
+def _positive_int(value, name: str, minimum: int = 1) -> int:
+    if int(value) != value or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
+    return int(value)
+
+
+def make_separable_ranking(n_queries: int = 1000, n_docs: int = 20, n_features: int = 20,
+                           n_levels: int = 5, margin: float = 0.5, random_state=None,
+                           return_ranker: bool = False):
+    """Margin-separable graded ranking data (the simulated set of Chaudhuri & Tewari, JAIR).
+
+    Every query has ``n_docs`` documents with relevance levels drawn
+    uniformly from ``{0, ..., n_levels - 1}``. Documents of level ``l`` are
+    drawn from their own Gaussian ``N(mu_l, I)`` (level means ``mu_l ~
+    N(0, I)``), and a unit-norm ranker ``w*`` drawn from a Gaussian separates
+    the levels with margin: the component of a level-``l`` document along
+    ``w*`` is set to ``l * 2 * margin + u`` with ``u ~ U[0, margin]``, so for
+    any two documents with ``R_i > R_j``::
+
+        w* . x_i - w* . x_j >= margin.
+
+    Returns a :class:`RankingDataset`, and ``w*`` too when
+    ``return_ranker=True``.
+
+    Examples
+    --------
+    >>> data, w = make_separable_ranking(50, random_state=0, return_ranker=True)
+    >>> round(float(np.linalg.norm(w)), 6), data.n_docs
+    (1.0, 1000)
+    """
+    n_queries = _positive_int(n_queries, "n_queries")
+    n_docs = _positive_int(n_docs, "n_docs", 2)
+    n_features = _positive_int(n_features, "n_features")
+    n_levels = _positive_int(n_levels, "n_levels", 2)
+    if not np.isfinite(margin) or margin <= 0:
+        raise ValueError(f"margin must be > 0, got {margin}")
+    rng = np.random.default_rng(random_state)
+    w = rng.standard_normal(n_features)
+    w /= np.linalg.norm(w)
+    level_means = rng.standard_normal((n_levels, n_features))
+    n = n_queries * n_docs
+    y = rng.integers(0, n_levels, size=n)
+    X = level_means[y] + rng.standard_normal((n, n_features))
+    # Replace the component along w* by a level-ordered value with a gap of `margin`.
+    along = y * (2.0 * margin) + rng.uniform(0.0, margin, size=n)
+    X += np.outer(along - X @ w, w)
+    qid = np.repeat(np.arange(n_queries), n_docs)
+    data = RankingDataset(X, y, qid, name="separable")
+    return (data, w) if return_ranker else data
+
+
+def make_ranking(n_queries: int = 200, n_docs=(5, 40), n_features: int = 10, n_levels: int = 3,
+                 noise: float = 1.0, level_shares=(0.65, 0.22, 0.13), random_state=None,
+                 return_ranker: bool = False):
+    """Non-separable graded ranking data with varying list lengths.
+
+    Features are standard Gaussian; a hidden unit-norm linear model ``w*``
+    plus a per-query offset and Gaussian ``noise`` gives a latent relevance,
+    cut by global quantile thresholds into ``n_levels`` grades whose shares
+    are ``level_shares`` (default close to MQ2008's 0/1/2 shares). List
+    lengths are uniform in ``[n_docs[0], n_docs[1]]`` (or fixed when
+    ``n_docs`` is an int). Some queries end up with no relevant document,
+    as in real data.
+
+    Examples
+    --------
+    >>> data = make_ranking(n_queries=10, random_state=0)
+    >>> data.n_queries, int(data.y.max()) <= 2
+    (10, True)
+    """
+    n_queries = _positive_int(n_queries, "n_queries")
+    n_features = _positive_int(n_features, "n_features")
+    n_levels = _positive_int(n_levels, "n_levels", 2)
+    shares = np.asarray(level_shares, dtype=np.float64)
+    if shares.shape != (n_levels,) or np.any(shares <= 0):
+        raise ValueError(f"level_shares must hold {n_levels} positive shares, got {level_shares}")
+    if noise < 0:
+        raise ValueError(f"noise must be >= 0, got {noise}")
+    lo, hi = (n_docs, n_docs) if np.isscalar(n_docs) else n_docs
+    lo, hi = _positive_int(lo, "n_docs"), _positive_int(hi, "n_docs")
+    if hi < lo:
+        raise ValueError(f"n_docs range is empty: {n_docs}")
+    rng = np.random.default_rng(random_state)
+    lengths = rng.integers(lo, hi + 1, size=n_queries)
+    offsets = offsets_from_lengths(lengths)
+    n = int(offsets[-1])
+    w = rng.standard_normal(n_features)
+    w /= np.linalg.norm(w)
+    X = rng.standard_normal((n, n_features))
+    query_shift = np.repeat(rng.standard_normal(n_queries) * 0.5, lengths)
+    latent = X @ w + query_shift + noise * rng.standard_normal(n)
+    thresholds = np.quantile(latent, np.cumsum(shares / shares.sum())[:-1])
+    y = np.searchsorted(thresholds, latent, side="right")
+    qid = np.repeat(np.arange(n_queries), lengths)
+    data = RankingDataset(X, y, qid, name="synthetic")
+    return (data, w) if return_ranker else data

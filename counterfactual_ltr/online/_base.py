@@ -1,0 +1,95 @@
+"""The online protocol shared by every online learner.
+
+In each round the environment picks a query, the learner ranks its
+documents (``rank``), the environment reveals the graded labels of the top
+``feedback_k`` shown documents (all of them when ``feedback_k`` is None),
+and the learner updates (``update``). ``click_sim.run_online`` drives it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Feedback", "OnlineLearner", "RandomRanker", "check_learning_rate", "make_schedule"]
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """What a learner sees after a round.
+
+    ``ranking`` is the permutation that was shown (row indices of the
+    query's ``X``, best first); ``labels[i]`` is the graded label of
+    document ``ranking[i]``, for the first ``len(labels)`` positions only.
+    """
+
+    ranking: np.ndarray
+    labels: np.ndarray
+
+    @property
+    def k(self) -> int:
+        return len(self.labels)
+
+
+class OnlineLearner:
+    """Base class: ``rank(X)`` then ``update(X, feedback)``, once per round.
+
+    Subclasses set ``feedback_k`` (None: full feedback) and implement both
+    methods; ``reset(n_features)`` (re)initialises the state before a run.
+    """
+
+    feedback_k: int | None = None
+
+    def reset(self, n_features: int) -> "OnlineLearner":
+        raise NotImplementedError
+
+    def rank(self, X: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def update(self, X: np.ndarray, feedback: Feedback) -> "OnlineLearner":
+        raise NotImplementedError
+
+
+class RandomRanker(OnlineLearner):
+    """Shows a uniformly random permutation every round and learns nothing (baseline)."""
+
+    feedback_k = 0
+
+    def __init__(self, random_state=None):
+        self.random_state = random_state
+
+    def reset(self, n_features: int) -> "RandomRanker":
+        self._rng = np.random.default_rng(self.random_state)
+        return self
+
+    def rank(self, X):
+        if not hasattr(self, "_rng"):
+            self.reset(X.shape[1])
+        return self._rng.permutation(X.shape[0])
+
+    def update(self, X, feedback):
+        return self
+
+
+def check_learning_rate(value, name: str = "eta") -> float:
+    """A positive finite learning rate, or ``ValueError``."""
+    value = float(value)
+    if not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive finite number, got {value}")
+    return value
+
+
+def make_schedule(value, power: float = 0.0, name: str = "eta"):
+    """Rate schedule ``t -> value / t**power`` (t = 1, 2, ...); ``power=0`` is constant.
+
+    ``value`` may also be a callable ``t -> rate`` (returned unchanged).
+    """
+    if callable(value):
+        return value
+    c = check_learning_rate(value, name)
+    if power < 0:
+        raise ValueError(f"{name} schedule power must be >= 0, got {power}")
+    if power == 0:
+        return lambda t: c
+    return lambda t: c / t**power

@@ -1,0 +1,98 @@
+"""Shared plumbing of the experiment scripts: arguments, data location, result files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "results"
+MQ2007_NOTE = ("MQ2008 only: the paper trains on MQ2007+MQ2008 training queries; MQ2007 is not "
+               "available here, so training uses MQ2008's training folds")
+
+
+def shared_data_dir() -> Path:
+    """``../shared/data`` next to the repository (override with ``CLTR_DATA``)."""
+    return Path(os.environ.get("CLTR_DATA", REPO.parent / "shared" / "data"))
+
+
+def mq2008_dir() -> Path | None:
+    """The MQ2008 folder, or None when the shared data is absent."""
+    path = shared_data_dir() / "MQ2008"
+    return path if (path / "Fold1" / "train.txt").exists() else None
+
+
+def load_fold(fold: int = 1):
+    """``(train, vali, test)`` RankingDatasets of MQ2008 fold ``fold``."""
+    from click_sim import load_letor
+
+    root = mq2008_dir()
+    if root is None:
+        raise SystemExit(f"MQ2008 not found under {shared_data_dir()} (set CLTR_DATA)")
+    return tuple(load_letor(root / f"Fold{fold}" / f"{part}.txt") for part in ("train", "vali", "test"))
+
+
+def parser(description: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--quick", action="store_true", help="CI-sized run (a minute or two)")
+    p.add_argument("--seeds", type=int, default=None, help="number of random seeds")
+    p.add_argument("--out", type=Path, default=RESULTS, help="folder for the JSON and PNG")
+    p.add_argument("--no-plot", action="store_true", help="skip the PNG")
+    return p
+
+
+def _jsonable(obj):
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, (np.floating, float)):
+        return None if not np.isfinite(obj) else float(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
+def save_results(name: str, results: dict, settings: dict, out: Path = RESULTS, started: float | None = None) -> Path:
+    """Write ``out/<name>.json`` with the results, the settings and how they were made."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "name": name,
+        "command": "python -m experiments." + name + " " + " ".join(sys.argv[1:]),
+        "settings": settings,
+        "results": results,
+        "environment": {"python": platform.python_version(), "numpy": np.__version__,
+                        "machine": platform.machine(), "cpus": os.cpu_count()},
+    }
+    if started is not None:
+        payload["seconds"] = round(time.time() - started, 2)
+    path = out / f"{name}.json"
+    path.write_text(json.dumps(_jsonable(payload), indent=1))
+    return path
+
+
+def figure_path(name: str, out: Path = RESULTS) -> Path:
+    Path(out).mkdir(parents=True, exist_ok=True)
+    return Path(out) / f"{name}.png"
+
+
+def pyplot():
+    """matplotlib.pyplot with a non-interactive backend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
