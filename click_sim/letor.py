@@ -103,6 +103,8 @@ def _locate_row_error(path, message: str) -> str:
     if not match:
         return message
     row = int(match.group(1))
+    # RankingDataset counts feature columns from 0; LETOR files count features from 1.
+    message = re.sub(r"column (\d+)", lambda m: f"feature {int(m.group(1)) + 1}", message)
     for index, (number, _) in enumerate(_data_lines(path)):
         if index == row:
             return message.replace(f"row {row}", f"line {number}")

@@ -24,6 +24,7 @@ __all__ = [
     "check_finite_1d",
     "segment_gather",
     "within_query_pairs",
+    "segment_searchsorted",
 ]
 
 
@@ -142,3 +143,29 @@ def within_query_pairs(query_offsets, queries=None) -> tuple[np.ndarray, np.ndar
     j = starts[block] + local % mb
     keep = i != j
     return i[keep], j[keep]
+
+
+def segment_searchsorted(sorted_values, query_offsets, queries, values, side: str = "left") -> np.ndarray:
+    """``np.searchsorted`` inside segments, vectorised by bisection.
+
+    ``sorted_values`` is ascending within each segment. For each ``values[t]``
+    the result is the global insertion index inside segment ``queries[t]``.
+
+    >>> segment_searchsorted(np.array([1., 3., 0., 5.]), [0, 2, 4], [0, 1], [2., 6.]).tolist()
+    [1, 4]
+    """
+    offsets = np.asarray(query_offsets, dtype=np.int64)
+    queries = np.asarray(queries, dtype=np.int64)
+    values = np.asarray(values, dtype=np.float64)
+    lo = offsets[queries].copy()
+    hi = offsets[queries + 1].copy()
+    right = side == "right"
+    while True:
+        active = lo < hi
+        if not active.any():
+            return lo
+        mid = (lo + hi) // 2
+        probe = sorted_values[np.minimum(mid, len(sorted_values) - 1)]
+        go_right = active & ((probe <= values) if right else (probe < values))
+        lo = np.where(go_right, mid + 1, lo)
+        hi = np.where(active & ~go_right, mid, hi)

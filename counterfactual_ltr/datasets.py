@@ -125,23 +125,42 @@ class RankingDataset:
 
     # --------------------------------------------------------------- subsets
     def subset(self, queries) -> "RankingDataset":
-        """A new data set holding the given queries (indices or boolean mask), in that order."""
-        queries = np.asarray(queries)
-        if queries.dtype == bool:
-            if queries.shape != (self.n_queries,):
-                raise ValueError(f"boolean query mask has shape {queries.shape}, expected ({self.n_queries},)")
-            queries = np.flatnonzero(queries)
-        queries = queries.astype(np.int64).ravel()
+        """A new data set holding the given queries (indices or boolean mask), in that order.
+
+        A query may appear only once: a repeated query would merge with itself into one longer
+        query (its rows share the query id), so repeats raise instead.
+        """
+        queries = self._query_indices(queries)
         if queries.size == 0:
             raise ValueError("subset needs at least one query")
-        if queries.min() < 0 or queries.max() >= self.n_queries:
-            raise ValueError(f"query index out of range [0, {self.n_queries})")
+        unique, counts = np.unique(queries, return_counts=True)
+        if np.any(counts > 1):
+            raise ValueError(f"subset: query index {unique[counts > 1][0]} is repeated; "
+                             "each query may appear once")
         rows = self.rows_of(queries)
         return RankingDataset(self.X[rows], self.y[rows], self.qid[rows], name=self.name)
 
     def rows_of(self, queries) -> np.ndarray:
-        """Row indices of the given queries, query after query."""
-        return segment_gather(self.query_offsets, queries)
+        """Row indices of the given queries (indices or boolean mask), query after query.
+
+        Repeated indices are allowed here (bootstrap resampling); they repeat the rows.
+        """
+        return segment_gather(self.query_offsets, self._query_indices(queries))
+
+    def _query_indices(self, queries) -> np.ndarray:
+        """Validated int64 query indices from indices or a boolean mask over the queries."""
+        queries = np.asarray(queries)
+        if queries.dtype == bool:
+            if queries.shape != (self.n_queries,):
+                raise ValueError(f"boolean query mask has shape {queries.shape}, expected ({self.n_queries},)")
+            return np.flatnonzero(queries)
+        if queries.size and not np.issubdtype(queries.dtype, np.integer):
+            raise ValueError(f"query indices must be integers, got dtype {queries.dtype}")
+        queries = queries.astype(np.int64).ravel()
+        if queries.size and (queries.min() < 0 or queries.max() >= self.n_queries):
+            bad = queries[(queries < 0) | (queries >= self.n_queries)][0]
+            raise ValueError(f"query index {bad} out of range [0, {self.n_queries})")
+        return queries
 
 
 def binarize(y, threshold: float = DEFAULT_RELEVANCE_THRESHOLD) -> np.ndarray:

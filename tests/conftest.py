@@ -1,0 +1,92 @@
+"""Shared fixtures and helpers of the test suite.
+
+The real-data tests use the shared MQ2008 copy next to the repository,
+``<repo>/../shared/data/MQ2008`` (``Fold1..Fold5`` and ``S1..S5.txt``). Set
+``CLTR_DATA`` to the folder that holds ``MQ2008`` to use another copy; the
+tests that need it are skipped (``requires_mq2008``) when it is absent.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def mq2008_dir() -> Path:
+    """Path of the MQ2008 folder: ``$CLTR_DATA/MQ2008``, else ``<repo>/../shared/data/MQ2008``.
+
+    ``CLTR_DATA`` names the data folder that contains ``MQ2008`` (as in
+    ``experiments._common``); a ``CLTR_DATA`` pointing at the MQ2008 folder
+    itself is accepted too. The path is returned whether or not it exists:
+    use :func:`mq2008_available` or the ``requires_mq2008`` marker.
+    """
+    env = os.environ.get("CLTR_DATA")
+    if env:
+        root = Path(env).expanduser()
+        if not (root / "MQ2008").exists() and (root / "Fold1").exists():
+            return root
+        return root / "MQ2008"
+    return REPO.parent / "shared" / "data" / "MQ2008"
+
+
+def mq2008_available() -> bool:
+    return (mq2008_dir() / "Fold1" / "train.txt").is_file()
+
+
+requires_mq2008 = pytest.mark.skipif(
+    not mq2008_available(),
+    reason=f"MQ2008 not found at {mq2008_dir()} (Fold1/train.txt missing); "
+           "set CLTR_DATA to the folder that contains MQ2008",
+)
+
+
+@pytest.fixture(name="mq2008_dir")
+def mq2008_dir_fixture() -> Path:
+    """The MQ2008 folder (the test is skipped when it is absent)."""
+    if not mq2008_available():
+        pytest.skip(f"MQ2008 not found at {mq2008_dir()}")
+    return mq2008_dir()
+
+
+@pytest.fixture(scope="session")
+def mq2008_fold1_train():
+    """``load_letor`` of MQ2008 Fold1/train.txt, loaded once per session."""
+    if not mq2008_available():
+        pytest.skip(f"MQ2008 not found at {mq2008_dir()}")
+    from click_sim import load_letor
+
+    return load_letor(mq2008_dir() / "Fold1" / "train.txt")
+
+
+# ----------------------------------------------------------------------------- small shared data
+
+
+@pytest.fixture
+def tiny_data():
+    """Three queries (qids 10, 4, 7) of lengths 3, 2, 4; labels 0..2."""
+    from counterfactual_ltr import RankingDataset
+
+    X = np.arange(18, dtype=float).reshape(9, 2)
+    y = [2, 0, 1, 0, 1, 0, 0, 2, 1]
+    qid = [10, 10, 10, 4, 4, 7, 7, 7, 7]
+    return RankingDataset(X, y, qid)
+
+
+@pytest.fixture(scope="module")
+def synthetic_data():
+    """``make_ranking(60 queries)``: varying list lengths, some queries without relevant documents."""
+    from click_sim import make_ranking
+
+    return make_ranking(n_queries=60, n_docs=(3, 15), random_state=3)
+
+
+def least_squares_scores(data) -> np.ndarray:
+    """A simple fixed ranker: the least-squares fit of the labels on the features (with intercept)."""
+    A = np.c_[data.X, np.ones(data.n_docs)]
+    coef, *_ = np.linalg.lstsq(A, data.y.astype(float), rcond=None)
+    return A @ coef
