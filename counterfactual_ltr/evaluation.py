@@ -38,6 +38,7 @@ from .clicklog import ClickLog
 from .propensity import as_propensity_model
 
 __all__ = ["Estimate", "ips_estimate", "snips_estimate", "ips_scorer", "snips_scorer", "metric_weight",
+           "ValidationReport", "validation_report", "true_values",
            "session_contributions"]
 
 #: metrics whose estimate is better when lower (scorers negate them)
@@ -196,3 +197,143 @@ def snips_scorer(metric="dcg", propensity=None, **metric_params):
     >>> # cross_val_score(est, log, groups=log.groups, cv=GroupKFold(3), scoring=snips_scorer("dcg"))
     """
     return _LogScorer("snips", metric, propensity, metric_params)
+
+
+# ----------------------------------------------------------------------------- validation report
+
+@dataclass
+class ValidationReport:
+    """IPS/SNIPS estimates of several rankers on one validation log, beside the truth when known.
+
+    ``rows`` holds one dict per ranker with, per metric, the IPS and SNIPS
+    :class:`Estimate` and (when full labels were given) the true value of
+    what each estimator targets: the per-session mean for IPS, the
+    per-relevant-document mean for SNIPS.
+    """
+
+    rows: list
+    metrics: tuple
+    confidence: float
+    n_sessions: int
+    n_clicks: int
+    propensity: str
+
+    def best(self, metric: str = "dcg", estimator: str = "snips") -> str:
+        """Name of the ranker with the best estimate (highest; lowest for average rank)."""
+        values = [r[metric][estimator].value for r in self.rows]
+        pick = int(np.argmin(values) if metric in LOWER_IS_BETTER else np.argmax(values))
+        return self.rows[pick]["name"]
+
+    def to_markdown(self) -> str:
+        pct = int(round(self.confidence * 100))
+        lines = [f"Validation log: {self.n_sessions} sessions, {self.n_clicks} clicks; propensities {self.propensity}; "
+                 f"{pct}% normal confidence intervals.", ""]
+        for metric in self.metrics:
+            direction = "lower is better" if metric in LOWER_IS_BETTER else "higher is better"
+            has_truth = any("true" in r[metric] for r in self.rows)
+            header = f"| ranker | IPS {metric} | {pct}% CI | SNIPS {metric} | {pct}% CI | ESS | max 1/q |"
+            if has_truth:
+                header += " true (per session) | true (per relevant doc) |"
+            lines += [f"**{metric}** ({direction})", "", header, "|" + "---|" * (header.count("|") - 1)]
+            for r in self.rows:
+                ips, snips = r[metric]["ips"], r[metric]["snips"]
+                line = (f"| {r['name']} | {ips.value:.4f} | [{ips.ci_low:.4f}, {ips.ci_high:.4f}] | {snips.value:.4f} | "
+                        f"[{snips.ci_low:.4f}, {snips.ci_high:.4f}] | {snips.ess:.0f} | {snips.max_weight:.1f} |")
+                if has_truth:
+                    t = r[metric].get("true", {})
+                    line += f" {t.get('ips', float('nan')):.4f} | {t.get('snips', float('nan')):.4f} |"
+                lines.append(line)
+            best = self.best(metric)
+            lines += ["", f"Best by SNIPS {metric}: **{best}**", ""]
+        return "\n".join(lines)
+
+    def to_html(self) -> str:
+        """A minimal HTML page of the report (tables as preformatted Markdown)."""
+        import html
+
+        return f"<html><body><pre>{html.escape(self.to_markdown())}</pre></body></html>"
+
+    def plot(self, path=None, metric: str = "dcg"):
+        """Error-bar figure of IPS and SNIPS with their intervals (and the truth when known)."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        names = [r["name"] for r in self.rows]
+        x = np.arange(len(names))
+        fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
+        for ax, kind in zip(axes, ("ips", "snips")):
+            est = [r[metric][kind] for r in self.rows]
+            vals = np.array([e.value for e in est])
+            err = np.array([[e.value - e.ci_low for e in est], [e.ci_high - e.value for e in est]])
+            ax.errorbar(x, vals, yerr=err, fmt="o", capsize=4, label=f"{kind.upper()} estimate")
+            truth = [r[metric].get("true", {}).get(kind) for r in self.rows]
+            if all(t is not None for t in truth):
+                ax.plot(x, truth, "x", color="k", label="true value")
+            ax.set_xticks(x, names, rotation=30, ha="right")
+            ax.set_title(f"{kind.upper()} {metric}")
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        if path is not None:
+            fig.savefig(path, dpi=110)
+            plt.close(fig)
+        return fig
+
+
+def validation_report(rankers: dict, log: ClickLog, *, propensity=None, metrics=("dcg", "avg_rank"),
+                      confidence: float = 0.95, true_relevance=None) -> ValidationReport:
+    """Estimate every ranker on a validation click log: what a user reads to pick ``C``.
+
+    Parameters
+    ----------
+    rankers : dict name -> fitted ranker (``predict``) or scores per data-set row
+    log : ClickLog of the validation queries
+    true_relevance : array (n_docs,), optional
+        Click-relevance of every data-set row when it is known (simulation):
+        ``P(click | examined)``, e.g. binarised labels for a noiseless click
+        model. The report then shows the true value each estimator targets.
+
+    Examples
+    --------
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> data = make_ranking(n_queries=40, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=5, random_state=0)
+    >>> report = validation_report({"f0": data.X[:, 0], "f1": data.X[:, 1]}, log)
+    >>> report.best("dcg") in ("f0", "f1")
+    True
+    """
+    model = as_propensity_model(propensity)
+    rows = []
+    for name, ranker in rankers.items():
+        row = {"name": name}
+        for metric in metrics:
+            row[metric] = {
+                "ips": ips_estimate(log, ranker, metric=metric, propensity=model, confidence=confidence),
+                "snips": snips_estimate(log, ranker, metric=metric, propensity=model, confidence=confidence),
+            }
+            if true_relevance is not None:
+                row[metric]["true"] = true_values(log, ranker, true_relevance, metric=metric)
+        rows.append(row)
+    return ValidationReport(rows, tuple(metrics), confidence, log.n_sessions, log.n_clicks, repr(model))
+
+
+def true_values(log: ClickLog, scores_or_ranker, relevance, *, metric="dcg", **metric_params) -> dict:
+    """What IPS and SNIPS estimate on ``log``, computed from the known click-relevance of every row.
+
+    ``ips``: mean over the log's sessions of ``sum_y m(rank(y)) c(y)``;
+    ``snips``: ``sum_sessions sum_y m(rank(y)) c(y) / sum_sessions sum_y c(y)``,
+    where ``c`` is ``relevance`` (e.g. ``P(click | examined)``).
+    """
+    data = log.data
+    c = np.asarray(relevance, dtype=np.float64)
+    if c.shape != (data.n_docs,):
+        raise ValueError(f"relevance has shape {c.shape}, expected ({data.n_docs},)")
+    scores = _scores_for_log(log, scores_or_ranker)
+    ranks = rank_within_queries(scores, data.query_offsets)
+    m = metric_weight(metric, **metric_params)(ranks)
+    per_query_metric = np.bincount(data.query_index, m * c, minlength=data.n_queries)
+    per_query_rel = np.bincount(data.query_index, c, minlength=data.n_queries)
+    sessions = log.session_query
+    return {"ips": float(per_query_metric[sessions].mean()),
+            "snips": float(per_query_metric[sessions].sum() / max(per_query_rel[sessions].sum(), 1e-300))}
