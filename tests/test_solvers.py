@@ -1,0 +1,156 @@
+"""Exact solvers: solve_pairwise_hinge and solve_regularized against a cvxpy reference (Clarabel)."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from counterfactual_ltr.solvers import (SolverResult, pairwise_hinge_oracle, solve_pairwise_hinge,
+                                        solve_regularized)
+
+cp = pytest.importorskip("cvxpy")
+
+
+def _reference(X, i, j, c, C, margin=1.0):
+    """One slack per pair, Clarabel at tight tolerances."""
+    w = cp.Variable(X.shape[1])
+    D = X[i] - X[j]
+    prob = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + C * (c @ cp.pos(margin - D @ w))))
+    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    return prob.value, w.value
+
+
+def _problem(seed, C=None):
+    rng = np.random.default_rng(seed)
+    n, d, m = rng.integers(10, 50), rng.integers(3, 9), rng.integers(30, 300)
+    X = rng.normal(size=(n, d))
+    i, j = rng.integers(0, n, m), rng.integers(0, n, m)
+    c = rng.uniform(0, 5, m)
+    c[rng.random(m) < 0.2] = 0.0                       # some zero weights
+    dup = rng.integers(0, m, 10)                       # duplicate pairs
+    i, j, c = np.r_[i, i[dup]], np.r_[j, j[dup]], np.r_[c, c[dup]]
+    if C is None:
+        C = [0.01, 0.1, 1.0, 10.0, 1000.0][seed % 5]
+    return X, i, j, c, C
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_pairwise_hinge_matches_cvxpy(seed):
+    X, i, j, c, C = _problem(seed)
+    res = solve_pairwise_hinge(X, i, j, c, C, tol=1e-9)
+    ref, _ = _reference(X, i, j, c, C)
+    assert isinstance(res, SolverResult) and res.converged
+    assert res.gap >= 0
+    assert res.objective == pytest.approx(ref, rel=1e-6, abs=1e-9)
+    # the certificate is a true bound: sub-optimality <= gap, and the dual bound <= optimum
+    assert res.objective - ref <= res.gap + 1e-7 * max(1.0, abs(ref))
+    assert res.dual_objective <= ref + 1e-7 * max(1.0, abs(ref))
+    s = X @ res.coef
+    exact = 0.5 * res.coef @ res.coef + C * np.sum(c * np.maximum(0, 1 - (s[i] - s[j])))
+    assert res.objective == pytest.approx(exact, rel=1e-12)
+
+
+def test_pairwise_hinge_margin_and_loose_tol_gap_is_a_bound():
+    X, i, j, c, C = _problem(3, C=5.0)
+    ref, _ = _reference(X, i, j, c, C, margin=0.5)
+    res = solve_pairwise_hinge(X, i, j, c, C, margin=0.5, tol=1e-2)
+    assert res.converged and res.gap <= 1e-2 * max(1.0, res.objective)
+    assert res.objective - ref <= res.gap + 1e-8 and res.dual_objective <= ref + 1e-8
+
+
+def test_warm_start_same_solution():
+    X, i, j, c, C = _problem(7, C=10.0)
+    cold = solve_pairwise_hinge(X, i, j, c, C, tol=1e-10)
+    c2 = c * np.random.default_rng(0).uniform(0.5, 2.0, size=c.size)
+    cold2 = solve_pairwise_hinge(X, i, j, c2, C, tol=1e-10)
+    warm2 = solve_pairwise_hinge(X, i, j, c2, C, tol=1e-10, w0=cold.coef)
+    assert warm2.converged
+    assert warm2.objective == pytest.approx(cold2.objective, rel=1e-9)
+    np.testing.assert_allclose(warm2.coef, cold2.coef, atol=1e-4)
+    # from the optimum itself, nothing to do
+    again = solve_pairwise_hinge(X, i, j, c2, C, tol=1e-6, w0=cold2.coef)
+    assert again.n_iter < cold2.n_iter
+
+
+def test_all_zero_weights_and_no_pairs():
+    X = np.random.default_rng(0).normal(size=(5, 3))
+    res = solve_pairwise_hinge(X, [0, 1], [1, 2], [0.0, 0.0], 1.0)
+    assert res.converged and res.objective == 0 and np.all(res.coef == 0)
+    res = solve_pairwise_hinge(X, [], [], [], 1.0)
+    assert res.converged and res.objective == 0
+
+
+def test_convergence_warning_when_max_iter_tiny():
+    X, i, j, c, C = _problem(4, C=1000.0)
+    with pytest.warns(ConvergenceWarning, match="gap"):
+        res = solve_pairwise_hinge(X, i, j, c, C, tol=1e-12, max_iter=1)
+    assert not res.converged and res.gap > 0
+    with pytest.warns(ConvergenceWarning, match="gap"):
+        res = solve_regularized(pairwise_hinge_oracle(X, i, j, c), X.shape[1], C, tol=1e-12, max_iter=2)
+    assert not res.converged
+
+
+@pytest.mark.parametrize("bad,match", [
+    (dict(C=0.0), "C"), (dict(C=-1.0), "C"), (dict(C=np.nan), "C"),
+    (dict(c=np.array([1.0, -1.0, 1.0])), "pair_weights"),
+    (dict(X_nan=True), "non-finite"),
+    (dict(i=np.array([0, 1, 9])), "out of range"),
+    (dict(j=np.array([0, -1, 2])), "out of range"),
+    (dict(c=np.array([1.0, 1.0])), "mismatched"),
+    (dict(j=np.array([0, 1])), "mismatched"),
+])
+def test_bad_input(bad, match):
+    X = np.random.default_rng(0).normal(size=(4, 2))
+    if bad.get("X_nan"):
+        X[2, 1] = np.nan
+    i, j, c = bad.get("i", np.array([0, 1, 2])), bad.get("j", np.array([1, 2, 3])), bad.get("c", np.ones(3))
+    with pytest.raises(ValueError, match=match):
+        solve_pairwise_hinge(X, i, j, c, bad.get("C", 1.0))
+
+
+def test_regularized_bad_input():
+    with pytest.raises(ValueError, match="C"):
+        solve_regularized(lambda w: (0.0, np.zeros(2)), 2, 0.0)
+    with pytest.raises(ValueError, match="non-finite"):
+        solve_regularized(lambda w: (np.nan, np.zeros(2)), 2, 1.0)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_regularized_matches_cvxpy_on_pairwise_hinge(seed):
+    X, i, j, c, _ = _problem(seed)
+    C = [0.1, 1.0, 10.0][seed]
+    res = solve_regularized(pairwise_hinge_oracle(X, i, j, c), X.shape[1], C, tol=1e-9, max_iter=3000)
+    ref, _ = _reference(X, i, j, c, C)
+    assert res.converged and res.gap >= 0
+    assert res.objective == pytest.approx(ref, rel=1e-6, abs=1e-9)
+    assert res.objective - ref <= res.gap + 1e-7 * max(1.0, abs(ref))
+
+
+@pytest.mark.parametrize("seed,C", [(0, 0.5), (1, 5.0)])
+def test_regularized_matches_cvxpy_on_hinge_of_max(seed, C):
+    """L(w) = sum_k v_k max(0, max_l (A_kl . w + b_kl)): a SLAM-like piecewise-linear loss."""
+    rng = np.random.default_rng(seed)
+    K, Lk, d = 15, 4, 5
+    A = rng.normal(size=(K, Lk, d))
+    b = rng.normal(size=(K, Lk))
+    v = rng.uniform(0.5, 2.0, size=K)
+
+    def oracle(w):
+        vals = A @ w + b                                  # (K, Lk)
+        arg = vals.argmax(axis=1)
+        top = vals[np.arange(K), arg]
+        on = top > 0
+        return float(v[on] @ top[on]), (v[on, None] * A[np.arange(K), arg][on]).sum(axis=0)
+
+    res = solve_regularized(oracle, d, C, tol=1e-9, max_iter=3000)
+    w = cp.Variable(d)
+    loss = sum(v[k] * cp.pos(cp.max(A[k] @ w + b[k])) for k in range(K))
+    prob = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + C * loss))
+    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    assert res.converged
+    assert res.objective == pytest.approx(prob.value, rel=1e-6, abs=1e-9)
+    assert res.objective - prob.value <= res.gap + 1e-7 * max(1.0, abs(prob.value))
+    # warm start from the solution converges at once to the same value
+    again = solve_regularized(oracle, d, C, tol=1e-9, w0=res.coef, max_iter=3000)
+    assert again.objective == pytest.approx(res.objective, rel=1e-7)
