@@ -1,0 +1,56 @@
+"""Benchmark: SVM PropDCG on MQ2008 (100 passes) -- all CCP iterations, and warm vs cold re-solves.
+
+Prints figures; not a test. Target (issue #3): all CCP iterations under 5 s; each warm-started
+re-solve under half the time of the first solve; training cost flat in the number of passes.
+
+python -m experiments.bench_propdcg [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+
+def main(argv=None):
+    from click_sim import PositionBasedClickModel, make_ranking, simulate_clicks, train_production_ranker
+    from counterfactual_ltr.estimators import SVMPropDCG, SVMPropRank
+
+    from ._common import load_fold, mq2008_dir
+
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--C", type=float, default=10.0)
+    args = p.parse_args(argv)
+    if args.quick or mq2008_dir() is None:
+        train = make_ranking(n_queries=200, n_docs=(5, 40), n_features=46, random_state=0)
+        name = "synthetic (200 queries)"
+    else:
+        train = load_fold(1)[0]
+        name = "MQ2008 Fold1 train"
+    production = train_production_ranker(train, fraction=0.01, random_state=0)
+    click_model = PositionBasedClickModel(1.0, 0.1, 1.0)
+    print(f"data: {name}: {train}")
+    for passes in (10, 100) if not args.quick else (10,):
+        t0 = time.perf_counter()
+        log = simulate_clicks(train, production, click_model, n_passes=passes, random_state=0)
+        t_sim = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        rank = SVMPropRank(C=args.C).fit(log)
+        t_rank = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        dcg = SVMPropDCG(C=args.C).fit(log)
+        t_dcg = time.perf_counter() - t0
+        print(f"passes={passes:4d} clicks={log.n_clicks:6d} simulate {t_sim:.2f} s | PropRank {t_rank:.2f} s "
+              f"({rank.n_iter_.sum()} solver iterations) | PropDCG {t_dcg:.2f} s, {dcg.n_ccp_iter_} CCP iterations, "
+              f"solver iterations per CCP step {dcg.n_iter_.tolist()}")
+        if hasattr(dcg, "solve_seconds_"):
+            s = np.asarray(dcg.solve_seconds_)
+            print(f"    solve seconds per CCP step {np.round(s, 3).tolist()}; warm re-solves / first: "
+                  f"{np.round(s[1:] / s[0], 2).tolist()}")
+
+
+if __name__ == "__main__":
+    main()
