@@ -1,0 +1,8 @@
+"""scikit-learn estimators that learn rankers from full labels or from click logs."""
+
+from .deep import DeepPropDCG
+from .slam import SLAMRanker
+from .svm import RankSVM, SVMPropDCG, SVMPropRank, SVMPropRBP, click_pairs
+
+__all__ = ["RankSVM", "SVMPropRank", "SVMPropDCG", "SVMPropRBP", "SLAMRanker", "DeepPropDCG",
+           "click_pairs"]

@@ -1,0 +1,471 @@
+"""Deep PropDCG (Agarwal et al. 2019, sec. 4.2): a neural ranker trained on the propensity-weighted DCG bound.
+
+The objective is the hinge bound of Eq. (7) with the linear scoring function
+replaced by a network ``f = NN_w`` (an :class:`~counterfactual_ltr.models.MLP`)::
+
+    J(w) = (1/n) sum_q sum_{j in q} W_j lambda(1 + H_j(f))  +  alpha/2 sum_layers ||W_layer||^2
+    H_j(f) = sum_{y in q, y != j} max(0, 1 - (f(x_j) - f(x_y)))
+
+``W_j`` is the summed inverse propensity of the clicks on document ``j``
+(the log is aggregated, so the cost does not grow with the number of
+sessions), ``n`` the number of clicks and ``lambda`` the rank weight of
+``metric`` (``"dcg"``: ``-1/log2(1 + r)``, i.e. the Deep PropDCG objective
+``-(W_j) / log2(2 + sum_y hinge)`` per clicked document). The per-query
+loss and its gradient with respect to the scores come from
+:func:`counterfactual_ltr.surrogates.lambda_hinge_bound`; the network
+back-propagates them to its parameters.
+
+Optimisation (sec. 4.2, 5.8): Adam on mini-batches of whole query instances
+-- the queries are shuffled every epoch and cut into batches whose
+candidate documents total about ``batch_size`` -- with L2 weight decay
+``alpha`` on the weight matrices. A batch's loss is divided by its number of
+clicks (the per-click mean, an estimate of the ``1/n`` objective).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from .._segments import offsets_from_lengths, segment_gather
+from ..clicklog import ClickLog
+from ..datasets import RankingDataset
+from ..models import MLP, Adam, _check_activation
+from ..propensity import as_propensity_model
+
+__all__ = ["DeepPropDCG", "deep_propdcg_objective", "paper_lr_schedule", "query_batches", "DivergenceError"]
+
+#: Learning-rate schedule of the paper (sec. 5.8) for 750 epochs: (fraction of the epochs, lr factor).
+PAPER_SCHEDULE = ((300 / 750, 1.0), (500 / 750, 0.1), (1.0, 0.01))
+
+_FITTED = ("model_", "n_features_in_", "loss_curve_", "n_iter_", "validation_scores_", "best_validation_score_",
+           "best_epoch_", "learning_rates_", "n_train_clicks_", "n_train_queries_", "t_", "epoch_seconds_")
+
+
+class DivergenceError(FloatingPointError, ValueError):
+    """Training diverged (non-finite loss, scores or parameters). Both a FloatingPointError and a ValueError."""
+
+
+def paper_lr_schedule(epoch: int, max_epochs: int, learning_rate: float) -> float:
+    """Learning rate of ``epoch`` (0-based) under the schedule of section 5.8, scaled to ``max_epochs``.
+
+    The paper trains 750 epochs: ``learning_rate`` for the first 300, ``/10``
+    for the next 200, ``/100`` for the last 250. With ``max_epochs = E`` the
+    boundaries become ``round(0.4 E)`` and ``round(2 E / 3)``.
+
+    >>> [paper_lr_schedule(e, 750, 1e-6) for e in (0, 299, 300, 499, 500, 749)]
+    [1e-06, 1e-06, 1e-07, 1e-07, 1e-08, 1e-08]
+    >>> [paper_lr_schedule(e, 15, 1.0) for e in (5, 6, 9, 10)]
+    [1.0, 0.1, 0.1, 0.01]
+    """
+    for fraction, factor in PAPER_SCHEDULE:
+        if epoch < round(fraction * max_epochs):
+            return learning_rate * factor
+    return learning_rate * PAPER_SCHEDULE[-1][1]
+
+
+def deep_propdcg_objective(model, X, click_weights, query_offsets, *, alpha: float = 0.0, n_clicks=None,
+                           metric="dcg", margin: float = 1.0, **metric_params):
+    """Objective of one batch of queries and its gradient per parameter of ``model``.
+
+    ``(1 / n_clicks) * sum_j W_j lambda(1 + H_j(model(X))) + alpha/2 sum ||W_layer||^2`` where the
+    first term is :func:`~counterfactual_ltr.surrogates.lambda_hinge_bound` on the model's scores
+    (``n_clicks`` default 1). Returns ``(objective, grads)``; raises :class:`DivergenceError` if
+    the scores or the objective are not finite.
+    """
+    from ..surrogates import lambda_hinge_bound
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores = model.forward(X)
+    if not np.all(np.isfinite(scores)):
+        raise DivergenceError("the model produced non-finite scores")
+    # Overflow is reported below as a DivergenceError when it makes the objective non-finite.
+    with np.errstate(over="ignore", invalid="ignore"):
+        loss, grad = lambda_hinge_bound(scores, click_weights, query_offsets, metric=metric, margin=margin,
+                                        reduce="sum", **metric_params)
+        scale = 1.0 if n_clicks is None else 1.0 / float(n_clicks)
+        grads = model.backward(grad * scale)
+    objective = loss * scale
+    if alpha:
+        with np.errstate(over="ignore", invalid="ignore"):
+            penalty, penalty_grads = model.weight_decay(alpha)
+            grads = [g + pg for g, pg in zip(grads, penalty_grads)]
+        objective += penalty
+    if not np.isfinite(objective):
+        raise DivergenceError(f"the objective is not finite ({objective})")
+    return float(objective), grads
+
+
+class DeepPropDCG(BaseEstimator):
+    """Deep PropDCG: an MLP ranker trained on clicks by the propensity-weighted hinge bound (see module doc).
+
+    Parameters
+    ----------
+    hidden_layer_sizes : tuple of int, default (200,)
+        Hidden layers of the MLP (the paper: one layer of 200 sigmoid units).
+        ``()`` with ``activation="identity"`` is a linear ranker trained on the
+        SVM PropDCG bound by SGD.
+    activation : {"sigmoid", "relu", "tanh", "identity"}
+    alpha : float >= 0, default 1e-6
+        L2 weight decay ``alpha/2 ||W||^2`` on the weight matrices (biases free), added to the objective.
+    learning_rate : float > 0, default 1e-3
+        Base Adam step size.
+    lr_schedule : None, "paper" or callable, default None
+        ``None``: constant. ``"paper"``: the schedule of sec. 5.8 scaled to
+        ``max_epochs`` (see :func:`paper_lr_schedule`: ``learning_rate`` for the
+        first 40% of the epochs, ``/10`` until two thirds, ``/100`` after). The
+        paper's own setting is ``learning_rate=1e-6, lr_schedule="paper",
+        max_epochs=750, alpha=1e-6, batch_size=1000``. A callable is called as
+        ``lr_schedule(epoch, max_epochs, learning_rate)``.
+    batch_size : int >= 1, default 1000
+        Documents per mini-batch; batches hold whole queries (a query starts
+        the batch in which its first document falls, so batches total about
+        ``batch_size`` documents; a longer query is a batch of its own).
+    max_epochs : int >= 1, default 100
+    early_stopping : bool, default False
+        Stop when the validation SNIPS estimate of ``metric`` has not improved
+        by more than ``tol`` for ``n_iter_no_change`` epochs, and keep the
+        parameters of the best epoch. The validation clicks are the
+        ``validation_log`` given to :meth:`fit`, or else the sessions of a
+        random ``validation_fraction`` of the log's queries (held out of training).
+    validation_fraction : float in (0, 1), default 0.1
+    n_iter_no_change : int >= 1, default 10
+    tol : float >= 0, default 0.0
+    metric : str or LambdaWeight, default "dcg"
+        Rank weight ``lambda`` of the bound (any differentiable one of Table 1:
+        "dcg", "avg_rank", "rbp"; extra parameters in ``metric_params``).
+    metric_params : dict or None
+    margin : float, default 1.0
+        Hinge margin (>= 1 keeps the bound).
+    propensity : None, float (eta) or propensity model
+        Propensities of the clicks (default position-based with eta = 1).
+    shuffle : bool, default True
+        Shuffle the queries every epoch.
+    beta1, beta2, epsilon : Adam constants
+    dtype : float64 by default
+    random_state : int, Generator or None
+        Seeds initialisation, shuffling and the validation split: the same
+        seed gives bit-identical predictions.
+    verbose : bool
+
+    Attributes
+    ----------
+    model_ : MLP
+    loss_curve_ : list of float
+        Training objective per epoch (mean over the epoch's batches of the per-click loss, plus the
+        weight-decay term).
+    validation_scores_ : list of float or None
+        Validation SNIPS estimate of ``metric`` after every epoch (when validation clicks exist).
+    best_validation_score_, best_epoch_ (1-based; the kept parameters with early stopping)
+    n_iter_ : int, epochs run
+    learning_rates_ : list of float, learning rate of every epoch
+    t_ : int, Adam steps
+    epoch_seconds_ : list of float, wall time of every epoch's training pass (validation excluded)
+    n_train_clicks_, n_train_queries_ : what training used
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> data = make_ranking(n_queries=60, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=5, random_state=0)
+    >>> model = DeepPropDCG(hidden_layer_sizes=(16,), learning_rate=1e-2, max_epochs=20, random_state=0).fit(log)
+    >>> model.predict(data.X).shape == (data.n_docs,), model.loss_curve_[-1] < model.loss_curve_[0]
+    (True, True)
+    """
+
+    def __init__(self, hidden_layer_sizes=(200,), activation: str = "sigmoid", alpha: float = 1e-6,
+                 learning_rate: float = 1e-3, lr_schedule=None, batch_size: int = 1000, max_epochs: int = 100,
+                 early_stopping: bool = False, validation_fraction: float = 0.1, n_iter_no_change: int = 10,
+                 tol: float = 0.0, metric="dcg", metric_params=None, margin: float = 1.0, propensity=None,
+                 shuffle: bool = True, beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-8,
+                 dtype=np.float64, random_state=None, verbose: bool = False):
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.activation = activation
+        self.alpha = alpha
+        self.learning_rate = learning_rate
+        self.lr_schedule = lr_schedule
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
+        self.metric = metric
+        self.metric_params = metric_params
+        self.margin = margin
+        self.propensity = propensity
+        self.shuffle = shuffle
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.epsilon = epsilon
+        self.dtype = dtype
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ checks
+    def _check_params(self):
+        def number(name, ok, what):
+            value = getattr(self, name)
+            try:
+                value = float(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"{name} must be a number, got {value!r}") from None
+            if not (np.isfinite(value) and ok(value)):
+                raise ValueError(f"{name} must be {what}, got {value}")
+            return value
+
+        def integer(name, minimum):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+                raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+            return int(value)
+
+        number("alpha", lambda v: v >= 0, "a finite number >= 0")
+        number("learning_rate", lambda v: v > 0, "a positive finite number")
+        number("margin", lambda v: v > 0, "a positive finite number")
+        number("tol", lambda v: v >= 0, "a finite number >= 0")
+        number("validation_fraction", lambda v: 0 < v < 1, "in (0, 1)")
+        integer("batch_size", 1)
+        integer("max_epochs", 1)
+        integer("n_iter_no_change", 1)
+        if not (self.lr_schedule is None or self.lr_schedule == "paper" or callable(self.lr_schedule)):
+            raise ValueError(f"lr_schedule must be None, 'paper' or a callable, got {self.lr_schedule!r}")
+        _check_activation(self.activation)
+        MLP(self.hidden_layer_sizes, self.activation)  # validates the layer sizes
+        lam = self._lambda()
+        if lam.derivative is None:
+            raise ValueError(f"metric {getattr(lam, 'name', self.metric)!r} is not differentiable: "
+                             "Deep PropDCG needs a differentiable rank weight")
+
+    def _metric_params(self) -> dict:
+        return dict(self.metric_params or {})
+
+    def _lambda(self):
+        from ..metrics import LambdaWeight, get_lambda
+
+        if isinstance(self.metric, LambdaWeight):
+            return self.metric
+        return get_lambda(self.metric, **self._metric_params())
+
+    def _validation_metric(self):
+        return self.metric if isinstance(self.metric, str) else "dcg"
+
+    def _lr(self, epoch: int) -> float:
+        lr, E = float(self.learning_rate), int(self.max_epochs)
+        if self.lr_schedule is None:
+            return lr
+        if self.lr_schedule == "paper":
+            return paper_lr_schedule(epoch, E, lr)
+        return float(self.lr_schedule(epoch, E, lr))
+
+    # --------------------------------------------------------------------- fit
+    def fit(self, log, y=None, validation_log=None):
+        """Train on a :class:`ClickLog`; ``validation_log`` (optional) gives the validation clicks.
+
+        Raises ``ValueError`` on bad input and :class:`DivergenceError` (a
+        ``FloatingPointError`` and ``ValueError``) naming the epoch if the
+        loss, the scores or the parameters become non-finite; the estimator is
+        then left unfitted.
+        """
+        for name in _FITTED:  # a failed fit must not leave an older (or NaN) model behind
+            self.__dict__.pop(name, None)
+        if not isinstance(log, ClickLog):
+            raise ValueError(f"{type(self).__name__}.fit needs a ClickLog, got {type(log).__name__}")
+        if validation_log is not None and not isinstance(validation_log, ClickLog):
+            raise ValueError(f"validation_log must be a ClickLog, got {type(validation_log).__name__}")
+        self._check_params()
+        propensity = as_propensity_model(self.propensity)
+        if log.n_clicks == 0:
+            raise ValueError("the click log has no clicks: nothing to learn from")
+        seeds = np.random.default_rng(_seed_source(self.random_state)).integers(0, 2**63 - 1, size=3)
+        init_rng, shuffle_rng, split_rng = (np.random.default_rng(int(s)) for s in seeds)
+        train_log = log
+        if validation_log is None and self.early_stopping:
+            train_log, validation_log = _split_by_query(log, float(self.validation_fraction), split_rng)
+        if validation_log is not None and validation_log.n_clicks == 0:
+            raise ValueError("the validation click log has no clicks: SNIPS early stopping is undefined")
+
+        agg = train_log.aggregate(propensity)
+        if agg.n_clicks == 0:
+            raise ValueError("the training part of the click log has no clicks: nothing to learn from")
+        data = agg.data
+        dtype = np.dtype(self.dtype)
+        queries = agg.queries
+        rows = data.rows_of(queries)
+        X = np.ascontiguousarray(data.X[rows], dtype=dtype)
+        W = agg.weights[rows]
+        counts = agg.click_counts[rows]
+        lengths = data.query_lengths[queries]
+        offsets = offsets_from_lengths(lengths)
+        n_q = len(queries)
+        batch_size = int(self.batch_size)
+
+        model = MLP(self.hidden_layer_sizes, self.activation, random_state=init_rng, dtype=dtype)
+        model.initialize(X.shape[1])
+        optimizer = Adam(model.params, self.learning_rate, self.beta1, self.beta2, self.epsilon)
+        alpha = float(self.alpha)
+        metric = self._lambda()
+        margin = float(self.margin)
+
+        validator = None if validation_log is None else _Validator(validation_log, propensity,
+                                                                     self._validation_metric(), dtype)
+        loss_curve, val_scores, lrs, seconds = [], [], [], []
+        best_score, best_epoch, best_params, stall = -np.inf, 0, None, 0
+        epoch = 0
+        for epoch in range(1, int(self.max_epochs) + 1):
+            t0 = time.perf_counter()
+            lr = self._lr(epoch - 1)
+            if not (np.isfinite(lr) and lr > 0):
+                raise ValueError(f"the learning-rate schedule gave {lr} at epoch {epoch}")
+            perm = shuffle_rng.permutation(n_q) if self.shuffle else np.arange(n_q)
+            order = segment_gather(offsets, perm)
+            Xp, Wp, cp = X[order], W[order], counts[order]
+            offs_p = offsets_from_lengths(lengths[perm])
+            q_bounds = query_batches(offs_p, batch_size)
+            total = 0.0
+            for b in range(len(q_bounds) - 1):
+                q0, q1 = q_bounds[b], q_bounds[b + 1]
+                r0, r1 = offs_p[q0], offs_p[q1]
+                n_clicks_b = int(cp[r0:r1].sum())
+                try:
+                    obj, grads = deep_propdcg_objective(model, Xp[r0:r1], Wp[r0:r1], offs_p[q0:q1 + 1] - r0,
+                                                        alpha=alpha, n_clicks=n_clicks_b, metric=metric,
+                                                        margin=margin)
+                except DivergenceError as err:
+                    raise DivergenceError(f"{type(self).__name__} diverged at epoch {epoch} (batch {b + 1}, "
+                                          f"learning rate {lr:g}): {err}; lower learning_rate") from None
+                total += obj * n_clicks_b
+                with np.errstate(over="ignore", invalid="ignore"):
+                    optimizer.step(grads, lr)
+            model.clear_cache()
+            epoch_loss = total / agg.n_clicks
+            if not (np.isfinite(epoch_loss) and model.all_finite()):
+                raise DivergenceError(f"{type(self).__name__} diverged at epoch {epoch} (learning rate {lr:g}): "
+                                      "non-finite loss or parameters; lower learning_rate")
+            loss_curve.append(epoch_loss)
+            lrs.append(lr)
+            seconds.append(time.perf_counter() - t0)
+            if validator is not None:
+                score = validator.score(model)
+                val_scores.append(score)
+                signed = validator.sign * score
+                stall = 0 if signed > best_score + float(self.tol) else stall + 1
+                if signed > best_score:
+                    best_score, best_epoch, best_params = signed, epoch, model.get_parameters()
+                if self.verbose:
+                    print(f"epoch {epoch}: loss {epoch_loss:.6f} validation {score:.5f}", flush=True)
+                if self.early_stopping and stall >= int(self.n_iter_no_change):
+                    break
+            elif self.verbose:
+                print(f"epoch {epoch}: loss {epoch_loss:.6f}", flush=True)
+        if self.early_stopping and best_params is not None:
+            model.set_parameters(best_params)
+        model.clear_cache()
+        self.model_ = model
+        self.n_features_in_ = X.shape[1]
+        self.loss_curve_ = loss_curve
+        self.n_iter_ = epoch
+        self.learning_rates_ = lrs
+        self.t_ = optimizer.t
+        self.epoch_seconds_ = seconds
+        self.validation_scores_ = val_scores if validator is not None else None
+        self.best_validation_score_ = (validator.sign * best_score) if validator is not None else None
+        self.best_epoch_ = best_epoch if validator is not None else epoch
+        self.n_train_clicks_ = agg.n_clicks
+        self.n_train_queries_ = n_q
+        return self
+
+    # ----------------------------------------------------------------- predict
+    def predict(self, X):
+        """Scores of the rows of ``X`` (array, RankingDataset or ClickLog's data); higher is better."""
+        check_is_fitted(self, "model_")
+        if isinstance(X, RankingDataset):
+            X = X.X
+        elif isinstance(X, ClickLog):
+            X = X.data.X
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has shape {X.shape}, expected (n, {self.n_features_in_})")
+        bad = np.argwhere(~np.isfinite(X))
+        if bad.size:
+            raise ValueError(f"X holds a non-finite value at row {bad[0][0]}, column {bad[0][1]}")
+        return _predict_chunked(self.model_, X)
+
+    def objective(self, log) -> float:
+        """Training objective (per-click bound + weight decay) of the fitted model on a click log."""
+        check_is_fitted(self, "model_")
+        agg = log.aggregate(as_propensity_model(self.propensity))
+        if agg.n_clicks == 0:
+            raise ValueError("the click log has no clicks")
+        data = agg.data
+        rows = data.rows_of(agg.queries)
+        obj, _ = deep_propdcg_objective(self.model_, data.X[rows], agg.weights[rows],
+                                        offsets_from_lengths(data.query_lengths[agg.queries]),
+                                        alpha=float(self.alpha), n_clicks=agg.n_clicks, metric=self._lambda(),
+                                        margin=float(self.margin))
+        self.model_.clear_cache()
+        return obj
+
+
+def query_batches(query_offsets, batch_size: int) -> np.ndarray:
+    """Cut consecutive whole queries into batches of about ``batch_size`` documents.
+
+    Query ``q`` joins the batch in which its first document falls (document
+    index ``query_offsets[q] // batch_size``), so a batch holds whole queries
+    and about ``batch_size`` documents; a query longer than ``batch_size`` is a
+    batch of its own. Returns the query boundaries: batch ``b`` holds queries
+    ``bounds[b]:bounds[b + 1]``.
+
+    >>> query_batches([0, 4, 8, 9, 20, 22], 5).tolist()
+    [0, 2, 4, 5]
+    """
+    offsets = np.asarray(query_offsets, dtype=np.int64)
+    block = offsets[:-1] // int(batch_size)
+    return np.flatnonzero(np.r_[True, block[1:] != block[:-1], True])
+
+
+def _seed_source(random_state):
+    if isinstance(random_state, np.random.RandomState):
+        return random_state.randint(np.iinfo(np.int32).max)
+    return random_state
+
+
+def _predict_chunked(model, X, chunk: int = 65536) -> np.ndarray:
+    out = np.empty(X.shape[0], dtype=np.float64)
+    for start in range(0, X.shape[0], chunk):
+        out[start:start + chunk] = model.predict(X[start:start + chunk])
+    return out
+
+
+def _split_by_query(log: ClickLog, fraction: float, rng) -> tuple[ClickLog, ClickLog]:
+    """Hold out the sessions of a random ``fraction`` of the log's queries (sessions of a query stay together)."""
+    queries = np.unique(log.session_query)
+    if len(queries) < 2:
+        raise ValueError("early stopping needs at least two queries in the log to hold some out for validation")
+    n_val = min(max(1, int(round(fraction * len(queries)))), len(queries) - 1)
+    held = rng.choice(queries, size=n_val, replace=False)
+    is_val = np.isin(log.session_query, held)
+    return log[np.flatnonzero(~is_val)], log[np.flatnonzero(is_val)]
+
+
+class _Validator:
+    """SNIPS estimate of a metric on a validation log, scoring only the log's queries."""
+
+    def __init__(self, log: ClickLog, propensity, metric: str, dtype):
+        from ..evaluation import LOWER_IS_BETTER
+
+        self.log, self.propensity, self.metric = log, propensity, metric
+        self.rows = log.data.rows_of(np.unique(log.session_query))
+        self.X = np.ascontiguousarray(log.data.X[self.rows], dtype=dtype)
+        self.sign = -1.0 if metric in LOWER_IS_BETTER else 1.0
+
+    def score(self, model) -> float:
+        from ..evaluation import snips_estimate
+
+        scores = np.zeros(self.log.data.n_docs)
+        scores[self.rows] = _predict_chunked(model, self.X)
+        return snips_estimate(self.log, scores, metric=self.metric, propensity=self.propensity).value
