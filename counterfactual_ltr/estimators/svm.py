@@ -17,7 +17,12 @@ by :func:`counterfactual_ltr.solvers.solve_pairwise_hinge`.
   weights ``W_j * lambda'(1 + H_j)`` -- the ``1/q_i'`` of section 4.1 -- warm
   started from the last solution, and stops when the relative change of
   the true objective ``0.5||w||^2 + (C/n) sum_j W_j lambda(1 + H_j)`` is below
-  ``tol``. The objective never increases (majorisation-minimisation).
+  ``tol`` (default 1e-3: 6-8 iterations on MQ2008; the paper's "3-5 iterations"
+  are changes below ~1e-2). The objective never increases (majorisation-
+  minimisation). The CCP is inexact: the first subproblem is solved to a
+  relative gap of 1e-4 and later ones to 1% of the last objective change, never
+  looser than before and never tighter than ``solver_tol``; the returned point
+  is never worse than the warm start, so monotonicity holds regardless.
 * :class:`SVMPropRBP`: rank-biased precision, concave, through the same CCP.
 
 ``n`` is the number of clicks in the log, as in the paper. The paper writes
@@ -89,6 +94,10 @@ class _LinearRanker(BaseEstimator):
             r, c = np.argwhere(~np.isfinite(X))[0]
             raise ValueError(f"X holds a non-finite value at row {r}, column {c}")
         return X @ self.coef_
+
+
+# Relative duality gap of the first CCP subproblem: its solution is only a starting point.
+_CCP_FIRST_INNER_TOL = 1e-4
 
 
 def _solve(X, i, j, w, C, w0, tol, max_iter):
@@ -199,12 +208,15 @@ class _PropensitySVM(_LinearRanker):
         history, snips_history, iters, seconds = [], [], [], []
         history.append(self._objective(coef, Xl, i, j, owner, W, lam, C_n))
         converged_ccp = False
+        inner_tol = self.solver_tol
+        if max_ccp > 1:  # a lone step is solved exactly; a first step of many only loosely
+            inner_tol = max(self.solver_tol, min(_CCP_FIRST_INNER_TOL, 0.1 * self.tol))
         for _ in range(max_ccp):
             # Linearise lambda at the current hinge sums: PropRank weights W_j * lambda'(1 + H_j).
             H = self._bound(Xl @ coef, i, j, owner, len(W))
             pair_w = (W * lam.derivative(1.0 + H))[owner]
             t0 = time.perf_counter()
-            result = _solve(Xl, i, j, pair_w, C_n, coef if iters else None, self.solver_tol, self.max_iter)
+            result = _solve(Xl, i, j, pair_w, C_n, coef if iters else None, inner_tol, self.max_iter)
             seconds.append(time.perf_counter() - t0)
             coef = result.coef
             iters.append(result.n_iter)
@@ -215,9 +227,15 @@ class _PropensitySVM(_LinearRanker):
             if linear:
                 converged_ccp = result.converged
                 break
-            if abs(previous - objective) <= self.tol * max(abs(objective), 1e-12):
+            change = abs(previous - objective) / max(abs(objective), 1e-12)
+            if change <= self.tol:
                 converged_ccp = True
                 break
+            # Inexact CCP: a step far from the fixed point needs no exact QP. The solver
+            # returns its best iterate, never worse than the warm start where the majoriser
+            # touches the objective, so the objective stays non-increasing; the tolerance
+            # tightens with the objective change down to ``solver_tol``.
+            inner_tol = max(self.solver_tol, min(inner_tol, 0.01 * change))
         if not converged_ccp and not linear:
             warnings.warn(f"{type(self).__name__}: the convex-concave procedure stopped after {max_ccp} "
                           f"iterations with relative objective change above tol={self.tol}", ConvergenceWarning)
@@ -299,7 +317,7 @@ class SVMPropDCG(_PropensitySVM):
 
     _metric = "dcg"
 
-    def __init__(self, C: float = 1.0, propensity=None, max_ccp_iter: int = 10, tol: float = 1e-4,
+    def __init__(self, C: float = 1.0, propensity=None, max_ccp_iter: int = 50, tol: float = 1e-3,
                  solver_tol: float = 1e-6, max_iter: int = 1000):
         self.C = C
         self.propensity = propensity
@@ -314,8 +332,8 @@ class SVMPropRBP(SVMPropDCG):
 
     _metric = "rbp"
 
-    def __init__(self, C: float = 1.0, p: float = 0.8, propensity=None, max_ccp_iter: int = 10,
-                 tol: float = 1e-4, solver_tol: float = 1e-6, max_iter: int = 1000):
+    def __init__(self, C: float = 1.0, p: float = 0.8, propensity=None, max_ccp_iter: int = 50,
+                 tol: float = 1e-3, solver_tol: float = 1e-6, max_iter: int = 1000):
         super().__init__(C=C, propensity=propensity, max_ccp_iter=max_ccp_iter, tol=tol,
                          solver_tol=solver_tol, max_iter=max_iter)
         self.p = p
