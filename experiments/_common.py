@@ -39,8 +39,20 @@ def load_fold(fold: int = 1):
     return tuple(load_letor(root / f"Fold{fold}" / f"{part}.txt") for part in ("train", "vali", "test"))
 
 
+class _RecordingParser(argparse.ArgumentParser):
+    """Remembers the arguments it parsed, so the JSON records the command that made it."""
+
+    def parse_args(self, args=None, namespace=None):
+        global _LAST_ARGV
+        _LAST_ARGV = list(sys.argv[1:] if args is None else args)
+        return super().parse_args(args, namespace)
+
+
+_LAST_ARGV: list[str] = []
+
+
 def parser(description: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=description)
+    p = _RecordingParser(description=description)
     p.add_argument("--quick", action="store_true", help="CI-sized run (a minute or two)")
     p.add_argument("--seeds", type=int, default=None, help="number of random seeds")
     p.add_argument("--out", type=Path, default=RESULTS, help="folder for the JSON and PNG")
@@ -70,7 +82,7 @@ def save_results(name: str, results: dict, settings: dict, out: Path = RESULTS, 
     out.mkdir(parents=True, exist_ok=True)
     payload = {
         "name": name,
-        "command": "python -m experiments." + name + " " + " ".join(sys.argv[1:]),
+        "command": " ".join(["python -m experiments." + name, *_LAST_ARGV]),
         "settings": settings,
         "results": results,
         "environment": {"python": platform.python_version(), "numpy": np.__version__,

@@ -1,0 +1,203 @@
+"""Deep PropDCG row of Table 3 and Figure 8 of Agarwal et al. (2019) on MQ2008 Fold1.
+
+Figure 8: test "average DCG" against the number of training clicks for Deep PropDCG (MLP with
+200 sigmoid units, sec. 5.8) and SVM PropDCG; the Table 3 row is the point at ``--table-passes``
+(default 100, as ``experiments.table3``). Click model eta=1, eps-=0.1, eps+=1; production
+ranker = RankSVM on 1% of the training queries (one per seed); training and validation clicks
+simulated from it (``experiments._cltr.simulate_run``: the same logs as table3 / fig23).
+
+Hyper-parameters are chosen on the validation clicks only (SNIPS-DCG on the log simulated on
+vali.txt): C for SVM PropDCG; learning rate and weight decay for Deep PropDCG, whose number of
+epochs is set by early stopping on the same validation SNIPS-DCG (best epoch kept). The
+paper's fixed setting (Adam, lr 1e-6 / 1e-7 / 1e-8 over 300 / 200 / 250 epochs, weight decay
+1e-6, batches of 1000 documents, no tuning) is also run at the Table 3 point ("deep_paper").
+
+Test metrics (binarised test labels, see ``experiments._cltr``): ``avg_dcg`` = mean over
+relevant test documents of 1/log2(1 + rank) (what SNIPS-DCG estimates), NDCG@10, per-query DCG,
+average rank of relevant documents.
+
+python -m experiments.deep_propdcg [--quick] [--seeds N] [--passes 1 3 10 30 100 300]
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+import warnings
+
+import numpy as np
+
+from . import _cltr
+from ._common import MQ2007_NOTE, figure_path, load_fold, parser, pyplot, save_results
+
+NAME = "deep_propdcg"
+PAPER = {"svm_propdcg": "0.7043 +- 1e-2", "deep_propdcg": "0.7244 +- 4e-3",
+         "note": "Avg. DCG, LETOR4.0 column of Table 3 (MQ2007+MQ2008 training queries, 6 runs)"}
+PAPER_DEEP = dict(hidden_layer_sizes=(200,), activation="sigmoid", alpha=1e-6, learning_rate=1e-6,
+                  lr_schedule="paper", batch_size=1000, max_epochs=750)
+
+
+def deep_grid(quick: bool) -> list[dict]:
+    """Deep PropDCG settings tried for every run (selected by validation SNIPS-DCG)."""
+    lrs, alphas = ((1e-2,), (1e-6,)) if quick else ((1e-3, 1e-2), (1e-6, 1e-4))
+    return [{"learning_rate": lr, "alpha": a} for lr, a in itertools.product(lrs, alphas)]
+
+
+def fit_deep(train_log, vali_log, test, grid, *, seed: int, max_epochs: int, patience: int) -> dict:
+    """Fit every Deep PropDCG setting (early stopping on validation SNIPS-DCG); keep the best on validation."""
+    from counterfactual_ltr.estimators import DeepPropDCG
+
+    fits = []
+    for setting in grid:
+        t0 = time.perf_counter()
+        model = DeepPropDCG(hidden_layer_sizes=(200,), activation="sigmoid", batch_size=1000, max_epochs=max_epochs,
+                            early_stopping=True, n_iter_no_change=patience, random_state=seed, **setting)
+        model.fit(train_log, validation_log=vali_log)
+        fits.append({**setting, "vali_snips_dcg": model.best_validation_score_, "best_epoch": model.best_epoch_,
+                     "epochs_run": model.n_iter_, "seconds": time.perf_counter() - t0,
+                     "test": _cltr.test_metrics(model.predict(test.X), test)})
+    best = max(fits, key=lambda f: f["vali_snips_dcg"])
+    return {**best["test"], "selected": {k: best[k] for k in ("learning_rate", "alpha", "best_epoch")},
+            "vali_snips_dcg": best["vali_snips_dcg"], "grid": fits}
+
+
+def fit_deep_paper(train_log, vali_log, test, *, seed: int, max_epochs: int) -> dict:
+    """The paper's fixed setting, no tuning, no early stopping (validation SNIPS-DCG only recorded)."""
+    from counterfactual_ltr.estimators import DeepPropDCG
+
+    settings = {**PAPER_DEEP, "max_epochs": max_epochs}
+    t0 = time.perf_counter()
+    model = DeepPropDCG(random_state=seed, **settings).fit(train_log, validation_log=vali_log)
+    return {**_cltr.test_metrics(model.predict(test.X), test), "settings": settings,
+            "vali_snips_dcg_last": model.validation_scores_[-1], "loss_first": model.loss_curve_[0],
+            "loss_last": model.loss_curve_[-1], "seconds": time.perf_counter() - t0}
+
+
+def fit_svm(train_log, vali_log, test, C_grid) -> dict:
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = _cltr.fit_and_select(train_log, vali_log, test, methods=("propdcg",), C_grid=C_grid)["propdcg"]
+    return res
+
+
+def main(argv=None):
+    p = parser(__doc__)
+    p.add_argument("--passes", type=int, nargs="+", default=None, help="x-axis: passes over the training queries")
+    p.add_argument("--table-passes", type=int, default=None, help="passes of the Table 3 point (default 100)")
+    p.add_argument("--max-epochs", type=int, default=None)
+    p.add_argument("--no-paper-setting", action="store_true", help="skip the fixed 750-epoch paper setting")
+    args = p.parse_args(argv)
+    started = time.time()
+    from click_sim import train_production_ranker
+
+    quick = args.quick
+    seeds = list(range(args.seeds or (1 if quick else 3)))
+    passes = args.passes or ([10, 100] if quick else [1, 3, 10, 30, 100, 300])
+    table_passes = args.table_passes or 100
+    if table_passes not in passes:
+        passes = sorted(passes + [table_passes])
+    max_epochs = args.max_epochs or (40 if quick else 300)
+    patience = 10 if quick else 30
+    paper_epochs = 75 if quick else 750
+    C_grid = (0.1, 10.0, 1000.0) if quick else _cltr.DEFAULT_C_GRID
+    grid = deep_grid(quick)
+    train, vali, test = load_fold(1)
+
+    runs = []
+    productions = {}
+    for seed in seeds:
+        productions[seed] = train_production_ranker(train, fraction=0.01, random_state=seed)
+        for n_passes in passes:
+            _, train_log, vali_log = _cltr.simulate_run(train, vali, seed=seed, n_passes=n_passes,
+                                                        production=productions[seed])
+            t0 = time.perf_counter()
+            svm = fit_svm(train_log, vali_log, test, C_grid)
+            t_svm = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            deep = fit_deep(train_log, vali_log, test, grid, seed=seed, max_epochs=max_epochs, patience=patience)
+            t_deep = time.perf_counter() - t0
+            run = {"seed": seed, "passes": n_passes, "n_train_clicks": train_log.n_clicks,
+                   "n_vali_clicks": vali_log.n_clicks, "svm_propdcg": svm, "deep_propdcg": deep,
+                   "seconds": {"svm_propdcg": t_svm, "deep_propdcg": t_deep}}
+            line = (f"seed {seed} passes {n_passes:3d} clicks {train_log.n_clicks:6d} | avg DCG: SVM PropDCG "
+                    f"{svm['avg_dcg']:.4f} (C={svm['C']}), Deep PropDCG {deep['avg_dcg']:.4f} "
+                    f"(lr={deep['selected']['learning_rate']:g}, alpha={deep['selected']['alpha']:g}, "
+                    f"epoch {deep['selected']['best_epoch']})")
+            if n_passes == table_passes and not args.no_paper_setting:
+                run["deep_paper"] = fit_deep_paper(train_log, vali_log, test, seed=seed, max_epochs=paper_epochs)
+                line += f", paper setting {run['deep_paper']['avg_dcg']:.4f}"
+            runs.append(run)
+            print(line + f" [{t_svm:.0f} s + {t_deep:.0f} s]", flush=True)
+
+    production = {s: _cltr.test_metrics(pr.predict(test.X), test) for s, pr in productions.items()}
+    metrics = ("avg_dcg", "ndcg10", "dcg_per_query", "avg_rank")
+    methods = ("svm_propdcg", "deep_propdcg")
+    curve = {m: {metric: [_cltr.mean_std([r[m][metric] for r in runs if r["passes"] == x]) for x in passes]
+                 for metric in metrics} for m in methods}
+    clicks = [float(np.mean([r["n_train_clicks"] for r in runs if r["passes"] == x])) for x in passes]
+    table = {m: {metric: _cltr.mean_std([r[m][metric] for r in runs if r["passes"] == table_passes])
+                 for metric in metrics} for m in methods}
+    table["production"] = {metric: _cltr.mean_std([v[metric] for v in production.values()]) for metric in metrics}
+    if not args.no_paper_setting:
+        table["deep_paper_setting"] = {metric: _cltr.mean_std([r["deep_paper"][metric] for r in runs
+                                                               if "deep_paper" in r]) for metric in metrics}
+    results = {"passes": passes, "clicks": clicks, "curve": curve, "table3_row": table,
+               "table3_passes": table_passes, "production": production, "paper_table3": PAPER, "runs": runs}
+    settings = {"data": "MQ2008 Fold1", "seeds": seeds, "passes": passes, "eta": 1.0, "eps_minus": 0.1,
+                "eps_plus": 1.0, "production": "RankSVM (C=1) on 1% of the training queries, random_state=seed",
+                "click_seeds": "train 10000+seed, vali 20000+seed (experiments._cltr.simulate_run)",
+                "svm_C_grid": C_grid, "deep_grid": grid,
+                "deep_fixed": {"hidden_layer_sizes": (200,), "activation": "sigmoid", "batch_size": 1000,
+                               "max_epochs": max_epochs, "early_stopping": "validation SNIPS-DCG",
+                               "n_iter_no_change": patience, "random_state": "seed"},
+                "deep_paper_setting": None if args.no_paper_setting else {**PAPER_DEEP, "max_epochs": paper_epochs},
+                "selection": "validation clicks only: SNIPS-DCG on the vali.txt click log (C, lr, alpha, epoch)",
+                "quick": quick, "metrics": _cltr.__doc__, "note": MQ2007_NOTE}
+    path = save_results(NAME, results, settings, args.out, started)
+    print(markdown(table, table_passes, clicks[passes.index(table_passes)]))
+    print(f"wrote {path}")
+    if not args.no_plot:
+        plot(passes, clicks, curve, production, args.out)
+    return results
+
+
+def markdown(table, table_passes, clicks) -> str:
+    def cell(d):
+        return f"{d['mean']:.4f} ± {d['std']:.4f}" if d["n"] else "—"
+
+    paper = {"svm_propdcg": PAPER["svm_propdcg"], "deep_propdcg": PAPER["deep_propdcg"]}
+    names = {"production": "Production ranker", "svm_propdcg": "SVM PropDCG", "deep_propdcg": "Deep PropDCG (tuned)",
+             "deep_paper_setting": "Deep PropDCG (paper's fixed setting)"}
+    lines = [f"Table 3 point: {table_passes} passes, {clicks:.0f} training clicks on average (MQ2008 only)", "",
+             "| method | avg DCG (ours) | NDCG@10 | paper avg DCG (LETOR4.0) |", "|---|---|---|---|"]
+    for key, name in names.items():
+        if key in table:
+            lines.append(f"| {name} | {cell(table[key]['avg_dcg'])} | {cell(table[key]['ndcg10'])} | "
+                         f"{paper.get(key, '—')} |")
+    return "\n".join(lines)
+
+
+def plot(passes, clicks, curve, production, out):
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    labels = {"svm_propdcg": "SVM PropDCG", "deep_propdcg": "Deep PropDCG"}
+    for ax, metric, ylabel in zip(axes, ("avg_dcg", "ndcg10"), ("test average DCG (per relevant doc)", "test NDCG@10")):
+        for method, label in labels.items():
+            m = np.array([v["mean"] for v in curve[method][metric]])
+            sd = np.array([v["std"] for v in curve[method][metric]])
+            ax.errorbar(clicks, m, yerr=sd, marker="o", capsize=3, label=label)
+        ax.axhline(np.mean([v[metric] for v in production.values()]), color="grey", ls="--", label="production ranker")
+        ax.set_xscale("log")
+        ax.set_xlabel("training clicks")
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=8)
+    fig.suptitle("Figure 8 on MQ2008 Fold1 (no MQ2007): Deep PropDCG vs SVM PropDCG, eta=1, eps-=0.1", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(figure_path(NAME, out), dpi=110)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""Every reproduction script runs in --quick mode and writes its JSON (and PNG) with the expected fields."""
+
+import json
+
+import pytest
+
+from experiments.__main__ import scripts
+
+from conftest import requires_mq2008
+
+# Scripts that need the shared MQ2008 data; the others make their own data.
+SYNTHETIC_ONLY = {"slam_fig1_separable"}
+
+
+# Top-level result fields each script must write (what its figure or table is made of).
+EXPECTED_FIELDS = {
+    "table3": {"rows", "share_of_ndcg10_gap_closed", "snips_C_within_one_step_of_test_best",
+               "test_avg_dcg_lost_by_snips_choice", "runs", "paper_avg_dcg_letor"},
+    "fig23_learning_curve": {"x", "summary", "production", "runs"},
+    "fig4_eta": {"x", "summary", "production", "runs"},
+    "fig5_noise": {"x", "summary", "production", "runs"},
+    "fig6_misspecification": {"x", "summary", "production", "runs"},
+    "fig7_ccp": {"curves", "n_train_clicks"},
+    "deep_propdcg": {"passes", "clicks", "curve", "table3_row", "paper_table3", "runs"},
+    "slam_fig1_separable": {"summary", "tuning", "curves", "paper"},
+    "slam_fig23_mq2008": {"ap", "ndcg10", "paper"},
+    "slam_batch_table": {"rows"},
+    "topk_fig1_mq2008": {"aistats", "early"},
+}
+
+
+def test_every_script_has_expected_fields():
+    assert set(scripts()) == set(EXPECTED_FIELDS)
+
+
+def _run(name, tmp_path):
+    import importlib
+
+    importlib.import_module(f"experiments.{name}").main(["--quick", "--out", str(tmp_path)])
+    payload = json.loads((tmp_path / f"{name}.json").read_text())
+    assert payload["name"] == name
+    assert payload["settings"] and payload["results"]
+    assert "command" in payload and "environment" in payload
+    assert any(p.suffix == ".png" for p in tmp_path.iterdir())
+    missing = EXPECTED_FIELDS.get(name, set()) - set(payload["results"])
+    assert not missing, f"{name} results lack {missing}"
+    return payload
+
+
+@pytest.mark.parametrize("name", sorted(SYNTHETIC_ONLY & set(scripts())))
+def test_synthetic_script_quick(name, tmp_path):
+    _run(name, tmp_path)
+
+
+@requires_mq2008
+@pytest.mark.parametrize("name", sorted(set(scripts()) - SYNTHETIC_ONLY))
+def test_mq2008_script_quick(name, tmp_path):
+    payload = _run(name, tmp_path)
+    if name == "table3":
+        rows = payload["results"]["rows"]
+        assert set(rows) == {"production", "naive", "proprank", "propdcg", "skyline"}
+        for row in rows.values():
+            assert {"avg_dcg", "ndcg10", "avg_rank"} <= set(row)
+    if name in ("fig23_learning_curve", "fig4_eta", "fig5_noise", "fig6_misspecification"):
+        results = payload["results"]
+        for series in results["summary"].values():
+            assert len(series["avg_dcg"]) == len(results["x"])
+            assert all(0 < point["mean"] < 1 for point in series["avg_dcg"])
+    if name == "fig7_ccp":
+        for curve in payload["results"]["curves"].values():
+            objective = curve["objective"]
+            assert all(b <= a + 1e-9 * abs(a) for a, b in zip(objective, objective[1:]))
