@@ -101,7 +101,7 @@ def main(argv=None):
     max_epochs = args.max_epochs or (40 if quick else 300)
     patience = 10 if quick else 30
     paper_epochs = 75 if quick else 750
-    C_grid = (0.1, 10.0, 1000.0) if quick else _cltr.DEFAULT_C_GRID
+    C_grid = _cltr.QUICK_C_GRID if quick else _cltr.DEFAULT_C_GRID
     grid = deep_grid(quick)
     train, vali, test = load_fold(1)
 

@@ -23,7 +23,7 @@ def main(argv=None):
     started = time.time()
     train, vali, test = load_fold(1)
     passes = 10 if args.quick else 36
-    C_grid = (0.1, 10.0, 1000.0) if args.quick else _cltr.DEFAULT_C_GRID
+    C_grid = _cltr.QUICK_C_GRID if args.quick else _cltr.DEFAULT_C_GRID
     seed = 0
     _, train_log, _ = _cltr.simulate_run(train, vali, seed=seed, n_passes=passes)
     curves = {}

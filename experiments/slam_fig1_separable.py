@@ -30,10 +30,10 @@ PAPER = ("paper (Fig. 1): both perceptrons' time-averaged NDCG@10 rapidly conver
          "difference between them); online ListNet converges clearly more slowly (O(1/sqrt(t)))")
 
 
-def make_data(T: int, seed: int):
+def make_data(T: int, seed: int, margin: float = 0.5):
     from click_sim import make_separable_ranking
 
-    return make_separable_ranking(n_queries=T, n_docs=20, n_features=20, n_levels=5, margin=0.5,
+    return make_separable_ranking(n_queries=T, n_docs=20, n_features=20, n_levels=5, margin=margin,
                                   random_state=seed)
 
 
@@ -60,13 +60,14 @@ def main(argv=None):
 
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--T", type=int, default=None, help="rounds (default 20,000; quick 2,000)")
+    p.add_argument("--margin", type=float, default=0.5, help="separation margin along w* (default 0.5)")
     args = p.parse_args(argv)
     started = time.time()
     T = args.T or (2_000 if args.quick else 20_000)
     seeds = list(range(args.seeds or (1 if args.quick else 3)))
     tune_seed = 1000
     # -- learning rates: best time-averaged NDCG@10 at T on the tuning stream
-    tune_data = make_data(T, tune_seed)
+    tune_data = make_data(T, tune_seed, args.margin)
     chosen, tuning = {}, {}
     for method, grid in candidates().items():
         scores = {}
@@ -80,7 +81,7 @@ def main(argv=None):
     grid_t = np.unique(np.geomspace(1, T, 200).astype(int)) - 1
     curves, finals, cum, half, rps = {}, {}, {}, {}, {}
     for seed in seeds:
-        data = make_data(T, seed)
+        data = make_data(T, seed, args.margin)
         for method, grid in candidates().items():
             make = dict(grid)[chosen[method]]
             learner = make()
@@ -105,7 +106,7 @@ def main(argv=None):
     results = {"summary": summary, "tuning": tuning,
                "curves": {"rounds": grid_t + 1, **{m: np.mean(v, axis=0) for m, v in curves.items()}},
                "paper": PAPER}
-    settings = {"T": T, "seeds": seeds, "tune_seed": tune_seed, "m": 20, "d": 20, "levels": 5, "margin": 0.5,
+    settings = {"T": T, "seeds": seeds, "tune_seed": tune_seed, "m": 20, "d": 20, "levels": 5, "margin": args.margin,
                 "fresh_query_per_round": True, "rate_selection": "best time-averaged NDCG@10 at T on the tuning stream"}
     save_results(NAME, results, settings, args.out, started)
     if not args.no_plot:
