@@ -5,11 +5,9 @@
 Trains :class:`counterfactual_ltr.estimators.slam.SLAMRanker` (weights v^NDCG, v^NDCG@10,
 v^AP; margin 1) and a linear RankSVM on MQ2008 Fold1 ``train.txt``, picks ``C`` from a
 log grid by NDCG@10 on ``vali.txt`` and reports test NDCG@10 (plus NDCG and AP) on
-``test.txt``. Both objectives are ``0.5||w||^2 + C * mean over queries``. The RankSVM is
-the project's ``counterfactual_ltr.estimators.RankSVM`` when importable, otherwise a
-stand-in (scikit-learn ``LinearSVC`` on within-query pairwise differences, hinge loss,
-no intercept) that is marked as such in the JSON (``ranksvm_impl``). Queries without a
-relevant document score 0 (LETOR convention). Quick mode: a 3-value C grid, and 120
+``test.txt``. Both objectives are ``0.5||w||^2 + C * mean over queries``; the RankSVM is
+``counterfactual_ltr.estimators.RankSVM``. Queries without a relevant document score 0
+(LETOR convention). Quick mode: a 3-value C grid, and 120
 training queries.
 """
 
@@ -34,46 +32,10 @@ def _metrics(scores, data):
             "ap": float(average_precision(scores, data.y, off, threshold=1))}
 
 
-class _PairwiseLinearSVC:
-    """Stand-in RankSVM: LinearSVC on within-query pairwise differences (both orientations)."""
-
-    impl = "stand-in: sklearn LinearSVC on pairwise differences (C scaled by n_pairs/n_queries)"
-
-    def __init__(self, C=1.0):
-        self.C = C
-
-    def fit(self, data):
-        from sklearn.svm import LinearSVC
-
-        from counterfactual_ltr._segments import within_query_pairs
-
-        i, j = within_query_pairs(data.query_offsets)
-        keep = data.y[i] > data.y[j]
-        i, j = i[keep], j[keep]
-        D = data.X[i] - data.X[j]
-        Xp = np.vstack([D, -D])
-        yp = np.r_[np.ones(len(D)), -np.ones(len(D))]
-        # LinearSVC: 0.5||w||^2 + C' sum hinge over 2P rows = 0.5||w||^2 + 2 C' sum over pairs;
-        # match 0.5||w||^2 + (C / n_queries) sum over pairs: C' = C / (2 n_queries).
-        svc = LinearSVC(C=self.C / (2 * data.n_queries), loss="hinge", fit_intercept=False, max_iter=200_000,
-                        dual=True, tol=1e-6)
-        svc.fit(Xp, yp)
-        self.coef_ = svc.coef_.ravel()
-        return self
-
-    def predict(self, X):
-        return np.asarray(X) @ self.coef_
-
-
 def make_ranksvm(C):
-    try:
-        from counterfactual_ltr.estimators import RankSVM
+    from counterfactual_ltr.estimators import RankSVM
 
-        from counterfactual_ltr.solvers import solve_pairwise_hinge  # noqa: F401  (RankSVM needs it)
-
-        return RankSVM(C=C), "counterfactual_ltr.estimators.RankSVM"
-    except ImportError:
-        return _PairwiseLinearSVC(C=C), _PairwiseLinearSVC.impl
+    return RankSVM(C=C), "counterfactual_ltr.estimators.RankSVM"
 
 
 def main(argv=None):

@@ -32,9 +32,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._segments import offsets_from_lengths, segment_gather
 from ..clicklog import ClickLog
-from ..datasets import RankingDataset
 from ..models import MLP, Adam, _check_activation
 from ..propensity import as_propensity_model
+from ._base import prediction_matrix
 
 __all__ = ["DeepPropDCG", "deep_propdcg_objective", "paper_lr_schedule", "query_batches", "DivergenceError"]
 
@@ -383,16 +383,7 @@ class DeepPropDCG(BaseEstimator):
     def predict(self, X):
         """Scores of the rows of ``X`` (array, RankingDataset or ClickLog's data); higher is better."""
         check_is_fitted(self, "model_")
-        if isinstance(X, RankingDataset):
-            X = X.X
-        elif isinstance(X, ClickLog):
-            X = X.data.X
-        X = np.asarray(X, dtype=np.float64)
-        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has shape {X.shape}, expected (n, {self.n_features_in_})")
-        bad = np.argwhere(~np.isfinite(X))
-        if bad.size:
-            raise ValueError(f"X holds a non-finite value at row {bad[0][0]}, column {bad[0][1]}")
+        X = prediction_matrix(X, self.n_features_in_)
         return _predict_chunked(self.model_, X)
 
     def objective(self, log) -> float:

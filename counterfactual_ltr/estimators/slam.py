@@ -27,6 +27,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..clicklog import ClickLog
 from ..datasets import DEFAULT_RELEVANCE_THRESHOLD, RankingDataset
 from ..propensity import as_propensity_model
+from ._base import prediction_matrix
 from ..surrogates.slam import SLAM_WEIGHT_KINDS, _check_kind, _check_margin, _slam_core, _weights_core
 
 __all__ = ["SLAMRanker"]
@@ -190,17 +191,7 @@ class SLAMRanker(BaseEstimator):
     def predict(self, X):
         """Scores ``X @ coef_`` (higher is better); ``X`` may be a RankingDataset or ClickLog."""
         check_is_fitted(self, "coef_")
-        if isinstance(X, RankingDataset):
-            X = X.X
-        elif isinstance(X, ClickLog):
-            X = X.data.X
-        X = np.asarray(X, dtype=np.float64)
-        if X.ndim != 2 or X.shape[1] != self.coef_.shape[0]:
-            raise ValueError(f"X has shape {X.shape}, expected (n, {self.coef_.shape[0]})")
-        if not np.all(np.isfinite(X)):
-            r, c = np.argwhere(~np.isfinite(X))[0]
-            raise ValueError(f"X holds a non-finite value at row {r}, column {c}")
-        return X @ self.coef_
+        return prediction_matrix(X, self.coef_.shape[0]) @ self.coef_
 
     def objective(self, X, y=None, qid=None) -> float:
         """``F(coef_)`` on full-information data (for checks): ``0.5||w||^2 + C mean_q SLAM_q``."""

@@ -39,10 +39,11 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from .._segments import check_offsets, segment_gather, within_query_pairs
+from .._segments import segment_gather, within_query_pairs
 from ..clicklog import ClickLog
 from ..datasets import RankingDataset
 from ..propensity import as_propensity_model
+from ._base import prediction_matrix
 
 __all__ = ["RankSVM", "SVMPropRank", "SVMPropDCG", "SVMPropRBP", "click_pairs"]
 
@@ -81,19 +82,9 @@ class _LinearRanker(BaseEstimator):
     """Shared ``predict`` of the linear rankers."""
 
     def predict(self, X):
-        """Scores ``X @ coef_`` (higher is better); ``X`` may also be a RankingDataset."""
+        """Scores ``X @ coef_`` (higher is better); ``X`` may also be a RankingDataset or ClickLog."""
         check_is_fitted(self, "coef_")
-        if isinstance(X, (RankingDataset,)):
-            X = X.X
-        elif isinstance(X, ClickLog):
-            X = X.data.X
-        X = np.asarray(X, dtype=np.float64)
-        if X.ndim != 2 or X.shape[1] != self.coef_.shape[0]:
-            raise ValueError(f"X has shape {X.shape}, expected (n, {self.coef_.shape[0]})")
-        if not np.all(np.isfinite(X)):
-            r, c = np.argwhere(~np.isfinite(X))[0]
-            raise ValueError(f"X holds a non-finite value at row {r}, column {c}")
-        return X @ self.coef_
+        return prediction_matrix(X, self.coef_.shape[0]) @ self.coef_
 
 
 # Relative duality gap of the first CCP subproblem: its solution is only a starting point.
