@@ -37,7 +37,7 @@ def table3_section(payload: dict) -> str:
                      f"{r['avg_rank']['mean']:.2f} | {closed} | {paper.get(m, '-')} |")
     lines += ["", "avg DCG = mean over all relevant test documents of 1/log(1 + rank) (log2, and ln as in the "
               "paper's Table 1); gap closed = share of the production -> skyline gap in mean NDCG@10. "
-              + MQ2007_NOTE, ""]
+              + MQ2007_NOTE.rstrip(".") + ".", ""]
     return "\n".join(lines)
 
 
@@ -50,7 +50,11 @@ def figure_section(payload: dict, png: str) -> str:
     for n, x in enumerate(res["x"]):
         cells = [f"{s['avg_dcg'][n]['mean']:.4f}" for s in res["summary"].values()]
         lines.append(f"| {x} | {first['clicks'][n]:.0f} | " + " | ".join(cells) + " |")
-    lines += ["", f"![Figure 2]({png})", ""]
+    production = sum(v["avg_dcg"] for v in res["production"].values()) / len(res["production"])
+    settings = payload["settings"]
+    lines += ["", f"{settings['data']}, seeds {settings['seeds']}, mean over seeds; production ranker "
+              f"{production:.4f}, full-information skyline {res['skyline']['avg_dcg']:.4f}.", "",
+              f"![Figure 2]({png})", ""]
     return "\n".join(lines)
 
 
