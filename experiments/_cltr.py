@@ -173,6 +173,10 @@ def sweep(name: str, doc: str, xs, configure, *, xlabel: str, quick_xs=None, met
                 if args.quick:
                     kw["n_passes"] = max(2, kw["n_passes"] // 10)
                 propensity = kw.pop("propensity", None)
+                if propensity is None:  # the true model; the estimators' default assumes eta = 1
+                    from counterfactual_ltr.propensity import PositionBasedPropensity
+
+                    propensity = PositionBasedPropensity(eta=kw.get("eta", 1.0))
                 if seed not in productions:
                     from click_sim import train_production_ranker
 

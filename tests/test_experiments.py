@@ -66,6 +66,10 @@ def test_mq2008_script_quick(name, tmp_path):
         for series in results["summary"].values():
             assert len(series["avg_dcg"]) == len(results["x"])
             assert all(0 < point["mean"] < 1 for point in series["avg_dcg"])
+    if name == "fig4_eta":
+        # Training and selection use the true click model's eta, not the estimators' default.
+        for run in payload["results"]["runs"]:
+            assert run["propensity"] == f"PositionBasedPropensity(eta={run['x']})"
     if name == "fig7_ccp":
         for curve in payload["results"]["curves"].values():
             objective = curve["objective"]
