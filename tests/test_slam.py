@@ -383,3 +383,16 @@ def test_slam_ranker_learns_and_fits_click_logs():
     model = SLAMRanker(C=10.0).fit(log)
     assert model.coef_.shape == (data.n_features,)
     assert np.corrcoef(model.coef_, w_true)[0, 1] > 0.9
+
+
+def test_slam_ranker_zero_solution_is_reported():
+    # Irrelevant documents on both sides of the relevant one: any w lets one of them outscore
+    # it, so the SLAM loss grows in every direction from w = 0 and 0 is optimal for every C.
+    from counterfactual_ltr.estimators.slam import SLAMRanker
+
+    X = np.array([[0.0], [1.0], [-1.0]])
+    y = np.array([1, 0, 0])
+    for C in (0.1, 100.0):
+        with pytest.warns(UserWarning, match="w = 0"):
+            model = SLAMRanker(C=C).fit(X, y, qid=np.zeros(3, dtype=int))
+        assert np.all(model.coef_ == 0)

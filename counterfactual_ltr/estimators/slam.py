@@ -13,6 +13,16 @@ with :func:`~counterfactual_ltr.surrogates.slam_loss` (weights ``v^NDCG``, ``v^N
 queries** (``n`` = number of queries), the regularised-ERM form of the batch SLAM paper
 and the convention of the toolkit's RankSVM (``C / n_queries``), so ``C`` grids are
 comparable across data-set sizes and with RankSVM.
+
+When ``w = 0`` is the solution for every ``C``. Near ``w = 0`` the loss grows linearly:
+``L(t u) = L(0) + t D(u)`` for small ``t > 0``, with
+``D(u) = mean_q sum_i v_i (max_{j: R_j < R_i} u.x_j - u.x_i)``. On noisy data with many
+lower-graded documents per query, some of them outscore a relevant document in *every*
+direction ``u``, so ``D(u) > 0`` for all ``u`` and ``w = 0`` is optimal whatever ``C``.
+This is a property of the surrogate (its per-document max), not of the solver: on MQ2008
+Fold1 it holds even along the RankSVM direction (loss 0.7197 at ``w = 0``, 0.7201 at
+``10^-3 u``, 0.7238 at ``10^-2 u``). The online perceptrons do not meet it because they
+take one step per mistake instead of minimising the loss.
 """
 
 from __future__ import annotations
@@ -184,6 +194,9 @@ class SLAMRanker(BaseEstimator):
         self.n_iter_ = int(result.n_iter)
         self.duality_gap_ = result.gap
         self.converged_ = bool(result.converged)
+        if not np.any(self.coef_):
+            warnings.warn(f"{type(self).__name__}: the solution is w = 0 (all scores tie), which happens when the "
+                          "SLAM loss grows in every direction from 0 (see the module docstring)", UserWarning)
         self.n_features_in_ = Xm.shape[1]
         return self
 
