@@ -38,6 +38,21 @@ OpenBLAS; relative gap target 1e-4; details in that script):
   each, dominated by the 2 n d^2 flops of ``X^T L X`` at ~180 GFLOP/s); peak
   traced memory of the solve 465 MiB = 0.18 x X, process max RSS 1.26 x X;
   warm start 0.34 of cold (7.7 s vs 22.6 s).
+* SVM PropDCG's CCP subproblems 2-4 (``python -m experiments.bench_propdcg``,
+  MQ2008 Fold1, 60k/198k pairs for 10/100 passes, relative gap 1e-6): warm
+  start 0.46-0.74 of cold at C = 10 and C = 1000 (best of 3 timings;
+  single bench runs 0.35-0.91, target < 0.5 not met). The
+  weights move by factors 0.7-5 between CCP steps and ``w`` by 12-50 %, so
+  ``w0`` saves only the ``mu = 1`` level (``n_iter`` cold/warm e.g. 41/52,
+  58/52 at C = 1000; 19/13 at C = 10): below ``mu = 0.1`` each level
+  costs as many iterations from ``w0`` as from the previous level's point.
+  Tried and not kept: a dual warm start ``C c_new alpha_old / (C c_old)``
+  (feasible, but its dual value is -1.7e3 to -3.3e4 against optima near
+  3.5e2 at C = 1000, so no iteration is saved); a first ``mu`` of 0.03 or
+  0.01 from ``w0``, other shrink factors (0.03, 0.3) and switch
+  thresholds (0.05, 0.5): all within +-20 % iterations, not uniformly
+  better; an active-set polish at level switches (the band holds more
+  pairs than ``d``, so it does not identify the support pairs).
 * The alternative measured, BMRM cutting planes (:func:`solve_regularized`
   with :func:`pairwise_hinge_oracle`, master QP by OSQP), needs one
   oracle call per iteration but many iterations: 26-200 on 30-300-pair
