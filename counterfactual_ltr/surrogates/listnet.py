@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._segments import check_finite_1d, check_offsets, segment_ids
+from .._segments import segment_ids
+from ._common import check_reduce, prepare, reduce_losses
 
 __all__ = ["listnet_loss", "LISTNET_TARGETS"]
 
@@ -87,18 +88,9 @@ def listnet_loss(scores, labels, query_offsets, *, target="softmax", reduce="sum
     >>> round(loss, 6), grad.tolist()       # target (1, 0): -log(1/2)
     (0.693147, [-0.5, 0.5])
     """
-    offsets = check_offsets(query_offsets)
-    n = int(offsets[-1])
-    s = check_finite_1d(scores, "scores", n)
-    y = check_finite_1d(labels, "labels", n)
+    offsets, s, y = prepare(scores, labels, query_offsets)
     if target not in LISTNET_TARGETS:
         raise ValueError(f"target must be one of {LISTNET_TARGETS}, got {target!r}")
+    check_reduce(reduce)
     per_query, grad = _listnet_core(s, y, offsets, target)
-    nq = offsets.shape[0] - 1
-    if reduce == "sum":
-        return float(per_query.sum()), grad
-    if reduce == "mean":
-        return float(per_query.sum()) / nq, grad / nq
-    if reduce is None:
-        return per_query, grad
-    raise ValueError(f"reduce must be 'sum', 'mean' or None, got {reduce!r}")
+    return reduce_losses(per_query, grad, reduce, offsets.shape[0] - 1)

@@ -8,18 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._segments import (check_finite_1d, check_offsets, segment_ids, segment_searchsorted, within_query_pairs)
+from ._common import prepare, reduce_losses
 
 __all__ = ["pairwise_hinge", "hinge_rank_bound", "lambda_hinge_bound"]
-
-
-def _reduce(per_query, grad, reduce, n_queries):
-    if reduce == "sum":
-        return float(per_query.sum()), grad
-    if reduce == "mean":
-        return float(per_query.mean()), grad / n_queries
-    if reduce is None:
-        return per_query, grad
-    raise ValueError(f"reduce must be 'sum', 'mean' or None, got {reduce!r}")
 
 
 def pairwise_hinge(scores, labels, query_offsets, *, weights=None, margin: float = 1.0, reduce="sum"):
@@ -40,10 +31,8 @@ def pairwise_hinge(scores, labels, query_offsets, *, weights=None, margin: float
     >>> loss, grad.tolist()          # only the pair (0, 1) violates the margin: 1 - 0.5
     (0.5, [-1.0, 1.0, 0.0])
     """
-    offsets = check_offsets(query_offsets)
-    n = offsets[-1]
-    s = check_finite_1d(scores, "scores", n)
-    y = check_finite_1d(labels, "labels", n)
+    offsets, s, y = prepare(scores, labels, query_offsets)
+    n = int(offsets[-1])
     w = np.ones(n) if weights is None else check_finite_1d(weights, "weights", n)
     i, j = within_query_pairs(offsets)
     keep = y[i] > y[j]
@@ -54,7 +43,7 @@ def pairwise_hinge(scores, labels, query_offsets, *, weights=None, margin: float
     per_pair = c * slack
     grad = np.bincount(j, c, minlength=n) - np.bincount(i, c, minlength=n)
     per_query = np.bincount(segment_ids(offsets)[i], per_pair, minlength=len(offsets) - 1)
-    return _reduce(per_query, grad, reduce, len(offsets) - 1)
+    return reduce_losses(per_query, grad, reduce, len(offsets) - 1)
 
 
 def hinge_rank_bound(scores, query_offsets, rows, *, margin: float = 1.0):
@@ -145,4 +134,4 @@ def lambda_hinge_bound(scores, click_weights, query_offsets, *, metric="dcg", ma
     # The sum above includes the self pair of a clicked document: remove it, then add -count.
     grad[rows] -= c * (1 + n_active)
     per_query = np.bincount(seg[rows], per_doc, minlength=len(offsets) - 1)
-    return _reduce(per_query, grad, reduce, len(offsets) - 1)
+    return reduce_losses(per_query, grad, reduce, len(offsets) - 1)

@@ -48,6 +48,7 @@ import numpy as np
 
 from .._segments import check_finite_1d, check_offsets, segment_ids
 from ..datasets import DEFAULT_RELEVANCE_THRESHOLD
+from ._common import check_reduce, prepare, reduce_losses
 
 __all__ = ["slam_loss", "slam_weights", "max_pair_loss", "lower_grade_max", "SLAM_WEIGHT_KINDS"]
 
@@ -56,14 +57,6 @@ SLAM_WEIGHT_KINDS = ("ndcg", "ndcg@k", "ap")
 
 
 # ----------------------------------------------------------------- validation
-def _prepare(scores, labels, query_offsets):
-    offsets = check_offsets(query_offsets)
-    n = int(offsets[-1])
-    s = check_finite_1d(scores, "scores", n)
-    y = check_finite_1d(labels, "labels", n)
-    return offsets, s, y
-
-
 def _check_margin(margin) -> float:
     margin = float(margin)
     if not np.isfinite(margin) or margin < 0:
@@ -83,21 +76,6 @@ def _check_kind(kind, k):
     if k is not None:
         raise ValueError(f"k={k} is only used with kind='ndcg@k' (got kind={kind!r})")
     return None
-
-
-def _finish(per_query, grad, reduce, n_queries):
-    if reduce == "sum":
-        return float(np.sum(per_query)), grad
-    if reduce == "mean":
-        return float(np.sum(per_query)) / n_queries, grad / n_queries
-    if reduce is None:
-        return np.asarray(per_query, dtype=np.float64).reshape(n_queries), grad
-    raise ValueError(f"reduce must be 'sum', 'mean' or None, got {reduce!r}")
-
-
-def _check_reduce(reduce):
-    if reduce not in ("sum", "mean", None):
-        raise ValueError(f"reduce must be 'sum', 'mean' or None, got {reduce!r}")
 
 
 # ------------------------------------------------------------------- weights
@@ -276,7 +254,7 @@ def lower_grade_max(scores, labels, query_offsets):
     >>> M.tolist(), arg.tolist()
     ([2.0, 1.0, -inf, -inf], [1, 2, -1, -1])
     """
-    offsets, s, y = _prepare(scores, labels, query_offsets)
+    offsets, s, y = prepare(scores, labels, query_offsets)
     return _lower_max_core(s, y, offsets)
 
 
@@ -327,9 +305,9 @@ def slam_loss(scores, labels, query_offsets, *, weights="ndcg", k=None, margin: 
     >>> slam_loss([3.0, 1.0, 0.5], [1, 0, 0], [0, 3])[0]   # margin respected: no loss
     0.0
     """
-    offsets, s, y = _prepare(scores, labels, query_offsets)
+    offsets, s, y = prepare(scores, labels, query_offsets)
     margin = _check_margin(margin)
-    _check_reduce(reduce)
+    check_reduce(reduce)
     if isinstance(weights, str):
         kind = weights
         kk = _check_kind(kind, k)
@@ -346,7 +324,7 @@ def slam_loss(scores, labels, query_offsets, *, weights="ndcg", k=None, margin: 
         if np.any(v < 0):
             raise ValueError(f"weights must be >= 0; index {int(np.flatnonzero(v < 0)[0])} is negative")
     per_query, grad = _slam_core(s, y, v, offsets, margin)
-    return _finish(per_query, grad, reduce, offsets.shape[0] - 1)
+    return reduce_losses(per_query, grad, reduce, offsets.shape[0] - 1)
 
 
 def _max_pair_core(s, y, offsets, margin):
@@ -388,8 +366,8 @@ def max_pair_loss(scores, labels, query_offsets, *, margin: float = 1.0, reduce=
     >>> loss, grad.tolist()      # worst pair: doc 0 (grade 2) vs doc 1 (grade 1): 1 + 1 - 0
     (2.0, [-1.0, 1.0, 0.0])
     """
-    offsets, s, y = _prepare(scores, labels, query_offsets)
+    offsets, s, y = prepare(scores, labels, query_offsets)
     margin = _check_margin(margin)
-    _check_reduce(reduce)
+    check_reduce(reduce)
     per_query, grad = _max_pair_core(s, y, offsets, margin)
-    return _finish(per_query, grad, reduce, offsets.shape[0] - 1)
+    return reduce_losses(per_query, grad, reduce, offsets.shape[0] - 1)

@@ -24,28 +24,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._segments import check_finite_1d, check_offsets, segment_ids
+from .._segments import segment_ids
+from ._common import prepare, reduce_losses
 
 __all__ = ["squared_loss", "kl_listnet_loss", "smooth_dcg_at1_loss"]
 
 
-def _prepare(scores, labels, query_offsets):
-    offsets = check_offsets(query_offsets)
-    n = int(offsets[-1])
-    s = check_finite_1d(scores, "scores", n)
-    y = check_finite_1d(labels, "labels", n)
-    return offsets, s, y
-
-
 def _finish(per_doc, grad, offsets, reduce):
+    """Per-document losses summed per query, then the package's ``reduce`` convention."""
     n_queries = len(offsets) - 1
-    if reduce == "sum":
-        return float(per_doc.sum()), grad
-    if reduce == "mean":
-        return float(per_doc.sum()) / n_queries, grad / n_queries
-    if reduce is None:
-        return np.bincount(segment_ids(offsets), per_doc, minlength=n_queries), grad
-    raise ValueError(f"reduce must be 'sum', 'mean' or None, got {reduce!r}")
+    return reduce_losses(np.bincount(segment_ids(offsets), per_doc, minlength=n_queries), grad, reduce, n_queries)
 
 
 def squared_loss(scores, labels, query_offsets, *, reduce="sum"):
@@ -67,7 +55,7 @@ def squared_loss(scores, labels, query_offsets, *, reduce="sum"):
     >>> squared_loss([1.0, 0.0, 0.5], [2, 0, 0], [0, 2, 3], reduce=None)[0].tolist()
     [1.0, 0.25]
     """
-    offsets, s, y = _prepare(scores, labels, query_offsets)
+    offsets, s, y = prepare(scores, labels, query_offsets)
     diff = s - y
     return _finish(diff * diff, 2.0 * diff, offsets, reduce)
 
@@ -94,7 +82,7 @@ def kl_listnet_loss(scores, labels, query_offsets, *, reduce="sum"):
     >>> round(loss, 6), round(float(grad[0]), 6)    # e*(1 - 0 - 1) + 1; 1 - e
     (1.0, -1.718282)
     """
-    offsets, s, y = _prepare(scores, labels, query_offsets)
+    offsets, s, y = prepare(scores, labels, query_offsets)
     es, ey = np.exp(s), np.exp(y)
     return _finish(ey * (y - s - 1.0) + es, es - ey, offsets, reduce)
 
@@ -128,7 +116,7 @@ def smooth_dcg_at1_loss(scores, labels, query_offsets, *, epsilon: float = 0.01,
     epsilon = float(epsilon)
     if not np.isfinite(epsilon) or epsilon <= 0:
         raise ValueError(f"epsilon must be a positive finite number, got {epsilon}")
-    offsets, s, y = _prepare(scores, labels, query_offsets)
+    offsets, s, y = prepare(scores, labels, query_offsets)
     seg = segment_ids(offsets)
     starts = offsets[:-1]
     z = s / epsilon
