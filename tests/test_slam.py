@@ -396,3 +396,14 @@ def test_slam_ranker_zero_solution_is_reported():
         with pytest.warns(UserWarning, match="w = 0"):
             model = SLAMRanker(C=C).fit(X, y, qid=np.zeros(3, dtype=int))
         assert np.all(model.coef_ == 0)
+
+
+def test_slam_loss_grows_from_zero_on_mq2008(mq2008_fold1_train):
+    # Why SLAMRanker returns w = 0 on MQ2008 (module docstring): even along the RankSVM
+    # direction u the empirical SLAM loss rises from w = 0, so 0 is the minimiser for every C.
+    from counterfactual_ltr.estimators import RankSVM
+
+    data = mq2008_fold1_train
+    u = RankSVM(C=10).fit(data.X, data.y, qid=data.qid).coef_
+    losses = [slam_loss(data.X @ (t * u), data.y, data.query_offsets, reduce="mean")[0] for t in (0.0, 1e-3, 1e-2)]
+    assert losses[0] < losses[1] < losses[2]

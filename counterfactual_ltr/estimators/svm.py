@@ -94,12 +94,7 @@ _CCP_FIRST_INNER_TOL = 1e-4
 def _solve(X, i, j, w, C, w0, tol, max_iter):
     from ..solvers import solve_pairwise_hinge
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ConvergenceWarning)
-        result = solve_pairwise_hinge(X, i, j, w, C, w0=w0, tol=tol, max_iter=max_iter)
-    for warning in caught:
-        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
-    return result
+    return solve_pairwise_hinge(X, i, j, w, C, w0=w0, tol=tol, max_iter=max_iter)
 
 
 class RankSVM(_LinearRanker):
