@@ -37,7 +37,8 @@ DEFAULT_C_GRID = (0.01, 0.1, 1.0, 10.0, 100.0, 1e3, 1e4, 1e5)
 QUICK_C_GRID = (1.0, 100.0, 1e4)
 METHODS = ("naive", "proprank", "propdcg")
 METHOD_NAMES = {"production": "Production ranker", "naive": "SVM Rank (naive, clicks as labels)",
-                "proprank": "SVM PropRank", "propdcg": "SVM PropDCG", "skyline": "RankSVM skyline (full labels)"}
+                "proprank": "SVM PropRank", "propdcg": "SVM PropDCG", "skyline": "RankSVM skyline (full labels)",
+                "ideal": "ideal ranking (test labels; ceiling)"}
 
 
 def test_metrics(scores, data) -> dict:

@@ -34,7 +34,7 @@ def main(argv=None):
     production = train_production_ranker(train, fraction=0.01, random_state=0)
     click_model = PositionBasedClickModel(1.0, 0.1, 1.0)
     print(f"data: {name}: {train}")
-    for passes in (10, 100) if not args.quick else (10,):
+    for passes in (10, 100, 300, 1000) if not args.quick else (10,):
         t0 = time.perf_counter()
         log = simulate_clicks(train, production, click_model, n_passes=passes, random_state=0)
         t_sim = time.perf_counter() - t0

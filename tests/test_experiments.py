@@ -58,7 +58,7 @@ def test_mq2008_script_quick(name, tmp_path):
     payload = _run(name, tmp_path)
     if name == "table3":
         rows = payload["results"]["rows"]
-        assert set(rows) == {"production", "naive", "proprank", "propdcg", "skyline"}
+        assert set(rows) == {"production", "naive", "proprank", "propdcg", "skyline", "ideal"}
         for row in rows.values():
             assert {"avg_dcg", "ndcg10", "avg_rank"} <= set(row)
     if name in ("fig23_learning_curve", "fig4_eta", "fig5_noise", "fig6_misspecification"):
