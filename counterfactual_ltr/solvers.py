@@ -22,9 +22,25 @@ successive alphas). At the smoothed optimum the gap is
 problem's own gap is below a fifth of the exact gap, ``mu`` shrinks tenfold.
 Newton: ``H = I + (C/mu) X^T L X`` with ``L`` the weighted Laplacian of the pairs
 inside the quadratic band, built as a sparse matrix and multiplied block by
-block (memory: two row blocks of ``X``); Cholesky; exact line search on the
-piecewise-quadratic smoothed objective (1-D safeguarded Newton, O(n_pairs)
-per evaluation). Warm start: from ``w0`` the first level is ``mu = 0.1 margin``.
+block (memory: two row blocks of ``X``; few band pairs: outer products of pair
+differences); Cholesky; exact line search on the piecewise-quadratic smoothed
+objective (1-D safeguarded Newton; pairs that keep one piece over the bracket
+are folded into two coefficients, so late evaluations touch few pairs).
+
+Gap-safe screening (in the spirit of Fercoq, Gramfort & Salmon 2015, and
+Shibagaki et al. 2016 for SVM samples): the objective is 1-strongly convex, so
+``||w - w*||^2 <= 2 (P(w) - D)``; a pair with ``|z_p(w)| > ||x_i - x_j|| r``
+keeps the sign of its hinge argument at the optimum, so its dual variable is
+known (``C c_p`` or 0). Below a relative gap of 1e-3 such pairs are fixed (a
+violated one contributes a linear term), and the iterations run on the rest:
+on MQ2008 at C = 1000, 198k pairs shrink to 30k at gap 5e-5 and to 5k at
+1e-6. The certificate stays exact: the dual point is feasible for the full
+problem and the objective is recomputed on all pairs before reporting.
+
+Warm start from ``w0``: first the exact minimiser along the ray ``t w0``
+(successive CCP solutions differ mostly in scale: |w| changes by 20-90 %,
+the direction by 7-12 degrees), then continuation from ``mu = 0.03 margin``
+instead of ``margin``.
 
 Why (measured with ``python -m experiments.bench_solvers``, 2-core machine,
 OpenBLAS; relative gap target 1e-4; details in that script):
@@ -32,27 +48,28 @@ OpenBLAS; relative gap target 1e-4; details in that script):
 * LETOR size (26,000 clicked docs x 40 candidates, d=46, 1,014,000 pairs,
   C = 1, 10, 100 per click): 0.75-1.0 s (2.2 s for the first call, imports
   included), 10-11 Newton iterations; warm start after re-weighting by
-  U[0.5, 2]: 0.35-0.45 of a cold solve (5-6 iterations).
+  U[0.5, 2]: 0.28-0.41 of a cold solve (3-4 iterations).
 * Yahoo size (20,000 queries x 24 docs, d=700, 175,000 clicks -> 61,275
   clicked docs, 1.41M pairs, C = 10 per click): 25 s, 21 iterations (~1.2 s
   each, dominated by the 2 n d^2 flops of ``X^T L X`` at ~180 GFLOP/s); peak
   traced memory of the solve 465 MiB = 0.18 x X, process max RSS 1.26 x X;
-  warm start 0.34 of cold (7.7 s vs 22.6 s).
-* SVM PropDCG's CCP subproblems 2-4 (``python -m experiments.bench_propdcg``,
-  MQ2008 Fold1, 60k/198k pairs for 10/100 passes, relative gap 1e-6): warm
-  start 0.46-0.74 of cold at C = 10 and C = 1000 (best of 3 timings;
-  single bench runs 0.35-0.91, target < 0.5 not met). The
-  weights move by factors 0.7-5 between CCP steps and ``w`` by 12-50 %, so
-  ``w0`` saves only the ``mu = 1`` level (``n_iter`` cold/warm e.g. 41/52,
-  58/52 at C = 1000; 19/13 at C = 10): below ``mu = 0.1`` each level
-  costs as many iterations from ``w0`` as from the previous level's point.
-  Tried and not kept: a dual warm start ``C c_new alpha_old / (C c_old)``
-  (feasible, but its dual value is -1.7e3 to -3.3e4 against optima near
-  3.5e2 at C = 1000, so no iteration is saved); a first ``mu`` of 0.03 or
-  0.01 from ``w0``, other shrink factors (0.03, 0.3) and switch
-  thresholds (0.05, 0.5): all within +-20 % iterations, not uniformly
-  better; an active-set polish at level switches (the band holds more
-  pairs than ``d``, so it does not identify the support pairs).
+  warm start 0.22 of cold (4.8 s vs 22.3 s).
+* SVM PropDCG's CCP subproblems 2-4 (``python -m experiments.bench_propdcg
+  --C 10|1000|10000``, MQ2008 Fold1, 10-1000 passes, relative gap 1e-6, best
+  of 3 timings): warm / cold 0.24-0.43 at C = 10, 0.37-0.77 at C = 1000,
+  0.42-0.79 at C = 10000. Before screening and the ray start the same figures
+  were 0.36-0.76 and 0.48-0.97. What is left: below ``mu = 0.01`` every
+  level costs as many Newton steps from ``w0`` as from a cold start (the
+  solutions move too far between CCP steps for ``w0`` to be inside the last
+  levels' bands), so warm starts save the coarse levels only, and at large C
+  those are a smaller share of the work. Tried and not kept: a dual warm
+  start ``C c_new alpha_old / (C c_old)`` (feasible, but its dual value is
+  -1.7e3 to -3.3e4 against optima near 3.5e2 at C = 1000, so no iteration is
+  saved); other shrink factors (0.03, 0.3) and switch thresholds (0.1, 0.5):
+  all within +-20 % iterations, not uniformly better; an active-set polish at
+  level switches (the band holds more pairs than ``d``, so it does not
+  identify the support pairs); polishing the band's box QP with OSQP (exact,
+  but 1-4 s).
 * The alternative measured, BMRM cutting planes (:func:`solve_regularized`
   with :func:`pairwise_hinge_oracle`, master QP by OSQP), needs one
   oracle call per iteration but many iterations: 26-200 on 30-300-pair
@@ -178,6 +195,10 @@ def _finish(name, w, P, D, n_iter, converged, history, tol):
 
 # --------------------------------------------------------------------------- pairwise hinge
 _MU_MIN_FACTOR, _MU_MAX_FACTOR = 0.1, 0.1
+_SWITCH = 0.2
+# Screening starts below this relative gap and compacts when it drops this share of the pairs.
+_SCREEN_START, _SCREEN_MIN_SHARE = 1e-3, 0.1
+_WARM_MU = 0.03
 
 def _aggregate(i, j, a, n_docs):
     """Per-document sum of pair values: ``+a`` on the first row of a pair, ``-a`` on the second."""
@@ -192,9 +213,17 @@ def _band_hessian(X, ib, jb, h, chunk_bytes=1 << 26):
     """
     n, d = X.shape
     deg = np.bincount(ib, h, minlength=n) + np.bincount(jb, h, minlength=n)
+    rows = np.flatnonzero(deg)
+    if ib.size <= rows.size:
+        # Few pairs (late smoothing levels): sum of outer products of pair differences.
+        H = np.zeros((d, d))
+        step = max(1, chunk_bytes // (16 * max(d, 1)))
+        for start in range(0, ib.size, step):
+            diff = X[ib[start:start + step]] - X[jb[start:start + step]]
+            H += diff.T @ (h[start:start + step, None] * diff)
+        return 0.5 * (H + H.T)
     A = sp.csr_matrix((h, (ib, jb)), shape=(n, n))
     A = (A + A.T).tocsr()                            # symmetric adjacency
-    rows = np.flatnonzero(deg)
     H = np.zeros((d, d))
     step = max(1, chunk_bytes // (8 * max(d, 1)))
     for start in range(0, rows.size, step):
@@ -206,32 +235,45 @@ def _band_hessian(X, ib, jb, h, chunk_bytes=1 << 26):
     return 0.5 * (H + H.T)
 
 
-def _line_search(w, u, f0, z, delta, Cc, mu, t0=1.0, max_eval=50):
+def _line_search(w, u, f0, z, delta, Cc, mu, t0=1.0, max_eval=50, fixed_slope=0.0):
     """Exact minimiser over ``t >= 0`` of the smoothed objective along ``w + t u``.
 
     The objective is convex piecewise quadratic in ``t``; safeguarded 1-D
-    Newton on its derivative inside a bracket converges in a few steps.
+    Newton on its derivative inside a bracket converges in a few steps. Once
+    the bracket ``[lo, hi]`` is finite, pairs whose smoothed hinge keeps one
+    piece over it (flat, linear or quadratic) are folded into the constant
+    and linear coefficients of the derivative, so later steps touch few pairs.
     """
-    wu, uu = float(w @ u), float(u @ u)
-
-    def deriv(t):
-        a = np.clip((z - t * delta) / mu, 0.0, 1.0)
-        band = (a > 0.0) & (a < 1.0)
-        return wu + t * uu - float(np.dot(Cc * a, delta)), uu + float(np.dot(Cc[band], delta[band] ** 2)) / mu
-
     if f0 >= 0:                                   # not a descent direction (numerically)
         return 0.0
+    # Derivative f1(t) = c0 + c1 t - sum_p Cd_p clip(q_p(t), 0, 1), q_p(t) = zs_p - t ds_p.
+    c0, c1 = float(w @ u) - fixed_slope, float(u @ u)
+    zs, ds = z / mu, delta / mu
+    Cd = Cc * delta
+    q_lo = zs
+    q_hi = None
     lo, hi, t = 0.0, np.inf, t0
     for _ in range(max_eval):
-        f1, f2 = deriv(t)
+        q = zs - t * ds
+        band = (q > 0.0) & (q < 1.0)
+        f1 = c0 + t * c1 - float(np.dot(Cd, np.clip(q, 0.0, 1.0)))
+        f2 = c1 + float(np.dot(Cd[band], ds[band]))
         if abs(f1) <= 1e-10 * -f0:
             return t
         if f1 < 0:
-            lo = t
+            lo, q_lo = t, q
         else:
-            hi = t
+            hi, q_hi = t, q
         if hi - lo <= 1e-13 * hi:
             break
+        if q_hi is not None and zs.size > 64:
+            # q is linear in t: one piece at both ends means one piece on the whole bracket.
+            ones = (q_lo >= 1.0) & (q_hi >= 1.0)
+            linear = (q_lo > 0.0) & (q_lo < 1.0) & (q_hi > 0.0) & (q_hi < 1.0)
+            c0 -= float(Cd[ones].sum()) + float(np.dot(Cd[linear], zs[linear]))
+            c1 += float(np.dot(Cd[linear], ds[linear]))
+            keep = ~(ones | linear | ((q_lo <= 0.0) & (q_hi <= 0.0)))
+            zs, ds, Cd, q_lo, q_hi = zs[keep], ds[keep], Cd[keep], q_lo[keep], q_hi[keep]
         nt = t - f1 / f2
         if not lo < nt < hi:
             nt = 2.0 * t if hi == np.inf else 0.5 * (lo + hi)
@@ -294,55 +336,102 @@ def solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin=1.0, w0
     if not keep.all():
         i, j, c = i[keep], j[keep], c[keep]
     Cc = C * c                                   # upper bounds of the dual variables
+    all_i, all_j, all_Cc = i, j, Cc              # the working arrays shrink under screening
+    fixed_g, fixed_sum, fixed_v = np.zeros(n), 0.0, np.zeros(d)
+    pair_norm, screened_at_gap = None, np.inf
 
     s = X @ w
-    mu = None
+    mu = _initial_mu(margin, w0 is not None)
+    if w.any():
+        # The optimum for nearby weights is mostly a rescaled w0 (CCP steps change |w| by
+        # 20-90 % but its direction by a few degrees): start from the best point on the ray.
+        delta = s[i] - s[j]
+        a0 = min(max(margin / mu, 0.0), 1.0)
+        t = _line_search(np.zeros(d), w, -a0 * float(np.dot(Cc, delta)), np.full(delta.shape, margin),
+                         delta, Cc, mu)
+        w, s = t * w, t * s
     best_P, best_w, best_D = np.inf, w.copy(), -np.inf
-    best_alpha = best_v = None
+    ref = None                                   # (alpha, v, D) of the best dual point on the working set
     history = []
     converged = False
     it = 0
     while True:
-        z = margin - (s[i] - s[j])               # hinge argument of every pair
-        P = 0.5 * float(w @ w) + float(np.dot(Cc, np.maximum(z, 0.0)))
-        if mu is None:
-            # First smoothing level: wide enough to round off the kinks the start point sees.
-            mu = _initial_mu(z, Cc, margin, w0 is not None)
+        z = margin - (s[i] - s[j])               # hinge argument of every working pair
+        # Pairs screened as violated contribute their (linear) hinge exactly.
+        hinge = float(np.dot(Cc, np.maximum(z, 0.0)))
+        P = 0.5 * float(w @ w) + margin * fixed_sum - float(s @ fixed_g) + hinge
         a = np.clip(z / mu, 0.0, 1.0)            # derivative of the smoothed hinge
-        alpha = Cc * a                           # feasible dual point
-        v = X.T @ _aggregate(i, j, alpha, n)
-        D = margin * float(alpha.sum()) - 0.5 * float(v @ v)
+        alpha = Cc * a                           # feasible dual point (screened pairs at 0 or C c)
+        v = fixed_v + X.T @ _aggregate(i, j, alpha, n)
+        D = margin * (fixed_sum + float(alpha.sum())) - 0.5 * float(v @ v)
         if P < best_P:
             best_P, best_w = P, w.copy()
         # Away from the smoothed optimum alpha and w disagree and D(alpha) is poor; the
         # best dual point on the segment from the previous best alpha is a cheap fix
         # (D is a concave quadratic along it and the box stays satisfied).
-        if best_alpha is None:
-            best_alpha, best_v, best_D = alpha, v, D
+        if ref is None:
+            ref = (alpha, v, D)
         else:
-            dv = v - best_v
-            slope = margin * float(alpha.sum() - best_alpha.sum()) - float(best_v @ dv)
+            ref_alpha, ref_v, ref_D = ref
+            dv = v - ref_v
+            slope = margin * float(alpha.sum() - ref_alpha.sum()) - float(ref_v @ dv)
             curv = float(dv @ dv)
             t = 1.0 if curv <= 0 else min(max(slope / curv, 0.0), 1.0)
-            D_t = best_D + t * slope - 0.5 * t * t * curv
-            if D_t > best_D:
-                best_alpha, best_v, best_D = best_alpha + t * (alpha - best_alpha), best_v + t * dv, D_t
+            D_t = ref_D + t * slope - 0.5 * t * t * curv
+            if D_t > ref_D:
+                ref = (ref_alpha + t * (alpha - ref_alpha), ref_v + t * dv, D_t)
+        best_D = max(best_D, ref[2])
         history.append((best_P, best_D))
         gap = best_P - best_D
         target = tol * max(1.0, abs(best_P))
         if verbose:
             print(f"[solve_pairwise_hinge] it={it:3d} mu={mu:.2e} P={P:.10g} D={D:.10g} "
-                  f"rel gap={gap / max(1.0, abs(best_P)):.2e}")
-        if gap <= target:
+                  f"rel gap={gap / max(1.0, abs(best_P)):.2e} working pairs={i.size}")
+        if gap <= target and (i is all_i or _hinge_objective(X, best_w, all_i, all_j, all_Cc, margin)
+                              - best_D <= target):
             converged = True
             break
         if it >= max_iter:
             break
+        # Gap-safe screening: ||w - w*||^2 <= 2 (P(w) - D), so a pair whose hinge argument
+        # keeps its sign over that ball is violated (alpha* = C c) or idle (alpha* = 0) at
+        # the optimum; fixing it leaves the optimum unchanged and the iterations cheaper.
+        if P - best_D < min(_SCREEN_START * max(1.0, abs(P)), 0.5 * screened_at_gap):
+            screened_at_gap = P - best_D
+            radius = np.sqrt(2.0 * (P - best_D)) * (1.0 + 1e-9)
+            if pair_norm is None:
+                # ||x_i - x_j|| <= ||x_i - m|| + ||x_j - m|| for any m (here the mean row);
+                # exact norms only where that bound does not decide.
+                # ||x - m||^2 = ||x||^2 - 2 x.m + ||m||^2 without a centred copy of X; the
+                # slack covers the rounding of that difference.
+                m = X.mean(axis=0)
+                sq = np.einsum("ij,ij->i", X, X)
+                row_norm = (np.sqrt(np.maximum(sq - 2.0 * (X @ m) + float(m @ m), 0.0))
+                            + 1e-7 * np.sqrt(sq))
+                pair_norm, norm_exact = row_norm[i] + row_norm[j], np.zeros(i.size, dtype=bool)
+            undecided = (np.abs(z) <= pair_norm * radius) & ~norm_exact
+            if undecided.any():
+                pair_norm[undecided] = _pair_norms(X, i[undecided], j[undecided])
+                norm_exact[undecided] = True
+            reach = pair_norm * radius + 1e-12 * abs(margin)
+            viol, idle = z > reach, z < -reach
+            out = viol | idle
+            if out.any() and out.sum() >= _SCREEN_MIN_SHARE * i.size:
+                fixed_g += _aggregate(i[viol], j[viol], Cc[viol], n)
+                fixed_sum += float(Cc[viol].sum())
+                fixed_v = X.T @ fixed_g
+                inside = ~out
+                i, j, Cc = i[inside], j[inside], Cc[inside]
+                pair_norm, norm_exact = pair_norm[inside], norm_exact[inside]
+                ref = None
+                best_P = _hinge_objective(X, best_w, i, j, Cc, margin, fixed_sum, fixed_g)
+                continue
         # Gap of the smoothed problem at (w, alpha); once it is a small part of the exact
         # gap, the smoothing error dominates and mu must shrink.
-        smooth_gap = (P - float(np.dot(Cc, np.where(z >= mu, 0.5 * mu, np.where(z > 0, z - 0.5 * z * a, 0.0))))
-                      - D + 0.5 * mu * float(alpha @ a))
-        if smooth_gap <= 0.2 * gap:
+        # The smoothed hinge is a z - mu a^2 / 2, and the smoothed dual subtracts mu a^2 / 2
+        # per pair too: the two smoothing terms cancel.
+        smooth_gap = P - hinge + float(alpha @ z) - D
+        if smooth_gap <= _SWITCH * gap:
             mu *= float(np.clip(0.5 * target / gap, _MU_MIN_FACTOR, _MU_MAX_FACTOR))
             it += 1
             continue
@@ -353,22 +442,37 @@ def solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin=1.0, w0
         u = -scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, overwrite_a=True), grad)
         Xu = X @ u
         delta = Xu[i] - Xu[j]
-        t = _line_search(w, u, float(grad @ u), z, delta, Cc, mu)
+        t = _line_search(w, u, float(grad @ u), z, delta, Cc, mu, fixed_slope=float(u @ fixed_v))
         w = w + t * u
         s = s + t * Xu
         it += 1
 
     # Report the exact objective at the returned point, recomputed from scratch.
     w = best_w
-    s = X @ w
-    P = 0.5 * float(w @ w) + float(np.dot(Cc, np.maximum(margin - (s[i] - s[j]), 0.0)))
+    P = _hinge_objective(X, w, all_i, all_j, all_Cc, margin)
     converged = converged and P - best_D <= tol * max(1.0, abs(P))
     return _finish("solve_pairwise_hinge", w, P, best_D, it, converged, history, tol)
 
 
-def _initial_mu(z, Cc, margin, warm):
-    scale = abs(margin) if margin != 0 else max(float(np.abs(z).max(initial=0.0)), 1.0)
-    return scale * (0.1 if warm else 1.0)
+def _hinge_objective(X, w, i, j, Cc, margin, fixed_sum=0.0, fixed_g=None):
+    """Primal objective; ``fixed_*`` add the linear hinge of pairs screened as violated."""
+    s = X @ w
+    linear = 0.0 if fixed_g is None else margin * fixed_sum - float(s @ fixed_g)
+    return 0.5 * float(w @ w) + linear + float(np.dot(Cc, np.maximum(margin - (s[i] - s[j]), 0.0)))
+
+
+def _pair_norms(X, i, j, chunk_bytes=1 << 21):
+    """``||x_i - x_j||`` per pair, in cache-sized row blocks (2x faster than 16 MiB blocks)."""
+    out = np.empty(i.size)
+    step = max(1, chunk_bytes // (8 * max(X.shape[1], 1)))
+    for start in range(0, i.size, step):
+        diff = X[i[start:start + step]] - X[j[start:start + step]]
+        out[start:start + step] = np.sqrt(np.einsum("ij,ij->i", diff, diff))
+    return out
+
+
+def _initial_mu(margin, warm):
+    return (abs(margin) if margin != 0 else 1.0) * (_WARM_MU if warm else 1.0)
 
 
 # --------------------------------------------------------------------------- generic bundle method

@@ -1,7 +1,5 @@
 """Exact solvers: solve_pairwise_hinge and solve_regularized against a cvxpy reference (Clarabel)."""
 
-import warnings
-
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
@@ -71,6 +69,31 @@ def test_warm_start_same_solution():
     # from the optimum itself, nothing to do
     again = solve_pairwise_hinge(X, i, j, c2, C, tol=1e-6, w0=cold2.coef)
     assert again.n_iter < cold2.n_iter
+
+
+@pytest.mark.parametrize("C", [0.1, 10.0, 1000.0])
+def test_gap_safe_screening_keeps_the_optimum(C, monkeypatch, capsys):
+    """Screened pairs are fixed at alpha = C c or 0; the optimum must not move."""
+    import counterfactual_ltr.solvers as solvers
+
+    rng = np.random.default_rng(int(C))
+    n, d, m = 400, 6, 6000
+    X = rng.normal(size=(n, d))
+    i, j = rng.integers(0, n, m), rng.integers(0, n, m)
+    c = rng.uniform(0.1, 3.0, m)
+    screened = solve_pairwise_hinge(X, i, j, c, C, tol=1e-10, verbose=True)
+    working = [int(line.rsplit("=", 1)[1]) for line in capsys.readouterr().out.splitlines()]
+    assert min(working) < 0.5 * m                      # screening did remove pairs
+    monkeypatch.setattr(solvers, "_SCREEN_START", 0.0)  # never screen
+    plain = solve_pairwise_hinge(X, i, j, c, C, tol=1e-10)
+    assert screened.converged and plain.converged
+    assert screened.objective == pytest.approx(plain.objective, rel=1e-9)
+    np.testing.assert_allclose(screened.coef, plain.coef, atol=1e-4 * max(1.0, np.abs(plain.coef).max()))
+    # the certificate is on the full problem, not the reduced one
+    s = X @ screened.coef
+    full = 0.5 * screened.coef @ screened.coef + C * np.sum(c * np.maximum(0, 1 - (s[i] - s[j])))
+    assert screened.objective == pytest.approx(full, rel=1e-12)
+    assert screened.dual_objective <= plain.objective + 1e-9 * max(1.0, plain.objective)
 
 
 def test_all_zero_weights_and_no_pairs():
