@@ -97,13 +97,16 @@ def simulate_run(train, vali, *, seed: int, n_passes: int, eta: float = 1.0, eps
 
 
 def fit_and_select(train_log, vali_log, test, *, methods=METHODS, C_grid=DEFAULT_C_GRID, propensity=None,
-                   vali_propensity=None, with_test_curve: bool = False) -> dict:
+                   vali_propensity=None, with_test_curve: bool = False, vali=None) -> dict:
     """Fit every method for every C, select C by validation SNIPS-DCG, return test metrics.
 
     ``propensity`` is the model used for training (may be misspecified);
     ``vali_propensity`` the one used for selection (default: the same).
     With ``with_test_curve`` the test metrics of every C are kept too (to
-    compare the SNIPS choice with the best C on true test labels).
+    compare the SNIPS choice with the best C on true test labels); with ``vali``
+    (the validation fold with its labels) also the true validation avg DCG of
+    every C, which tells SNIPS's estimation error apart from the validation
+    queries simply preferring another C than the test queries.
     """
     from sklearn.exceptions import ConvergenceWarning
 
@@ -121,6 +124,9 @@ def fit_and_select(train_log, vali_log, test, *, methods=METHODS, C_grid=DEFAULT
             entry["ccp_iterations"] = int(models[best_C].n_ccp_iter_)
         if with_test_curve:
             entry["test_by_C"] = {C: test_metrics(m.predict(test.X), test) for C, m in models.items()}
+            if vali is not None:
+                entry["vali_avg_dcg_by_C"] = {C: test_metrics(m.predict(vali.X), vali)["avg_dcg"]
+                                              for C, m in models.items()}
         out[method] = entry
     return out
 

@@ -38,6 +38,13 @@ def table3_section(payload: dict) -> str:
     lines += ["", "avg DCG = mean over all relevant test documents of 1/log(1 + rank) (log2, and ln as in the "
               "paper's Table 1); gap closed = share of the production -> skyline gap in mean NDCG@10. "
               + MQ2007_NOTE.rstrip(".") + ".", ""]
+    pooled = res.get("pooled_selection_per_fold", {})
+    if pooled and "share_within_one_step_of_vali_labels_best" in next(iter(pooled.values())):
+        lines += ["C chosen by SNIPS (one C per method and fold, SNIPS averaged over the seeds) against the C "
+                  "best on true labels: " + "; ".join(
+                      f"{_cltr.METHOD_NAMES[m]} within one grid step of the test-best C in "
+                      f"{p['share_within_one_step']:.0%} of folds and of the validation-fold-best C in "
+                      f"{p['share_within_one_step_of_vali_labels_best']:.0%}" for m, p in pooled.items()) + ".", ""]
     return "\n".join(lines)
 
 
