@@ -107,6 +107,26 @@ def test_single_update_uses_the_surrogate_subgradients():
         np.testing.assert_allclose(learner.coef_, w0 - 0.5 * grad(X @ w0) @ X)
 
 
+@pytest.mark.parametrize("weights", ["ndcg", "ndcg@k", "ap"])
+def test_repeated_queries_update_like_fresh_ones(weights):
+    """SLAM weights are cached per label vector; every update must still match the surrogate."""
+    rng = np.random.default_rng(5)
+    queries = [(rng.normal(size=(6, 3)), rng.integers(0, 3, 6)) for _ in range(3)]
+    learner = SLAMPerceptron(eta=0.7, weights=weights, k=3 if weights == "ndcg@k" else None).reset(3)
+    kw = {"weights": weights, "k": 3} if weights == "ndcg@k" else {"weights": weights}
+    for t in range(30):
+        X, y = queries[t % 3]
+        y = y.copy() if t % 2 else y[::-1][::-1].copy()      # same labels, a different array object
+        w0 = learner.coef_.copy()
+        shown = learner.rank(X)
+        learner.update(X, Feedback(shown, y[shown]))
+        loss, grad = slam_loss(X @ w0, y, [0, 6], **kw)
+        mistake = not np.array_equal(learner.coef_, w0)
+        expected = w0 - 0.7 * grad @ X if mistake else w0
+        np.testing.assert_allclose(learner.coef_, expected)
+    assert learner.n_updates_ > 3
+
+
 def test_no_update_without_mistake_even_inside_the_margin():
     X = np.array([[3.0], [2.5], [0.0]])
     y = np.array([2, 1, 0])  # correctly ordered, but docs 0 and 1 are closer than the margin

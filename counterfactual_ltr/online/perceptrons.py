@@ -114,6 +114,10 @@ class _LinearPerceptron(OnlineLearner):
         self._offset_cache = {}
 
 
+# Label vectors whose SLAM weights are kept (a few MiB for lists of 20).
+_WEIGHT_CACHE_SIZE = 100_000
+
+
 class SLAMPerceptron(_LinearPerceptron):
     """Algorithm 2: perceptron on the SLAM surrogate, updating on NDCG/NDCG@k/AP mistakes.
 
@@ -166,6 +170,7 @@ class SLAMPerceptron(_LinearPerceptron):
     def reset(self, n_features: int) -> "SLAMPerceptron":
         self._eta, self._k, self._margin, self._threshold = self._validate()
         self._base_reset(n_features)
+        self._weight_cache = {}
         return self
 
     def update(self, X, feedback: Feedback) -> "SLAMPerceptron":
@@ -173,13 +178,21 @@ class SLAMPerceptron(_LinearPerceptron):
         kind = self.weights
         if is_mistake(shown_labels, kind, self._k, self._threshold):
             off = self._offsets(X.shape[0])
-            if kind == "ap":
-                v = _weights_core(y, off, kind, None, self._threshold)
-                y = (y >= self._threshold).astype(np.float64)
-                lv = _levels(y)
+            # v and the label levels depend on the labels only, and streams repeat queries.
+            key = y.tobytes()
+            cached = self._weight_cache.get(key)
+            if cached is None:
+                if kind == "ap":
+                    v = _weights_core(y, off, kind, None, self._threshold)
+                    y = (y >= self._threshold).astype(np.float64)
+                    lv = _levels(y)
+                else:
+                    lv = _levels(y)          # shared by the weights and the surrogate
+                    v = _weights_core(y, off, kind, self._k, self._threshold, lv)
+                if len(self._weight_cache) < _WEIGHT_CACHE_SIZE:
+                    self._weight_cache[key] = (v, y, lv)
             else:
-                lv = _levels(y)          # shared by the weights and the surrogate
-                v = _weights_core(y, off, kind, self._k, self._threshold, lv)
+                v, y, lv = cached
             _, g = _slam_core(s, y, v, off, self._margin, lv)
             self.coef_ = self.coef_ - self._eta * (g @ X)
             self.n_updates_ += 1
