@@ -83,6 +83,9 @@ def test_ccp_objective_non_increasing(C):
     assert len(history) == model.n_ccp_iter_ + 1
     assert np.all(np.diff(history) <= 1e-7 * np.abs(history[:-1]).max())
     assert len(model.train_snips_history_) == model.n_ccp_iter_
+    # inexact CCP: the subproblems' tolerances only tighten, never past solver_tol
+    tols = model.inner_tol_
+    assert len(tols) == model.n_ccp_iter_ and np.all(np.diff(tols) <= 0) and tols.min() >= model.solver_tol
 
 
 def _repeat_log(log, k):

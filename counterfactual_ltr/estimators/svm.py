@@ -191,7 +191,7 @@ class _PropensitySVM(_LinearRanker):
         if max_ccp < 1:
             raise ValueError(f"max_ccp_iter must be >= 1, got {max_ccp}")
         coef = np.zeros(Xl.shape[1])
-        history, snips_history, iters, seconds = [], [], [], []
+        history, snips_history, iters, seconds, tols = [], [], [], [], []
         history.append(self._objective(coef, Xl, i, j, owner, W, lam, C_n))
         converged_ccp = False
         inner_tol = self.solver_tol
@@ -201,6 +201,7 @@ class _PropensitySVM(_LinearRanker):
             # Linearise lambda at the current hinge sums: PropRank weights W_j * lambda'(1 + H_j).
             H = self._bound(Xl @ coef, i, j, owner, len(W))
             pair_w = (W * lam.derivative(1.0 + H))[owner]
+            tols.append(inner_tol)
             t0 = time.perf_counter()
             result = _solve(Xl, i, j, pair_w, C_n, coef if iters else None, inner_tol, self.max_iter)
             seconds.append(time.perf_counter() - t0)
@@ -232,6 +233,7 @@ class _PropensitySVM(_LinearRanker):
         self.n_iter_ = np.asarray(iters)
         self.n_ccp_iter_ = len(iters)
         self.solve_seconds_ = np.asarray(seconds)
+        self.inner_tol_ = np.asarray(tols)        # relative duality gap asked of each subproblem
         self.converged_ = bool(converged_ccp and result.converged)
         self.duality_gap_ = result.gap
         self.n_features_in_ = Xl.shape[1]
@@ -289,7 +291,8 @@ class SVMPropDCG(_PropensitySVM):
     Attributes after ``fit``: ``objective_history_`` (objective at the start
     and after every CCP iteration, non-increasing), ``train_snips_history_``
     (training SNIPS-DCG after every iteration), ``n_iter_`` (solver
-    iterations per CCP iteration), ``n_ccp_iter_``.
+    iterations per CCP iteration), ``n_ccp_iter_``, ``solve_seconds_`` and
+    ``inner_tol_`` (time of, and relative duality gap asked of, each subproblem).
 
     Examples
     --------
