@@ -40,7 +40,13 @@ problem and the objective is recomputed on all pairs before reporting.
 Warm start from ``w0``: first the exact minimiser along the ray ``t w0``
 (successive CCP solutions differ mostly in scale: |w| changes by 20-90 %,
 the direction by 7-12 degrees), then continuation from ``mu = 0.03 margin``
-instead of ``margin``.
+instead of ``margin``, and speculative shrinking: pairs more than one margin
+away from the kink at the start point are fixed on their side (violated or
+idle) from the first iteration. That guess carries no certificate, so when the
+reduced problem converges the solver evaluates the full objective; fixed pairs
+found on the wrong side are released and the solve goes on (after three
+releases, everything is released and only the safe screening remains). The
+reported gap is always that of the full problem.
 
 Why (measured with ``python -m experiments.bench_solvers``, 2-core machine,
 OpenBLAS; relative gap target 1e-4; details in that script):
@@ -48,21 +54,25 @@ OpenBLAS; relative gap target 1e-4; details in that script):
 * LETOR size (26,000 clicked docs x 40 candidates, d=46, 1,014,000 pairs,
   C = 1, 10, 100 per click): 0.75-1.0 s (2.2 s for the first call, imports
   included), 10-11 Newton iterations; warm start after re-weighting by
-  U[0.5, 2]: 0.28-0.41 of a cold solve (3-4 iterations).
+  U[0.5, 2]: 0.25-0.31 of a cold solve (3-4 iterations).
 * Yahoo size (20,000 queries x 24 docs, d=700, 175,000 clicks -> 61,275
   clicked docs, 1.41M pairs, C = 10 per click): 25 s, 21 iterations (~1.2 s
   each, dominated by the 2 n d^2 flops of ``X^T L X`` at ~180 GFLOP/s); peak
   traced memory of the solve 465 MiB = 0.18 x X, process max RSS 1.26 x X;
-  warm start 0.22 of cold (4.8 s vs 22.3 s).
-* SVM PropDCG's CCP subproblems 2-4 (``python -m experiments.bench_propdcg
-  --C 10|1000|10000``, MQ2008 Fold1, 10-1000 passes, relative gap 1e-6, best
-  of 3 timings): warm / cold 0.24-0.43 at C = 10, 0.37-0.77 at C = 1000,
-  0.42-0.79 at C = 10000. Before screening and the ray start the same figures
-  were 0.36-0.76 and 0.48-0.97. What is left: below ``mu = 0.01`` every
-  level costs as many Newton steps from ``w0`` as from a cold start (the
-  solutions move too far between CCP steps for ``w0`` to be inside the last
-  levels' bands), so warm starts save the coarse levels only, and at large C
-  those are a smaller share of the work. Tried and not kept: a dual warm
+  warm start 0.20 of cold (4.9 s vs 24.0 s).
+* SVM PropDCG's CCP subproblems (``python -m experiments.bench_propdcg
+  --C 10|1000|10000``, MQ2008 Fold1, 10-1000 passes, best of 3 timings; each
+  subproblem solved warm-started, as the CCP does, and cold, to the same
+  relative gap): at the gaps the CCP asks of its subproblems (1e-4 to 1e-5)
+  warm / cold is 0.20-0.47 at C = 10, 0.18-0.47 at C = 1000 and 0.15-0.40 at
+  C = 10000; with every subproblem at 1e-6, 0.30-0.50, 0.31-0.57 and
+  0.32-0.61. Without screening, the ray start and speculative shrinking the
+  1e-6 figures were 0.36-0.76 (C = 10) and 0.48-0.97 (C = 1000). What is left
+  at 1e-6: below ``mu = 0.01`` every level costs as many Newton steps from
+  ``w0`` as from a cold start, so there warm starts save only the cheaper,
+  screened iterations. Speculative shrinking closer to the kink: at 0.5
+  margins the guesses fail often enough (144 iterations instead of 35 in one
+  case) to cost more than they save. Tried and not kept: a dual warm
   start ``C c_new alpha_old / (C c_old)`` (feasible, but its dual value is
   -1.7e3 to -3.3e4 against optima near 3.5e2 at C = 1000, so no iteration is
   saved); other shrink factors (0.03, 0.3) and switch thresholds (0.1, 0.5):
@@ -196,6 +206,8 @@ def _finish(name, w, P, D, n_iter, converged, history, tol):
 # --------------------------------------------------------------------------- pairwise hinge
 _MU_MIN_FACTOR, _MU_MAX_FACTOR = 0.1, 0.1
 _SWITCH = 0.2
+# Warm starts: pairs with |z| beyond this many margins start fixed; release rounds before giving up.
+_SPECULATE, _MAX_RELEASES = 1.0, 3
 # Screening starts below this relative gap and compacts when it drops this share of the pairs.
 _SCREEN_START, _SCREEN_MIN_SHARE = 1e-3, 0.1
 _WARM_MU = 0.03
@@ -336,10 +348,22 @@ def solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin=1.0, w0
     if not keep.all():
         i, j, c = i[keep], j[keep], c[keep]
     Cc = C * c                                   # upper bounds of the dual variables
-    all_i, all_j, all_Cc = i, j, Cc              # the working arrays shrink under screening
+    all_i, all_j, all_Cc = i, j, Cc
+    # Pairs leave the working set when their dual value is fixed: state 1 = violated
+    # (alpha = C c, a linear term), 2 = idle (alpha = 0). The working arrays i, j, Cc and
+    # the fixed aggregate are rebuilt from ``state`` whenever it changes.
+    state = np.zeros(all_i.size, dtype=np.int8)
     fixed_g, fixed_sum, fixed_v = np.zeros(n), 0.0, np.zeros(d)
-    pair_norm, screened_at_gap = None, np.inf
+    pair_norm = norm_exact = None                # over all pairs, filled when screening starts
+    screened_at_gap, releases = np.inf, 0
 
+    def rebuild():
+        work = np.flatnonzero(state == 0)
+        viol = state == 1
+        g = _aggregate(all_i[viol], all_j[viol], all_Cc[viol], n)
+        return work, all_i[work], all_j[work], all_Cc[work], g, float(all_Cc[viol].sum()), X.T @ g
+
+    work = np.arange(all_i.size)
     s = X @ w
     mu = _initial_mu(margin, w0 is not None)
     if w.any():
@@ -350,6 +374,13 @@ def solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin=1.0, w0
         t = _line_search(np.zeros(d), w, -a0 * float(np.dot(Cc, delta)), np.full(delta.shape, margin),
                          delta, Cc, mu)
         w, s = t * w, t * s
+        # Speculative shrinking: pairs far from the margin at the warm start are assumed to
+        # stay on their side; the final full-problem check releases any that did not.
+        z = margin - (s[i] - s[j])
+        reach = _SPECULATE * max(abs(margin), 1e-12)
+        state[z > reach], state[z < -reach] = 1, 2
+        if state.any():
+            work, i, j, Cc, fixed_g, fixed_sum, fixed_v = rebuild()
     best_P, best_w, best_D = np.inf, w.copy(), -np.inf
     ref = None                                   # (alpha, v, D) of the best dual point on the working set
     history = []
@@ -357,11 +388,11 @@ def solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin=1.0, w0
     it = 0
     while True:
         z = margin - (s[i] - s[j])               # hinge argument of every working pair
-        # Pairs screened as violated contribute their (linear) hinge exactly.
+        # Pairs fixed as violated contribute their (linear) hinge exactly.
         hinge = float(np.dot(Cc, np.maximum(z, 0.0)))
         P = 0.5 * float(w @ w) + margin * fixed_sum - float(s @ fixed_g) + hinge
         a = np.clip(z / mu, 0.0, 1.0)            # derivative of the smoothed hinge
-        alpha = Cc * a                           # feasible dual point (screened pairs at 0 or C c)
+        alpha = Cc * a                           # feasible dual point (fixed pairs at 0 or C c)
         v = fixed_v + X.T @ _aggregate(i, j, alpha, n)
         D = margin * (fixed_sum + float(alpha.sum())) - 0.5 * float(v @ v)
         if P < best_P:
@@ -380,25 +411,46 @@ def solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin=1.0, w0
             D_t = ref_D + t * slope - 0.5 * t * t * curv
             if D_t > ref_D:
                 ref = (ref_alpha + t * (alpha - ref_alpha), ref_v + t * dv, D_t)
-        best_D = max(best_D, ref[2])
+        best_D = max(best_D, ref[2])             # every D is a full-problem dual value: a bound
         history.append((best_P, best_D))
         gap = best_P - best_D
         target = tol * max(1.0, abs(best_P))
         if verbose:
             print(f"[solve_pairwise_hinge] it={it:3d} mu={mu:.2e} P={P:.10g} D={D:.10g} "
                   f"rel gap={gap / max(1.0, abs(best_P)):.2e} working pairs={i.size}")
-        if gap <= target and (i is all_i or _hinge_objective(X, best_w, all_i, all_j, all_Cc, margin)
-                              - best_D <= target):
-            converged = True
-            break
+        if gap <= target:
+            if not state.any():
+                converged = True
+                break
+            # Certify on the full problem: the reduced objective differs from the true one
+            # only through fixed pairs now on the wrong side of the margin.
+            s_best = X @ best_w
+            z_all = margin - (s_best[all_i] - s_best[all_j])
+            full_P = 0.5 * float(best_w @ best_w) + float(np.dot(all_Cc, np.maximum(z_all, 0.0)))
+            if full_P - best_D <= tol * max(1.0, abs(full_P)):
+                converged = True
+                break
+            wrong = ((state == 1) & (z_all < 0.0)) | ((state == 2) & (z_all > 0.0))
+            releases += 1
+            # A wrong guess also voids later screening, which relied on the reduced problem:
+            # after a few releases everything is released and only safe screening remains.
+            state[wrong if releases < _MAX_RELEASES and wrong.any() else slice(None)] = 0
+            work, i, j, Cc, fixed_g, fixed_sum, fixed_v = rebuild()
+            ref, screened_at_gap = None, np.inf
+            best_P = _hinge_objective(X, best_w, i, j, Cc, margin, fixed_sum, fixed_g)
+            it += 1
+            if it >= max_iter:
+                break
+            continue
         if it >= max_iter:
             break
         # Gap-safe screening: ||w - w*||^2 <= 2 (P(w) - D), so a pair whose hinge argument
         # keeps its sign over that ball is violated (alpha* = C c) or idle (alpha* = 0) at
-        # the optimum; fixing it leaves the optimum unchanged and the iterations cheaper.
+        # the optimum (of the reduced problem); fixing it leaves that optimum unchanged and
+        # the iterations cheaper.
         if P - best_D < min(_SCREEN_START * max(1.0, abs(P)), 0.5 * screened_at_gap):
             screened_at_gap = P - best_D
-            radius = np.sqrt(2.0 * (P - best_D)) * (1.0 + 1e-9)
+            radius = np.sqrt(2.0 * max(P - best_D, 0.0)) * (1.0 + 1e-9)
             if pair_norm is None:
                 # ||x_i - x_j|| <= ||x_i - m|| + ||x_j - m|| for any m (here the mean row);
                 # exact norms only where that bound does not decide.
@@ -408,21 +460,18 @@ def solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin=1.0, w0
                 sq = np.einsum("ij,ij->i", X, X)
                 row_norm = (np.sqrt(np.maximum(sq - 2.0 * (X @ m) + float(m @ m), 0.0))
                             + 1e-7 * np.sqrt(sq))
-                pair_norm, norm_exact = row_norm[i] + row_norm[j], np.zeros(i.size, dtype=bool)
-            undecided = (np.abs(z) <= pair_norm * radius) & ~norm_exact
+                pair_norm, norm_exact = row_norm[all_i] + row_norm[all_j], np.zeros(all_i.size, dtype=bool)
+            norms = pair_norm[work]
+            undecided = (np.abs(z) <= norms * radius) & ~norm_exact[work]
             if undecided.any():
-                pair_norm[undecided] = _pair_norms(X, i[undecided], j[undecided])
-                norm_exact[undecided] = True
-            reach = pair_norm * radius + 1e-12 * abs(margin)
+                rows = work[undecided]
+                norms[undecided] = pair_norm[rows] = _pair_norms(X, all_i[rows], all_j[rows])
+                norm_exact[rows] = True
+            reach = norms * radius + 1e-12 * abs(margin)
             viol, idle = z > reach, z < -reach
-            out = viol | idle
-            if out.any() and out.sum() >= _SCREEN_MIN_SHARE * i.size:
-                fixed_g += _aggregate(i[viol], j[viol], Cc[viol], n)
-                fixed_sum += float(Cc[viol].sum())
-                fixed_v = X.T @ fixed_g
-                inside = ~out
-                i, j, Cc = i[inside], j[inside], Cc[inside]
-                pair_norm, norm_exact = pair_norm[inside], norm_exact[inside]
+            if (viol | idle).sum() >= max(1, _SCREEN_MIN_SHARE * i.size):
+                state[work[viol]], state[work[idle]] = 1, 2
+                work, i, j, Cc, fixed_g, fixed_sum, fixed_v = rebuild()
                 ref = None
                 best_P = _hinge_objective(X, best_w, i, j, Cc, margin, fixed_sum, fixed_g)
                 continue

@@ -96,6 +96,29 @@ def test_gap_safe_screening_keeps_the_optimum(C, monkeypatch, capsys):
     assert screened.dual_objective <= plain.objective + 1e-9 * max(1.0, plain.objective)
 
 
+def test_wrong_warm_start_guesses_are_released(capsys):
+    """Warm starts fix far-from-margin pairs speculatively; a misleading w0 must still give the optimum."""
+    rng = np.random.default_rng(11)
+    n, d, m = 300, 5, 4000
+    X = rng.normal(size=(n, d))
+    i, j = rng.integers(0, n, m), rng.integers(0, n, m)
+    truth = rng.normal(size=d)
+    keep = X[i] @ truth > X[j] @ truth + 0.3                # mostly separable along ``truth``
+    i, j = i[keep], j[keep]
+    c = rng.uniform(0.5, 2.0, i.size)
+    cold = solve_pairwise_hinge(X, i, j, c, 10.0, tol=1e-9)
+    turn = rng.normal(size=d)
+    misleading = cold.coef + 0.6 * np.linalg.norm(cold.coef) * turn / np.linalg.norm(turn)
+    warm = solve_pairwise_hinge(X, i, j, c, 10.0, tol=1e-9, w0=misleading, verbose=True)
+    working = [int(line.rsplit("=", 1)[1]) for line in capsys.readouterr().out.splitlines()]
+    assert working[0] < i.size                              # it did guess
+    assert any(b > a for a, b in zip(working, working[1:]))  # and had to release pairs
+    assert warm.converged
+    assert cold.converged and warm.objective == pytest.approx(cold.objective, rel=2e-9)
+    assert warm.dual_objective <= cold.objective + 1e-9 * cold.objective
+    np.testing.assert_allclose(warm.coef, cold.coef, atol=1e-4 * np.abs(cold.coef).max())
+
+
 def test_all_zero_weights_and_no_pairs():
     X = np.random.default_rng(0).normal(size=(5, 3))
     res = solve_pairwise_hinge(X, [0, 1], [1, 2], [0.0, 0.0], 1.0)
