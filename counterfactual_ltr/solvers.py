@@ -32,14 +32,14 @@ Shibagaki et al. 2016 for SVM samples): the objective is 1-strongly convex, so
 ``||w - w*||^2 <= 2 (P(w) - D)``; a pair with ``|z_p(w)| > ||x_i - x_j|| r``
 keeps the sign of its hinge argument at the optimum, so its dual variable is
 known (``C c_p`` or 0). Below a relative gap of 1e-3 such pairs are fixed (a
-violated one contributes a linear term), and the iterations run on the rest:
-on MQ2008 at C = 1000, 198k pairs shrink to 30k at gap 5e-5 and to 5k at
-1e-6. The certificate stays exact: the dual point is feasible for the full
+violated one contributes a linear term), and the iterations run on the rest
+(``verbose=True`` prints their number: on a MQ2008 PropDCG subproblem at
+C = 1000, 198k pairs shrink to 30k at gap 5e-5 and to 5k at 1e-6). The certificate stays exact: the dual point is feasible for the full
 problem and the objective is recomputed on all pairs before reporting.
 
 Warm start from ``w0``: first the exact minimiser along the ray ``t w0``
-(successive CCP solutions differ mostly in scale: |w| changes by 20-90 %,
-the direction by 7-12 degrees), then continuation from ``mu = 0.03 margin``
+(successive CCP solutions differ mostly in scale: in a one-off look at
+MQ2008 subproblems 2-4, |w| changed by 20-90 %, the direction by 7-12 degrees), then continuation from ``mu = 0.03 margin``
 instead of ``margin``, and speculative shrinking: pairs more than one margin
 away from the kink at the start point are fixed on their side (violated or
 idle) from the first iteration. That guess carries no certificate, so when the
@@ -52,13 +52,13 @@ Why (measured with ``python -m experiments.bench_solvers``, 2-core machine,
 OpenBLAS; relative gap target 1e-4; details in that script):
 
 * LETOR size (26,000 clicked docs x 40 candidates, d=46, 1,014,000 pairs,
-  C = 1, 10, 100 per click): 0.75-1.0 s (2.2 s for the first call, imports
+  C = 1, 10, 100 per click): 1.1-1.3 s (3.2 s for the first call, imports
   included), 10-11 Newton iterations; warm start after re-weighting by
   U[0.5, 2]: 0.25-0.31 of a cold solve (3-4 iterations).
 * Yahoo size (20,000 queries x 24 docs, d=700, 175,000 clicks -> 61,275
   clicked docs, 1.41M pairs, C = 10 per click): 25 s, 21 iterations (~1.2 s
   each, dominated by the 2 n d^2 flops of ``X^T L X`` at ~180 GFLOP/s); peak
-  traced memory of the solve 465 MiB = 0.18 x X, process max RSS 1.26 x X;
+  traced memory of the solve 419 MiB = 0.16 x X, process max RSS 1.25 x X;
   warm start 0.20 of cold (4.9 s vs 24.0 s).
 * SVM PropDCG's CCP subproblems (``python -m experiments.bench_propdcg
   --C 10|1000|10000``, MQ2008 Fold1, 10-1000 passes, best of 3 timings; each
@@ -70,9 +70,9 @@ OpenBLAS; relative gap target 1e-4; details in that script):
   1e-6 figures were 0.36-0.76 (C = 10) and 0.48-0.97 (C = 1000). What is left
   at 1e-6: below ``mu = 0.01`` every level costs as many Newton steps from
   ``w0`` as from a cold start, so there warm starts save only the cheaper,
-  screened iterations. Speculative shrinking closer to the kink: at 0.5
-  margins the guesses fail often enough (144 iterations instead of 35 in one
-  case) to cost more than they save. Tried and not kept: a dual warm
+  screened iterations. Speculative shrinking closer to the kink (0.5
+  margins, a one-off comparison on the same subproblems) failed often enough
+  to cost more than it saved on the first re-solve at C = 1000. Tried and not kept: a dual warm
   start ``C c_new alpha_old / (C c_old)`` (feasible, but its dual value is
   -1.7e3 to -3.3e4 against optima near 3.5e2 at C = 1000, so no iteration is
   saved); other shrink factors (0.03, 0.3) and switch thresholds (0.1, 0.5):

@@ -39,6 +39,8 @@ METHODS = ("naive", "proprank", "propdcg")
 METHOD_NAMES = {"production": "Production ranker", "naive": "SVM Rank (naive, clicks as labels)",
                 "proprank": "SVM PropRank", "propdcg": "SVM PropDCG", "skyline": "RankSVM skyline (full labels)",
                 "ideal": "ideal ranking (test labels; ceiling)"}
+# Rows of Table 3, in print order.
+TABLE_ROWS = ("production", "naive", "proprank", "propdcg", "skyline", "ideal")
 
 
 def test_metrics(scores, data) -> dict:

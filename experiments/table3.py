@@ -53,7 +53,7 @@ def main(argv=None):
                 f"{m}={res[m]['avg_dcg']:.4f}" for m in ("production", "naive", "proprank", "propdcg", "skyline")),
                 flush=True)
     rows = {}
-    for method in ("production", "naive", "proprank", "propdcg", "skyline", "ideal"):
+    for method in _cltr.TABLE_ROWS:
         rows[method] = {metric: _cltr.mean_std([r[method][metric] for r in runs])
                         for metric in ("avg_dcg", "avg_dcg_ln", "ndcg_binary", "dcg_per_query", "avg_rank", "ndcg10")}
     # Share of the production -> skyline gap in mean test NDCG@10 that a method closes. Per-run
@@ -122,7 +122,7 @@ def markdown(rows, gap=None) -> str:
     lines = ["| method | avg DCG (log2, per rel. doc) | avg DCG (ln) | binary NDCG | paper avg DCG | NDCG@10 | "
              "avg rank | NDCG@10 gap closed |",
              "|---|---|---|---|---|---|---|---|"]
-    for method in ("production", "naive", "proprank", "propdcg", "skyline", "ideal"):
+    for method in _cltr.TABLE_ROWS:
         r = rows[method]
         g = gap.get(method) if gap else None
         lines.append(f"| {_cltr.METHOD_NAMES[method]} | {r['avg_dcg']['mean']:.4f} +- {r['avg_dcg']['std']:.4f} | "

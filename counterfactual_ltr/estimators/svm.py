@@ -43,6 +43,7 @@ from .._segments import segment_gather, within_query_pairs
 from ..clicklog import ClickLog
 from ..datasets import RankingDataset
 from ..propensity import as_propensity_model
+from ..solvers import solve_pairwise_hinge
 from ._base import prediction_matrix
 
 __all__ = ["RankSVM", "SVMPropRank", "SVMPropDCG", "SVMPropRBP", "click_pairs"]
@@ -91,12 +92,6 @@ class _LinearRanker(BaseEstimator):
 _CCP_FIRST_INNER_TOL = 1e-4
 
 
-def _solve(X, i, j, w, C, w0, tol, max_iter):
-    from ..solvers import solve_pairwise_hinge
-
-    return solve_pairwise_hinge(X, i, j, w, C, w0=w0, tol=tol, max_iter=max_iter)
-
-
 class RankSVM(_LinearRanker):
     """Linear Ranking SVM (Joachims 2002) on graded labels, or naively on clicks.
 
@@ -138,7 +133,7 @@ class RankSVM(_LinearRanker):
             if i.size == 0:
                 raise ValueError("no pair of documents with different grades in the same query")
             Xl, w, scale = data.X, np.ones(i.size), data.n_queries
-        result = _solve(Xl, i, j, w, C / scale, None, self.tol, self.max_iter)
+        result = solve_pairwise_hinge(Xl, i, j, w, C / scale, tol=self.tol, max_iter=self.max_iter)
         self.coef_ = result.coef
         self.n_iter_ = result.n_iter
         self.objective_ = result.objective
@@ -203,7 +198,8 @@ class _PropensitySVM(_LinearRanker):
             pair_w = (W * lam.derivative(1.0 + H))[owner]
             tols.append(inner_tol)
             t0 = time.perf_counter()
-            result = _solve(Xl, i, j, pair_w, C_n, coef if iters else None, inner_tol, self.max_iter)
+            result = solve_pairwise_hinge(Xl, i, j, pair_w, C_n, w0=coef if iters else None, tol=inner_tol,
+                                          max_iter=self.max_iter)
             seconds.append(time.perf_counter() - t0)
             coef = result.coef
             iters.append(result.n_iter)
