@@ -21,7 +21,7 @@ import numpy as np
 
 from ._segments import check_offsets, offsets_from_lengths, segment_gather, segment_ids
 from .datasets import RankingDataset
-from .propensity import as_propensity_model, check_propensities
+from .propensity import as_propensity_model, check_propensities, is_affine
 
 __all__ = ["ClickLog", "ClickAggregate"]
 
@@ -179,8 +179,15 @@ class ClickLog:
         return self.data.query_ids[self.session_query]
 
     def propensities(self, propensity=None) -> np.ndarray:
-        """Propensity of every item under ``propensity`` (default: position-based, eta=1)."""
+        """Propensity of every item under ``propensity`` (default: position-based, eta=1).
+
+        An affine (trust-bias) model has no single propensity per item: use
+        :func:`counterfactual_ltr.propensity.affine_parts` with :attr:`positions`.
+        """
         model = as_propensity_model(propensity)
+        if is_affine(model):
+            raise ValueError(f"{model!r} is a trust-bias (affine) click model: this computation divides clicks by "
+                             "a propensity and cannot apply its affine correction")
         return check_propensities(model(self.positions), "propensities from the propensity model")
 
     # ----------------------------------------------------------- selection

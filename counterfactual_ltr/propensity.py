@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["PositionBasedPropensity", "TabularPropensity", "check_propensities", "as_propensity_model"]
+__all__ = ["PositionBasedPropensity", "TabularPropensity", "TrustBiasPropensity", "check_propensities",
+           "as_propensity_model", "affine_parts", "is_affine"]
 
 
 def check_propensities(q, where: str = "propensities") -> np.ndarray:
@@ -101,10 +102,117 @@ class TabularPropensity:
         return f"TabularPropensity({self.values.tolist()})"
 
 
+def _per_position(values, name: str, *, low_open: bool) -> np.ndarray:
+    values = np.atleast_1d(np.asarray(values, dtype=np.float64))
+    if values.ndim != 1 or values.size == 0:
+        raise ValueError(f"{name} must be a scalar or a non-empty 1-D sequence per position")
+    bad = np.flatnonzero(~(np.isfinite(values) & ((values > 0) if low_open else (values >= 0)) & (values <= 1)))
+    if bad.size:
+        interval = "(0, 1]" if low_open else "[0, 1]"
+        raise ValueError(f"{name} must lie in {interval}; position {bad[0] + 1} holds {values[bad[0]]}")
+    return values
+
+
+def _at_positions(values: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Per-position table lookup; positions beyond the table take its last value."""
+    return values[np.minimum(positions, len(values)) - 1]
+
+
+class TrustBiasPropensity:
+    """Position bias with trust bias: an affine click model per position (Agarwal et al., WWW 2019).
+
+    A document shown at position ``r`` is examined with probability
+    ``theta_r``; an examined relevant document is clicked with probability
+    ``eps_plus_r`` and an examined irrelevant one with ``eps_minus_r``. So the
+    click probability is affine in the relevance ``R`` (Vardasbi et al., CIKM 2020)::
+
+        P(click | r) = alpha_r * R + beta_r,   alpha_r = theta_r (eps_plus_r - eps_minus_r),
+                                               beta_r  = theta_r eps_minus_r
+
+    and ``(click - beta_r) / alpha_r`` is an unbiased estimate of ``R``. A
+    plain propensity model is the special case ``alpha = q``, ``beta = 0``
+    (see :func:`affine_parts`). Code that can only divide clicks by a
+    propensity refuses this model rather than silently ignoring ``beta``.
+
+    Parameters
+    ----------
+    examination : float or sequence
+        ``theta_1 .. theta_K`` in (0, 1]; positions beyond ``K`` take ``theta_K``.
+    eps_plus, eps_minus : float or sequence
+        Per-position click probabilities of examined relevant / irrelevant
+        documents, in [0, 1], with ``eps_plus > eps_minus`` at every position.
+
+    Examples
+    --------
+    >>> model = TrustBiasPropensity([1.0, 0.5], eps_plus=[1.0, 0.9], eps_minus=[0.2, 0.1])
+    >>> model.alpha([1, 2, 3]).round(6).tolist(), model.beta([1, 2, 3]).round(6).tolist()
+    ([0.8, 0.4, 0.4], [0.2, 0.05, 0.05])
+    """
+
+    is_affine = True
+
+    def __init__(self, examination, eps_plus=1.0, eps_minus=0.0):
+        theta = _per_position(examination, "examination", low_open=True)
+        plus = _per_position(eps_plus, "eps_plus", low_open=False)
+        minus = _per_position(eps_minus, "eps_minus", low_open=False)
+        K = max(len(theta), len(plus), len(minus))
+        theta, plus, minus = (np.concatenate([v, np.full(K - len(v), v[-1])]) for v in (theta, plus, minus))
+        bad = np.flatnonzero(plus <= minus)
+        if bad.size:
+            r = int(bad[0])
+            raise ValueError(f"eps_plus must exceed eps_minus at every position; position {r + 1} has "
+                             f"eps_plus={plus[r]}, eps_minus={minus[r]}")
+        self.examination = theta
+        self.eps_plus = plus
+        self.eps_minus = minus
+
+    def alpha(self, positions) -> np.ndarray:
+        """``theta_r (eps_plus_r - eps_minus_r)``: the slope of the click probability in relevance."""
+        r = _check_positions(positions)
+        return _at_positions(self.examination * (self.eps_plus - self.eps_minus), r)
+
+    def beta(self, positions) -> np.ndarray:
+        """``theta_r eps_minus_r``: the click probability of an irrelevant document."""
+        r = _check_positions(positions)
+        return _at_positions(self.examination * self.eps_minus, r)
+
+    def __call__(self, positions) -> np.ndarray:
+        """Examination probabilities ``theta_r`` (not a propensity for plain IPS: see the class docstring)."""
+        return _at_positions(self.examination, _check_positions(positions))
+
+    def __repr__(self) -> str:
+        return (f"TrustBiasPropensity({self.examination.tolist()}, eps_plus={self.eps_plus.tolist()}, "
+                f"eps_minus={self.eps_minus.tolist()})")
+
+
+def is_affine(model) -> bool:
+    """Whether ``model`` is an affine (trust-bias) click model rather than a plain propensity."""
+    return bool(getattr(model, "is_affine", False))
+
+
+def affine_parts(model, positions):
+    """``(alpha, beta)`` per position: ``(q, 0)`` for a plain propensity model.
+
+    The affine estimate of relevance is ``(click - beta) / alpha``; with
+    ``beta = 0`` it is ordinary inverse propensity weighting.
+
+    >>> affine_parts(PositionBasedPropensity(1.0), [1, 2])[0].tolist()
+    [1.0, 0.5]
+    """
+    model = as_propensity_model(model)
+    if is_affine(model):
+        alpha = check_propensities(model.alpha(positions), "alpha of the trust-bias model")
+        return alpha, np.asarray(model.beta(positions), dtype=np.float64)
+    q = check_propensities(model(positions), "propensities from the propensity model")
+    return q, np.zeros_like(q)
+
+
 def as_propensity_model(propensity):
     """``None`` -> ``PositionBasedPropensity(1.0)``; a number -> eta; a model is returned as is."""
     if propensity is None:
         return PositionBasedPropensity(1.0)
+    if isinstance(propensity, (bool, np.bool_)):
+        raise TypeError(f"propensity must be a number (eta) or a propensity model, got {propensity!r}")
     if isinstance(propensity, (int, float, np.number)):
         return PositionBasedPropensity(float(propensity))
     if not callable(propensity):
