@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from counterfactual_ltr._progress import progress
 from counterfactual_ltr._segments import check_finite_1d, order_within_queries, offsets_from_lengths
 from counterfactual_ltr.clicklog import ClickLog
 from counterfactual_ltr.datasets import DEFAULT_RELEVANCE_THRESHOLD, RankingDataset
@@ -107,7 +108,8 @@ def simulate_clicks(data: RankingDataset, ranker, click_model: PositionBasedClic
     prob = click_model.click_probability(positions, relevant)
     rng = np.random.default_rng(random_state)
     # One pass at a time keeps memory at one pass of random numbers.
-    clicks = np.concatenate([rng.random(len(order)) < prob for _ in range(n_passes)])
+    passes = progress(range(n_passes), desc="simulating clicks", unit="pass", leave=False)
+    clicks = np.concatenate([rng.random(len(order)) < prob for _ in passes])
     docs = np.tile(order, n_passes)
     session_query = np.tile(np.arange(data.n_queries), n_passes)
     offsets = offsets_from_lengths(np.tile(lengths, n_passes))

@@ -18,6 +18,7 @@ import numpy as np
 __all__ = [
     "check_offsets",
     "offsets_from_lengths",
+    "offsets_from_qid",
     "segment_ids",
     "rank_within_queries",
     "order_within_queries",
@@ -34,6 +35,28 @@ def offsets_from_lengths(lengths) -> np.ndarray:
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     return offsets
+
+
+def offsets_from_qid(qid, n_docs: int | None = None) -> np.ndarray:
+    """Offsets of the runs of equal query ids; ``ValueError`` if a query's rows are not contiguous.
+
+    >>> offsets_from_qid([7, 7, 3, 9, 9]).tolist()
+    [0, 2, 3, 5]
+    """
+    qid = np.asarray(qid)
+    if qid.ndim != 1 or qid.size == 0:
+        raise ValueError(f"qid must be a non-empty 1-D array (a query id per document), got shape {qid.shape}")
+    if n_docs is not None and qid.shape[0] != n_docs:
+        raise ValueError(f"qid has length {qid.shape[0]}, expected {n_docs} (mismatched lengths)")
+    starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
+    run_ids = qid[starts]
+    unique, first = np.unique(run_ids, return_index=True)
+    if len(unique) != len(run_ids):
+        again = np.ones(len(run_ids), dtype=bool)
+        again[first] = False
+        run = int(np.flatnonzero(again)[0])
+        raise ValueError(f"the rows of a query must be contiguous: qid {run_ids[run]} reappears at row {starts[run]}")
+    return np.r_[starts, qid.shape[0]].astype(np.int64)
 
 
 def check_offsets(query_offsets, n_docs: int | None = None, *, allow_empty: bool = False) -> np.ndarray:

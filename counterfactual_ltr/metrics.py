@@ -3,9 +3,12 @@
 Every metric has the signature::
 
     metric(scores, labels, query_offsets, *, k=None, reduce="mean", ...) -> float | ndarray
+    metric(scores, labels, qid=qid, k=None, reduce="mean", ...)
 
 ``scores`` and ``labels`` are flat 1-D arrays of all documents and
-``query_offsets`` delimits the queries (see ``docs/conventions.md``).
+``query_offsets`` delimits the queries (see ``docs/conventions.md``); or
+``qid=`` gives the query id of every document instead (the rows of a query
+contiguous, as in a LETOR file or ``RankingDataset.qid``).
 ``reduce="mean"`` / ``"sum"`` give a float, ``reduce=None`` one float64 value
 per query. Everything is vectorised: the documents are sorted once and the
 per-query sums are segment reductions (``np.bincount``).
@@ -63,7 +66,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ._segments import check_finite_1d, check_offsets, order_within_queries, rank_within_queries, segment_ids
+from ._segments import (check_finite_1d, check_offsets, offsets_from_qid, order_within_queries, rank_within_queries,
+                        segment_ids)
 
 __all__ = [
     "ranks",
@@ -111,9 +115,23 @@ class _Sorted:
         return np.bincount(self.seg, weights=values, minlength=self.n_queries)
 
 
-def _check_inputs(scores, labels, query_offsets):
+def _query_offsets(query_offsets, qid, n_docs: int) -> np.ndarray:
+    """Checked offsets from exactly one of ``query_offsets`` and ``qid`` (a query id per document)."""
+    if (query_offsets is None) == (qid is None):
+        raise ValueError("give either query_offsets (n_queries + 1 boundaries) or qid= (a query id per document)")
+    if qid is not None:
+        return offsets_from_qid(qid, n_docs)
+    try:
+        return check_offsets(query_offsets, n_docs)
+    except ValueError as err:
+        if np.ndim(query_offsets) == 1 and len(query_offsets) == n_docs:
+            raise ValueError(f"{err}; this looks like a query id per document: pass it as qid=") from None
+        raise
+
+
+def _check_inputs(scores, labels, query_offsets, qid=None):
     s = check_finite_1d(scores, "scores")
-    offsets = check_offsets(query_offsets, len(s))
+    offsets = _query_offsets(query_offsets, qid, len(s))
     y = check_finite_1d(labels, "labels", len(s))
     bad = np.flatnonzero(y < 0)
     if bad.size:
@@ -121,8 +139,8 @@ def _check_inputs(scores, labels, query_offsets):
     return s, y, offsets
 
 
-def _sort(scores, labels, query_offsets) -> _Sorted:
-    s, y, offsets = _check_inputs(scores, labels, query_offsets)
+def _sort(scores, labels, query_offsets, qid=None) -> _Sorted:
+    s, y, offsets = _check_inputs(scores, labels, query_offsets, qid)
     order = order_within_queries(s, offsets)
     seg = segment_ids(offsets)
     pos = np.arange(len(s)) - offsets[seg] + 1
@@ -187,7 +205,7 @@ def _undefined(per_query, defined, no_relevant, reduce):
 # ----------------------------------------------------------------------------- ranks
 
 
-def ranks(scores, query_offsets) -> np.ndarray:
+def ranks(scores, query_offsets=None, *, qid=None) -> np.ndarray:
     """1-based rank of every document inside its query (int64, same order as ``scores``).
 
     Documents are sorted by decreasing score; ties keep row order (the earlier
@@ -195,9 +213,11 @@ def ranks(scores, query_offsets) -> np.ndarray:
 
     >>> ranks([0.5, 2.0, 0.5, 1.0, 3.0], [0, 3, 5]).tolist()
     [2, 1, 3, 2, 1]
+    >>> ranks([0.5, 2.0, 0.5, 1.0, 3.0], qid=[7, 7, 7, 3, 3]).tolist()
+    [2, 1, 3, 2, 1]
     """
     s = check_finite_1d(scores, "scores")
-    offsets = check_offsets(query_offsets, len(s))
+    offsets = _query_offsets(query_offsets, qid, len(s))
     return rank_within_queries(s, offsets)
 
 
@@ -217,7 +237,7 @@ def _dcg_per_query(srt: _Sorted, labels_sorted, k, gain):
     return srt.per_query(_gain(labels_sorted, gain) * discount)
 
 
-def dcg(scores, labels, query_offsets, *, k=None, gain="exp2", reduce="mean"):
+def dcg(scores, labels, query_offsets=None, *, qid=None, k=None, gain="exp2", reduce="mean"):
     """Discounted cumulative gain at ``k``.
 
     .. math::  DCG@k = \\sum_{i=1}^{\\min(k, m)} G(R_{\\pi(i)}) \\, D(i), \\quad D(i) = 1 / \\log_2(i + 1)
@@ -232,11 +252,11 @@ def dcg(scores, labels, query_offsets, *, k=None, gain="exp2", reduce="mean"):
     1.0
     """
     k = _check_k(k)
-    srt = _sort(scores, labels, query_offsets)
+    srt = _sort(scores, labels, query_offsets, qid)
     return _reduce(_dcg_per_query(srt, srt.labels, k, gain), reduce)
 
 
-def ndcg(scores, labels, query_offsets, *, k=None, gain="exp2", no_relevant=0.0, reduce="mean"):
+def ndcg(scores, labels, query_offsets=None, *, qid=None, k=None, gain="exp2", no_relevant=0.0, reduce="mean"):
     """Normalised DCG at ``k``: DCG@k divided by the DCG@k of the ideal ranking.
 
     .. math::  NDCG@k = DCG@k(s, R) / \\max_\\pi DCG@k(\\pi, R)
@@ -255,7 +275,7 @@ def ndcg(scores, labels, query_offsets, *, k=None, gain="exp2", no_relevant=0.0,
     0.6309
     """
     k = _check_k(k)
-    srt = _sort(scores, labels, query_offsets)
+    srt = _sort(scores, labels, query_offsets, qid)
     actual = _dcg_per_query(srt, srt.labels, k, gain)
     # Ideal ranking: labels sorted decreasingly inside each query (lexsort keeps queries grouped).
     ideal_labels = srt.labels[np.lexsort((-srt.labels, srt.seg))]
@@ -275,7 +295,8 @@ def _within_query_cumsum(srt: _Sorted, values):
     return total - before[srt.seg]
 
 
-def average_precision(scores, labels, query_offsets, *, k=None, threshold=1, no_relevant=0.0, reduce="mean"):
+def average_precision(scores, labels, query_offsets=None, *, qid=None, k=None, threshold=1, no_relevant=0.0,
+                      reduce="mean"):
     """Average precision of the binary relevance ``rel = labels >= threshold``.
 
     .. math::  AP = \\frac{1}{|R|} \\sum_{j \\le k:\\ rel_{\\pi(j)} = 1} \\frac{\\sum_{i \\le j} rel_{\\pi(i)}}{j}
@@ -291,7 +312,7 @@ def average_precision(scores, labels, query_offsets, *, k=None, threshold=1, no_
     [0.8333, 0.0]
     """
     k = _check_k(k)
-    srt = _sort(scores, labels, query_offsets)
+    srt = _sort(scores, labels, query_offsets, qid)
     rel = _relevant(srt.labels, threshold)
     precision = _within_query_cumsum(srt, rel) / srt.pos
     hits = srt.per_query(rel * precision * _cutoff(srt.pos, k))
@@ -301,7 +322,7 @@ def average_precision(scores, labels, query_offsets, *, k=None, threshold=1, no_
     return _undefined(value, defined, no_relevant, reduce)
 
 
-def precision_at_k(scores, labels, query_offsets, *, k, threshold=1, reduce="mean"):
+def precision_at_k(scores, labels, query_offsets=None, *, qid=None, k, threshold=1, reduce="mean"):
     """Precision at ``k``: the fraction of the top ``k`` positions holding a relevant document.
 
     .. math::  Prec@k = \\frac{1}{k} \\sum_{i=1}^{\\min(k, m)} rel_{\\pi(i)}
@@ -314,12 +335,12 @@ def precision_at_k(scores, labels, query_offsets, *, k, threshold=1, reduce="mea
     0.5
     """
     k = _check_k(k, required=True)
-    srt = _sort(scores, labels, query_offsets)
+    srt = _sort(scores, labels, query_offsets, qid)
     rel = _relevant(srt.labels, threshold)
     return _reduce(srt.per_query(rel * _cutoff(srt.pos, k)) / k, reduce)
 
 
-def rbp(scores, labels, query_offsets, *, p=0.8, k=None, threshold=1, reduce="mean"):
+def rbp(scores, labels, query_offsets=None, *, qid=None, p=0.8, k=None, threshold=1, reduce="mean"):
     """Rank-biased precision (Moffat and Zobel, 2008) with persistence ``p``.
 
     .. math::  RBP = (1 - p) \\sum_{i=1}^{\\min(k, m)} p^{i-1} \\, rel_{\\pi(i)}
@@ -329,13 +350,13 @@ def rbp(scores, labels, query_offsets, *, p=0.8, k=None, threshold=1, reduce="me
     """
     k = _check_k(k)
     p = _check_p(p)
-    srt = _sort(scores, labels, query_offsets)
+    srt = _sort(scores, labels, query_offsets, qid)
     rel = _relevant(srt.labels, threshold)
     weight = (1.0 - p) * p ** (srt.pos - 1.0) * _cutoff(srt.pos, k)
     return _reduce(srt.per_query(rel * weight), reduce)
 
 
-def avg_rank(scores, labels, query_offsets, *, threshold=1, reduce="mean"):
+def avg_rank(scores, labels, query_offsets=None, *, qid=None, threshold=1, reduce="mean"):
     """Sum of the ranks of the relevant documents of each query (lower is better).
 
     .. math::  AvgRank = \\sum_{d:\\ rel_d = 1} \\mathrm{rank}(d)
@@ -348,12 +369,13 @@ def avg_rank(scores, labels, query_offsets, *, threshold=1, reduce="mean"):
     >>> avg_rank([3.0, 2.0, 1.0], [1, 0, 1], [0, 3])   # ranks 1 + 3
     4.0
     """
-    srt = _sort(scores, labels, query_offsets)
+    srt = _sort(scores, labels, query_offsets, qid)
     rel = _relevant(srt.labels, threshold)
     return _reduce(srt.per_query(rel * srt.pos), reduce)
 
 
-def mean_relevant_rank(scores, labels, query_offsets, *, threshold=1, no_relevant="skip", reduce="mean"):
+def mean_relevant_rank(scores, labels, query_offsets=None, *, qid=None, threshold=1, no_relevant="skip",
+                       reduce="mean"):
     """Mean rank of the relevant documents of each query: :func:`avg_rank` / number relevant.
 
     .. math::  \\frac{1}{|R|} \\sum_{d:\\ rel_d = 1} \\mathrm{rank}(d)
@@ -367,7 +389,7 @@ def mean_relevant_rank(scores, labels, query_offsets, *, threshold=1, no_relevan
     >>> mean_relevant_rank([3.0, 2.0, 1.0, 1.0], [1, 0, 1, 0], [0, 3, 4])
     2.0
     """
-    srt = _sort(scores, labels, query_offsets)
+    srt = _sort(scores, labels, query_offsets, qid)
     rel = _relevant(srt.labels, threshold)
     total = srt.per_query(rel * srt.pos)
     n_rel = srt.per_query(rel)
@@ -517,7 +539,8 @@ def get_lambda(name_or_callable, **params) -> LambdaWeight:
     raise ValueError(f"unknown rank weight {name!r}; expected one of {sorted(LAMBDA_WEIGHTS)} or a callable")
 
 
-def additive_metric(scores, labels, query_offsets, *, weight, threshold=1, reduce="mean", **weight_params):
+def additive_metric(scores, labels, query_offsets=None, *, qid=None, weight, threshold=1, reduce="mean",
+                    **weight_params):
     """Additive lambda-metric of Table 1 (risk orientation, lower is better).
 
     .. math::  \\Delta = \\sum_{d} \\lambda(\\mathrm{rank}(d)) \\, rel_d, \\quad rel_d = 1[label_d \\ge threshold]
@@ -532,6 +555,6 @@ def additive_metric(scores, labels, query_offsets, *, weight, threshold=1, reduc
     -0.5
     """
     lam = get_lambda(weight, **weight_params)
-    srt = _sort(scores, labels, query_offsets)
+    srt = _sort(scores, labels, query_offsets, qid)
     rel = srt.labels if threshold is None else _relevant(srt.labels, threshold)
     return _reduce(srt.per_query(rel * lam.value(srt.pos.astype(np.float64))), reduce)

@@ -1,4 +1,4 @@
-"""What the estimators share: turning the argument of ``predict`` into a checked feature matrix."""
+"""What the estimators share: checked feature matrices, the optional ``preprocessor`` and ``score``."""
 
 from __future__ import annotations
 
@@ -21,3 +21,121 @@ def prediction_matrix(X, n_features: int) -> np.ndarray:
     if bad.size:
         raise ValueError(f"X holds a non-finite value at row {bad[0][0]}, column {bad[0][1]}")
     return X
+
+
+def _transformed(pre, X, where: str) -> np.ndarray:
+    """``pre.transform(X)`` checked: 2-D, same number of rows, finite."""
+    Xt = np.asarray(pre.transform(X), dtype=np.float64)
+    if Xt.ndim != 2 or Xt.shape[0] != X.shape[0]:
+        raise ValueError(f"the preprocessor turned {X.shape} into {Xt.shape} on {where}: it must keep the rows")
+    bad = np.argwhere(~np.isfinite(Xt))
+    if bad.size:
+        raise ValueError(f"the preprocessor produced a non-finite value on {where} (row {bad[0][0]}, "
+                         f"column {bad[0][1]})")
+    return Xt
+
+
+def transform_log(log: ClickLog, pre, *, fit: bool = False):
+    """``(log', pre')``: the log over its own queries' rows with features ``pre'.transform(X)``.
+
+    With ``fit``, ``pre'`` is a clone of ``pre`` fitted on the rows of the queries the
+    log touches (the training fold's documents), so no other fold's rows leak into it.
+    """
+    from sklearn.base import clone
+
+    data = log.data
+    queries = np.unique(log.session_query)
+    rows = data.rows_of(queries)
+    Xr = data.X[rows]
+    if fit:
+        pre = clone(pre).fit(Xr)
+    sub = RankingDataset(_transformed(pre, Xr, "the log's documents"), data.y[rows], data.qid[rows], name=data.name)
+    new_row = np.full(data.n_docs, -1, dtype=np.int64)
+    new_row[rows] = np.arange(len(rows))
+    new_query = np.full(data.n_queries, -1, dtype=np.int64)
+    new_query[queries] = np.arange(len(queries))
+    return ClickLog(sub, new_query[log.session_query], log.session_offsets, new_row[log.docs], log.clicks,
+                    log.session_ids), pre
+
+
+class RankerMixin:
+    """What every ranker shares: the optional ``preprocessor`` and :meth:`score`.
+
+    ``preprocessor`` (a scikit-learn transformer, e.g. ``StandardScaler()``) is
+    cloned and fitted in ``fit`` on the documents the training input touches
+    (for a click log: the rows of its queries, i.e. the training fold's), kept as
+    ``preprocessor_`` and applied in ``predict``. As a parameter it is tuned like
+    any other: ``GridSearchCV(..., {"preprocessor__with_mean": [True, False]})``.
+    """
+
+    def _begin_fit(self, X, y=None, qid=None):
+        """Fit the preprocessor (if any); the input with transformed features, and ``(y, qid)``."""
+        pre = getattr(self, "preprocessor", None)
+        self.preprocessor_ = None
+        if pre is None:
+            return X, y, qid
+        if not (hasattr(pre, "fit") and hasattr(pre, "transform")):
+            raise TypeError(f"preprocessor must be a scikit-learn transformer (fit/transform), got {pre!r}")
+        if isinstance(X, ClickLog):
+            X, self.preprocessor_ = transform_log(X, pre, fit=True)
+            return X, y, qid
+        if not isinstance(X, RankingDataset):
+            if qid is None:
+                raise ValueError(f"{type(self).__name__}.fit(X, y) needs qid=... (the query id of every row)")
+            X = RankingDataset(X, y, qid)
+        from sklearn.base import clone
+
+        self.preprocessor_ = clone(pre).fit(X.X)
+        data = RankingDataset(_transformed(self.preprocessor_, X.X, "the training data"), X.y, X.qid, name=X.name)
+        return data, data.y, data.qid
+
+    def _end_fit(self):
+        """``n_features_in_`` counts the raw features when a preprocessor changed them."""
+        if getattr(self, "preprocessor_", None) is not None:
+            self.n_features_in_ = int(self.preprocessor_.n_features_in_)
+        return self
+
+    def _prediction_features(self, X, n_model_features: int) -> np.ndarray:
+        """Checked raw features of ``X``, through the fitted preprocessor when there is one."""
+        pre = getattr(self, "preprocessor_", None)
+        if pre is None:
+            return prediction_matrix(X, n_model_features)
+        return _transformed(pre, prediction_matrix(X, self.n_features_in_), "the prediction input")
+
+    def score(self, X, y=None, qid=None, *, k: int = 10) -> float:
+        """NDCG@k on labelled data, or the SNIPS-DCG estimate on a click log (greater is better).
+
+        Parameters
+        ----------
+        X : RankingDataset, ClickLog, or array (n_docs, n_features)
+            A labelled data set (or ``X`` with ``y`` and ``qid``): mean NDCG@``k`` over
+            its queries (queries without relevant documents count 0). A click log:
+            the SNIPS estimate of DCG under the estimator's ``propensity`` -- what
+            ``GridSearchCV`` uses when no ``scoring`` is given.
+        y, qid : arrays, optional
+            Graded labels and query ids when ``X`` is an array.
+        k : int, default 10
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> from click_sim import make_ranking
+        >>> from counterfactual_ltr.estimators import RankSVM
+        >>> data = make_ranking(n_queries=30, random_state=0)
+        >>> 0.0 <= RankSVM().fit(data).score(data) <= 1.0
+        True
+        """
+        from ..metrics import ndcg
+
+        if isinstance(X, ClickLog):
+            from ..evaluation import snips_estimate
+
+            return snips_estimate(X, self, metric="dcg", propensity=getattr(self, "propensity", None)).value
+        if not isinstance(X, RankingDataset):
+            if y is None or qid is None:
+                raise ValueError("score needs a labelled RankingDataset, a ClickLog, or X with y and qid")
+            X = RankingDataset(X, y, qid)
+        return float(ndcg(self.predict(X.X), X.y, X.query_offsets, k=k))

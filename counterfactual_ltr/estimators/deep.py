@@ -30,11 +30,12 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from .._progress import progress
 from .._segments import offsets_from_lengths, segment_gather
 from ..clicklog import ClickLog
 from ..models import MLP, Adam, _check_activation
 from ..propensity import as_propensity_model
-from ._base import prediction_matrix
+from ._base import RankerMixin, transform_log
 
 __all__ = ["DeepPropDCG", "deep_propdcg_objective", "paper_lr_schedule", "query_batches", "DivergenceError"]
 
@@ -42,7 +43,7 @@ __all__ = ["DeepPropDCG", "deep_propdcg_objective", "paper_lr_schedule", "query_
 PAPER_SCHEDULE = ((300 / 750, 1.0), (500 / 750, 0.1), (1.0, 0.01))
 
 _FITTED = ("model_", "n_features_in_", "loss_curve_", "n_iter_", "validation_scores_", "best_validation_score_",
-           "best_epoch_", "learning_rates_", "n_train_clicks_", "n_train_queries_", "t_", "epoch_seconds_")
+           "best_epoch_", "learning_rates_", "preprocessor_", "n_train_clicks_", "n_train_queries_", "t_", "epoch_seconds_")
 
 
 class DivergenceError(FloatingPointError, ValueError):
@@ -99,7 +100,7 @@ def deep_propdcg_objective(model, X, click_weights, query_offsets, *, alpha: flo
     return float(objective), grads
 
 
-class DeepPropDCG(BaseEstimator):
+class DeepPropDCG(RankerMixin, BaseEstimator):
     """Deep PropDCG: an MLP ranker trained on clicks by the propensity-weighted hinge bound (see module doc).
 
     Parameters
@@ -150,6 +151,9 @@ class DeepPropDCG(BaseEstimator):
         Seeds initialisation, shuffling and the validation split: the same
         seed gives bit-identical predictions.
     verbose : bool
+    preprocessor : scikit-learn transformer, optional
+        Fitted (a clone) on the documents of the log's queries in ``fit``
+        and applied in ``predict``; tunable as ``preprocessor__<param>``.
 
     Attributes
     ----------
@@ -182,7 +186,7 @@ class DeepPropDCG(BaseEstimator):
                  early_stopping: bool = False, validation_fraction: float = 0.1, n_iter_no_change: int = 10,
                  tol: float = 0.0, metric="dcg", metric_params=None, margin: float = 1.0, propensity=None,
                  shuffle: bool = True, beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-8,
-                 dtype=np.float64, random_state=None, verbose: bool = False):
+                 dtype=np.float64, random_state=None, verbose: bool = False, preprocessor=None):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
         self.alpha = alpha
@@ -205,6 +209,7 @@ class DeepPropDCG(BaseEstimator):
         self.dtype = dtype
         self.random_state = random_state
         self.verbose = verbose
+        self.preprocessor = preprocessor
 
     # ------------------------------------------------------------------ checks
     def _check_params(self):
@@ -281,6 +286,9 @@ class DeepPropDCG(BaseEstimator):
         propensity = as_propensity_model(self.propensity)
         if log.n_clicks == 0:
             raise ValueError("the click log has no clicks: nothing to learn from")
+        log, _, _ = self._begin_fit(log)
+        if validation_log is not None and self.preprocessor_ is not None:
+            validation_log, _ = transform_log(validation_log, self.preprocessor_)
         seeds = np.random.default_rng(_seed_source(self.random_state)).integers(0, 2**63 - 1, size=3)
         init_rng, shuffle_rng, split_rng = (np.random.default_rng(int(s)) for s in seeds)
         train_log = log
@@ -316,7 +324,8 @@ class DeepPropDCG(BaseEstimator):
         loss_curve, val_scores, lrs, seconds = [], [], [], []
         best_score, best_epoch, best_params, stall = -np.inf, 0, None, 0
         epoch = 0
-        for epoch in range(1, int(self.max_epochs) + 1):
+        bar = progress(range(1, int(self.max_epochs) + 1), desc=type(self).__name__, unit="epoch", leave=False)
+        for epoch in bar:
             t0 = time.perf_counter()
             lr = self._lr(epoch - 1)
             if not (np.isfinite(lr) and lr > 0):
@@ -362,6 +371,7 @@ class DeepPropDCG(BaseEstimator):
                     break
             elif self.verbose:
                 print(f"epoch {epoch}: loss {epoch_loss:.6f}", flush=True)
+        bar.close()
         if self.early_stopping and best_params is not None:
             model.set_parameters(best_params)
         model.clear_cache()
@@ -377,18 +387,20 @@ class DeepPropDCG(BaseEstimator):
         self.best_epoch_ = best_epoch if validator is not None else epoch
         self.n_train_clicks_ = agg.n_clicks
         self.n_train_queries_ = n_q
-        return self
+        return self._end_fit()
 
     # ----------------------------------------------------------------- predict
     def predict(self, X):
         """Scores of the rows of ``X`` (array, RankingDataset or ClickLog's data); higher is better."""
         check_is_fitted(self, "model_")
-        X = prediction_matrix(X, self.n_features_in_)
+        X = self._prediction_features(X, self.model_.params[0].shape[0])
         return _predict_chunked(self.model_, X)
 
     def objective(self, log) -> float:
         """Training objective (per-click bound + weight decay) of the fitted model on a click log."""
         check_is_fitted(self, "model_")
+        if getattr(self, "preprocessor_", None) is not None:
+            log, _ = transform_log(log, self.preprocessor_)
         agg = log.aggregate(as_propensity_model(self.propensity))
         if agg.n_clicks == 0:
             raise ValueError("the click log has no clicks")

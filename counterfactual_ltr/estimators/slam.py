@@ -37,13 +37,13 @@ from sklearn.utils.validation import check_is_fitted
 from ..clicklog import ClickLog
 from ..datasets import DEFAULT_RELEVANCE_THRESHOLD, RankingDataset
 from ..propensity import as_propensity_model
-from ._base import prediction_matrix
+from ._base import RankerMixin
 from ..surrogates.slam import SLAM_WEIGHT_KINDS, _check_kind, _check_margin, _slam_core, _weights_core
 
 __all__ = ["SLAMRanker"]
 
 
-class SLAMRanker(BaseEstimator):
+class SLAMRanker(RankerMixin, BaseEstimator):
     """Linear ranker minimising ``0.5||w||^2 + C * mean_q SLAM_q(X_q w)`` (batch SLAM).
 
     Parameters
@@ -62,6 +62,10 @@ class SLAMRanker(BaseEstimator):
         Only for ``fit(log)``: examination propensities (default position-based, eta = 1).
     threshold : float
         Binarisation threshold of the grades for ``weights="ap"``.
+    preprocessor : scikit-learn transformer, optional
+        Fitted (a clone) on the training documents in ``fit`` and applied in
+        ``predict``; tunable as ``preprocessor__<param>`` (see
+        :class:`~counterfactual_ltr.estimators._base.RankerMixin`).
 
     Attributes
     ----------
@@ -111,7 +115,7 @@ class SLAMRanker(BaseEstimator):
 
     def __init__(self, C: float = 1.0, weights: str = "ndcg", k: int | None = None, margin: float = 1.0,
                  tol: float = 1e-6, max_iter: int = 1000, propensity=None,
-                 threshold: float = DEFAULT_RELEVANCE_THRESHOLD):
+                 threshold: float = DEFAULT_RELEVANCE_THRESHOLD, preprocessor=None):
         self.C = C
         self.weights = weights
         self.k = k
@@ -120,6 +124,7 @@ class SLAMRanker(BaseEstimator):
         self.max_iter = max_iter
         self.propensity = propensity
         self.threshold = threshold
+        self.preprocessor = preprocessor
 
     # ------------------------------------------------------------------ checks
     def _check_params(self):
@@ -139,8 +144,22 @@ class SLAMRanker(BaseEstimator):
 
     # --------------------------------------------------------------------- fit
     def fit(self, X, y=None, qid=None):
-        """Fit on ``(X, y, qid)``, a :class:`RankingDataset`, or a :class:`ClickLog` (see class doc)."""
+        """Fit on ``(X, y, qid)``, a :class:`RankingDataset`, or a :class:`ClickLog` (see class doc).
+
+        Parameters
+        ----------
+        X : array (n_docs, n_features), RankingDataset or ClickLog
+        y, qid : arrays (n_docs,), optional
+            Graded labels and query ids when ``X`` is an array.
+
+        Returns
+        -------
+        self
+        """
         C, k, margin, tol, max_iter = self._check_params()
+        if not isinstance(X, (ClickLog, RankingDataset)) and y is None:
+            raise ValueError("SLAMRanker.fit(X, y, qid) needs the graded labels y")
+        X, y, qid = self._begin_fit(X, y, qid)
         if isinstance(X, ClickLog):
             Xm, labels, offsets, v, n = self._click_problem(X)
         else:
@@ -159,7 +178,7 @@ class SLAMRanker(BaseEstimator):
                 labels = (labels >= float(self.threshold)).astype(np.float64)
             n = data.n_queries
         self._solve(Xm, labels, offsets, v, n, C, margin, tol, max_iter)
-        return self
+        return self._end_fit()
 
     def _click_problem(self, log: ClickLog):
         agg = log.aggregate(as_propensity_model(self.propensity))
@@ -198,9 +217,19 @@ class SLAMRanker(BaseEstimator):
 
     # ----------------------------------------------------------------- predict
     def predict(self, X):
-        """Scores ``X @ coef_`` (higher is better); ``X`` may be a RankingDataset or ClickLog."""
+        """Scores ``X @ coef_`` (higher is better); ``X`` may be a RankingDataset or ClickLog.
+
+        Parameters
+        ----------
+        X : array (n_docs, n_features), RankingDataset or ClickLog
+
+        Returns
+        -------
+        scores : array (n_docs,)
+            Through ``preprocessor_`` first when a preprocessor was given.
+        """
         check_is_fitted(self, "coef_")
-        return prediction_matrix(X, self.coef_.shape[0]) @ self.coef_
+        return self._prediction_features(X, self.coef_.shape[0]) @ self.coef_
 
     def objective(self, X, y=None, qid=None) -> float:
         """``F(coef_)`` on full-information data (for checks): ``0.5||w||^2 + C mean_q SLAM_q``."""
@@ -211,5 +240,6 @@ class SLAMRanker(BaseEstimator):
         v = _weights_core(labels, data.query_offsets, self.weights, k, float(self.threshold))
         if self.weights == "ap":
             labels = (labels >= float(self.threshold)).astype(np.float64)
-        per_query, _ = _slam_core(data.X @ self.coef_, labels, v, data.query_offsets, margin)
+        scores = self._prediction_features(data.X, self.coef_.shape[0]) @ self.coef_
+        per_query, _ = _slam_core(scores, labels, v, data.query_offsets, margin)
         return 0.5 * float(self.coef_ @ self.coef_) + C * float(per_query.sum()) / data.n_queries

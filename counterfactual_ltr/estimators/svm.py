@@ -39,12 +39,13 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
+from .._progress import progress
 from .._segments import segment_gather, within_query_pairs
 from ..clicklog import ClickLog
 from ..datasets import RankingDataset
 from ..propensity import as_propensity_model
 from ..solvers import solve_pairwise_hinge
-from ._base import prediction_matrix
+from ._base import RankerMixin
 
 __all__ = ["RankSVM", "SVMPropRank", "SVMPropDCG", "SVMPropRBP", "click_pairs"]
 
@@ -79,13 +80,23 @@ def click_pairs(data: RankingDataset, weights: np.ndarray):
     return rows, data.X[rows], i, j, weights[clicked][owner[keep]], owner[keep], clicked
 
 
-class _LinearRanker(BaseEstimator):
-    """Shared ``predict`` of the linear rankers."""
+class _LinearRanker(RankerMixin, BaseEstimator):
+    """Shared ``predict`` (and ``score``, ``preprocessor``) of the linear rankers."""
 
     def predict(self, X):
-        """Scores ``X @ coef_`` (higher is better); ``X`` may also be a RankingDataset or ClickLog."""
+        """Scores of the rows of ``X`` (higher is better).
+
+        Parameters
+        ----------
+        X : array (n_docs, n_features), RankingDataset or ClickLog (its data set's rows)
+
+        Returns
+        -------
+        scores : array (n_docs,)
+            ``preprocessor_.transform(X) @ coef_`` (``X @ coef_`` without a preprocessor).
+        """
         check_is_fitted(self, "coef_")
-        return prediction_matrix(X, self.coef_.shape[0]) @ self.coef_
+        return self._prediction_features(X, self.coef_.shape[0]) @ self.coef_
 
 
 # Relative duality gap of the first CCP subproblem: its solution is only a starting point.
@@ -112,13 +123,29 @@ class RankSVM(_LinearRanker):
     True
     """
 
-    def __init__(self, C: float = 1.0, tol: float = 1e-6, max_iter: int = 1000):
+    def __init__(self, C: float = 1.0, tol: float = 1e-6, max_iter: int = 1000, preprocessor=None):
         self.C = C
         self.tol = tol
         self.max_iter = max_iter
+        self.preprocessor = preprocessor
 
     def fit(self, X, y=None, qid=None):
+        """Fit on full-information labels ``(X, y, qid)`` / a RankingDataset, or naively on a ClickLog.
+
+        Parameters
+        ----------
+        X : array (n_docs, n_features), RankingDataset or ClickLog
+        y : array (n_docs,), optional
+            Graded labels when ``X`` is an array.
+        qid : array (n_docs,), optional
+            Query id of every row when ``X`` is an array.
+
+        Returns
+        -------
+        self
+        """
         C = _check_C(self.C)
+        X, y, qid = self._begin_fit(X, y, qid)
         if isinstance(X, ClickLog):
             agg = X.aggregate(lambda positions: np.ones(len(positions)))
             if agg.n_clicks == 0:
@@ -140,7 +167,7 @@ class RankSVM(_LinearRanker):
         self.duality_gap_ = result.gap
         self.converged_ = result.converged
         self.n_features_in_ = Xl.shape[1]
-        return self
+        return self._end_fit()
 
 
 def _missing_qid():
@@ -176,7 +203,22 @@ class _PropensitySVM(_LinearRanker):
         return np.bincount(owner, slack, minlength=n_clicked)
 
     def fit(self, log, y=None):
+        """Fit on a click log (propensities from ``propensity``).
+
+        Parameters
+        ----------
+        log : ClickLog
+        y : ignored
+            Present for scikit-learn's model selection.
+
+        Returns
+        -------
+        self
+        """
         lam = self._lambda()
+        if not isinstance(log, ClickLog):
+            raise ValueError(f"{type(self).__name__}.fit needs a ClickLog, got {type(log).__name__}")
+        log, _, _ = self._begin_fit(log)
         C_n, agg, Xl, i, j, w, owner, clicked = self._prepare(log)
         W = agg.weights[clicked]
         linear = lam.concave is True and lam.convex is True  # affine lambda: one QP
@@ -192,7 +234,8 @@ class _PropensitySVM(_LinearRanker):
         inner_tol = self.solver_tol
         if max_ccp > 1:  # a lone step is solved exactly; a first step of many only loosely
             inner_tol = max(self.solver_tol, min(_CCP_FIRST_INNER_TOL, 0.1 * self.tol))
-        for _ in range(max_ccp):
+        bar = progress(range(max_ccp), desc=f"{type(self).__name__} CCP", unit="iter", leave=False)
+        for _ in bar:
             # Linearise lambda at the current hinge sums: PropRank weights W_j * lambda'(1 + H_j).
             H = self._bound(Xl @ coef, i, j, owner, len(W))
             pair_w = (W * lam.derivative(1.0 + H))[owner]
@@ -219,6 +262,7 @@ class _PropensitySVM(_LinearRanker):
             # touches the objective, so the objective stays non-increasing; the tolerance
             # tightens with the objective change down to ``solver_tol``.
             inner_tol = max(self.solver_tol, min(inner_tol, 0.01 * change))
+        bar.close()
         if not converged_ccp and not linear:
             warnings.warn(f"{type(self).__name__}: the convex-concave procedure stopped after {max_ccp} "
                           f"iterations with relative objective change above tol={self.tol}", ConvergenceWarning)
@@ -233,7 +277,7 @@ class _PropensitySVM(_LinearRanker):
         self.converged_ = bool(converged_ccp and result.converged)
         self.duality_gap_ = result.gap
         self.n_features_in_ = Xl.shape[1]
-        return self
+        return self._end_fit()
 
     def _objective(self, coef, Xl, i, j, owner, W, lam, C_n):
         H = self._bound(Xl @ coef, i, j, owner, len(W))
@@ -269,11 +313,13 @@ class SVMPropRank(_PropensitySVM):
 
     _metric = "avg_rank"
 
-    def __init__(self, C: float = 1.0, propensity=None, solver_tol: float = 1e-6, max_iter: int = 1000):
+    def __init__(self, C: float = 1.0, propensity=None, solver_tol: float = 1e-6, max_iter: int = 1000,
+                 preprocessor=None):
         self.C = C
         self.propensity = propensity
         self.solver_tol = solver_tol
         self.max_iter = max_iter
+        self.preprocessor = preprocessor
 
     tol = 0.0
     max_ccp_iter = 1
@@ -303,13 +349,14 @@ class SVMPropDCG(_PropensitySVM):
     _metric = "dcg"
 
     def __init__(self, C: float = 1.0, propensity=None, max_ccp_iter: int = 50, tol: float = 1e-3,
-                 solver_tol: float = 1e-6, max_iter: int = 1000):
+                 solver_tol: float = 1e-6, max_iter: int = 1000, preprocessor=None):
         self.C = C
         self.propensity = propensity
         self.max_ccp_iter = max_ccp_iter
         self.tol = tol
         self.solver_tol = solver_tol
         self.max_iter = max_iter
+        self.preprocessor = preprocessor
 
 
 class SVMPropRBP(SVMPropDCG):
@@ -318,9 +365,9 @@ class SVMPropRBP(SVMPropDCG):
     _metric = "rbp"
 
     def __init__(self, C: float = 1.0, p: float = 0.8, propensity=None, max_ccp_iter: int = 50,
-                 tol: float = 1e-3, solver_tol: float = 1e-6, max_iter: int = 1000):
+                 tol: float = 1e-3, solver_tol: float = 1e-6, max_iter: int = 1000, preprocessor=None):
         super().__init__(C=C, propensity=propensity, max_ccp_iter=max_ccp_iter, tol=tol,
-                         solver_tol=solver_tol, max_iter=max_iter)
+                         solver_tol=solver_tol, max_iter=max_iter, preprocessor=preprocessor)
         self.p = p
 
     def _metric_params(self):
