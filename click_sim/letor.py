@@ -13,7 +13,7 @@ __all__ = ["load_letor"]
 
 
 def load_letor(path, *, n_features: int | None = None, name: str | None = None) -> RankingDataset:
-    """Load a LETOR / SVMlight file (``label qid:Q idx:value ... # comment``).
+    """Load a LETOR / SVMlight file (``label qid:Q idx:value ... # comment``), plain, ``.gz`` or ``.bz2``.
 
     Parsing is done by :func:`sklearn.datasets.load_svmlight_file` with
     ``query_id=True``; features are made dense (LETOR sets are dense). The
@@ -56,9 +56,22 @@ def load_letor(path, *, n_features: int | None = None, name: str | None = None) 
         raise ValueError(f"{path}: {_locate_row_error(path, str(err))}") from err
 
 
+def _open_binary(path):
+    """The file, decompressed as ``load_svmlight_file`` does for ``.gz`` and ``.bz2`` names."""
+    if str(path).endswith(".gz"):
+        import gzip
+
+        return gzip.open(path, "rb")
+    if str(path).endswith(".bz2"):
+        import bz2
+
+        return bz2.open(path, "rb")
+    return open(path, "rb")
+
+
 def _data_lines(path):
     """``(line_number, content_without_comment)`` of every data line."""
-    with open(path, "rb") as fh:
+    with _open_binary(path) as fh:
         for number, raw in enumerate(fh, start=1):
             text = raw.decode("utf-8", "replace").split("#", 1)[0].strip()
             if text:

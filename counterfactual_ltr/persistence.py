@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import numbers
 import os
+import zipfile
 
 import numpy as np
 
@@ -243,7 +244,7 @@ def _decode(value, arrays, where: str):
         classes = _transformer_classes()
         if inner.get("class") not in classes:
             raise ValueError(f"malformed model file: transformer class {inner.get('class')!r} is not allowed")
-        est = classes[inner["class"]](**_decode(inner["params"], arrays, where))
+        est = classes[inner["class"]](**{k: _decode(v, arrays, f"{where}.{k}") for k, v in inner["params"].items()})
         for k, v in inner["state"].items():
             setattr(est, k, _decode(v, arrays, f"{where}.{k}"))
         return est
@@ -331,7 +332,7 @@ def load_model(path):
     try:
         with np.load(path, allow_pickle=False) as archive:
             arrays = {k: archive[k] for k in archive.files}
-    except (OSError, ValueError, EOFError) as err:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
         raise ValueError(f"{path}: not a counterfactual-ltr model file ({err})") from None
     if _META not in arrays:
         raise ValueError(f"{path}: not a counterfactual-ltr model file (no {_META} entry)")
@@ -348,7 +349,7 @@ def load_model(path):
     if meta.get("class") not in classes:
         raise ValueError(f"{path}: unknown estimator class {meta.get('class')!r}")
     try:
-        model = classes[meta["class"]](**_decode(meta["params"], arrays, "params"))
+        model = classes[meta["class"]](**{k: _decode(v, arrays, k) for k, v in meta["params"].items()})
         for k, v in meta["state"].items():
             if isinstance(v, dict) and "__mlp__" in v:
                 spec = v["__mlp__"]

@@ -1,0 +1,565 @@
+"""The ``cltr`` command: one command per step of the workflow, thin wrappers over the public API.
+
+::
+
+    cltr simulate DATA -o log.parquet            # click_sim.simulate_clicks
+    cltr propensity LOG DATA -o propensity.json  # propensity.estimate_propensities
+    cltr fit LOG DATA --model svm-propdcg --C 0.1,1,10 -o model.npz   # GridSearchCV + GroupKFold
+    cltr evaluate MODEL... LOG DATA -o report.html                     # evaluation.validation_report
+    cltr predict MODEL DATA -o scores.tsv                              # estimator.predict
+    cltr experiments NAME [--quick]                                    # python -m experiments NAME
+
+Every step is one call of the Python API (named beside it), so a Python user
+can do the same. Bad input (missing or malformed files, bad option values)
+exits with status 2 and a one-line message on stderr. Progress bars go to
+stderr when it is a terminal; ``--quiet`` silences them and the summaries.
+Run ``cltr COMMAND --help`` for the options and examples of each command;
+``python -m counterfactual_ltr.cli`` is the same command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import warnings
+import zipfile
+from pathlib import Path
+
+import click
+import numpy as np
+
+from . import __version__
+
+__all__ = ["cli", "main", "MODELS"]
+
+#: ``--model`` names of ``cltr fit`` and the estimator class each builds.
+MODELS = {"svm-propdcg": "SVMPropDCG", "svm-proprank": "SVMPropRank", "svm-proprbp": "SVMPropRBP",
+          "svm-rank": "RankSVM", "slam": "SLAMRanker", "deep": "DeepPropDCG"}
+SCALERS = {"none": None, "standard": "StandardScaler", "minmax": "MinMaxScaler", "maxabs": "MaxAbsScaler",
+           "robust": "RobustScaler"}
+# Errors that mean "bad input": reported in one line with status 2. Anything else is a bug: traceback.
+_INPUT_ERRORS = (ValueError, TypeError, OSError, EOFError, zipfile.BadZipFile)
+
+
+class InputError(click.UsageError):
+    """Bad input found while running a command (exit status 2)."""
+
+
+def _echo(ctx_quiet: bool, text: str) -> None:
+    if not ctx_quiet:
+        click.echo(text)
+
+
+def _progress_setting(quiet: bool):
+    """``show_progress`` argument: never with ``--quiet``, else only on a terminal."""
+    return False if quiet else None
+
+
+def _quiet_option(f):
+    return click.option("-q", "--quiet", is_flag=True, help="No progress bars, no summary on stdout.")(f)
+
+
+def _floats(value: str, name: str) -> list[float]:
+    try:
+        values = [float(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a comma-separated list of numbers", param_hint=name) from None
+    if not values:
+        raise click.BadParameter("needs at least one value", param_hint=name)
+    return values
+
+
+def _load_data(path):
+    from click_sim import load_letor  # the LETOR/SVMlight reader lives with the simulator
+
+    try:
+        return load_letor(path)
+    except ValueError as err:
+        message = str(err)
+        raise InputError(message if os.fspath(path) in message else f"{path}: {message}") from None
+
+
+def _load_log(path, data):
+    from .files import read_click_log
+
+    return read_click_log(path, data)
+
+
+def _propensity(spec):
+    from .persistence import load_propensity
+
+    try:
+        return load_propensity(spec)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="--propensity") from None
+
+
+def _scorer(name: str, propensity):
+    from .evaluation import ips_scorer, snips_scorer
+
+    kind, _, metric = name.partition("-")
+    if kind not in ("ips", "snips") or not metric:
+        raise click.BadParameter(f"{name!r}: expected ips-METRIC or snips-METRIC (e.g. snips-dcg)",
+                                 param_hint="--scoring")
+    from .metrics import get_lambda
+
+    try:
+        get_lambda(metric)
+    except (ValueError, TypeError) as err:
+        raise click.BadParameter(f"{name!r}: {err}", param_hint="--scoring") from None
+    return (snips_scorer if kind == "snips" else ips_scorer)(metric, propensity=propensity)
+
+
+class _CountingScorer:
+    """Wraps a scorer to advance a progress bar once per (candidate, fold) of a grid search."""
+
+    def __init__(self, scorer, bar):
+        self.scorer, self.bar = scorer, bar
+
+    def __call__(self, estimator, X, y=None):
+        value = self.scorer(estimator, X, y)
+        self.bar.update(1)
+        return value
+
+
+# ----------------------------------------------------------------------------- the command group
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(version=__version__, prog_name="cltr")
+def cli():
+    """Counterfactual learning to rank from logged clicks, one command per step.
+
+    \b
+    A typical session (MQ2008-style LETOR files):
+      cltr simulate train.txt --passes 20 -o train_log.parquet
+      cltr simulate vali.txt --passes 20 -o vali_log.parquet
+      cltr fit train_log.parquet train.txt --model svm-propdcg --C 1,10,100 --cv 3 -o model.npz
+      cltr evaluate model.npz vali_log.parquet vali.txt -o report.html
+      cltr predict model.npz test.txt -o scores.tsv
+
+    Exit status 2 with a one-line message on bad input.
+    """
+
+
+@cli.command()
+@click.argument("data", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="Click log to write: .parquet or .csv (.csv.gz ...).")
+@click.option("--passes", default=10, show_default=True, type=click.IntRange(min=1),
+              help="Sessions per query (every query is shown once per pass).")
+@click.option("--eta", default=1.0, show_default=True, type=click.FloatRange(min=0),
+              help="Position bias: examination probability (1/rank)^eta.")
+@click.option("--eps-minus", default=0.1, show_default=True, type=click.FloatRange(0, 1),
+              help="Click probability of an examined irrelevant document.")
+@click.option("--eps-plus", default=1.0, show_default=True, type=click.FloatRange(0, 1),
+              help="Click probability of an examined relevant document.")
+@click.option("--ranker", type=click.Path(exists=True, dir_okay=False),
+              help="Model file of the logging (production) ranker; default: a RankSVM trained on "
+                   "--production-fraction of the queries.")
+@click.option("--production-fraction", default=0.01, show_default=True, type=click.FloatRange(0, 1, min_open=True),
+              help="Share of the queries the default production ranker is trained on (their full labels).")
+@click.option("--max-shown", type=click.IntRange(min=1), help="Show only the top documents of each ranking.")
+@click.option("--intervention", help="Randomised intervention of the logging policy (e.g. swap experiments "
+                                     "for propensity estimation), when the simulator offers it.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Random seed (same seed, same log).")
+@_quiet_option
+def simulate(data, output, passes, eta, eps_minus, eps_plus, ranker, production_fraction, max_shown,
+             intervention, seed, quiet):
+    """Simulate a click log on the LETOR/SVMlight file DATA (plain or gzipped).
+
+    Calls click_sim.simulate_clicks with a PositionBasedClickModel. The log's
+    'doc' column is the row of DATA shown, so later commands take the same DATA.
+
+    \b
+    Example:
+      cltr simulate train.txt --passes 20 --eta 1 --eps-minus 0.1 -o train_log.parquet
+    """
+    import inspect
+
+    from click_sim import PositionBasedClickModel, simulate_clicks, train_production_ranker
+
+    from ._progress import show_progress
+    from .files import _kind, write_click_log
+
+    _kind(output)  # an unknown file type fails before the work, not after
+    dataset = _load_data(data)
+    extra = {}
+    if intervention is not None:
+        if "intervention" not in inspect.signature(simulate_clicks).parameters:
+            raise InputError("--intervention: this version's simulator has no interventions")
+        extra["intervention"] = intervention
+    model = PositionBasedClickModel(eta=eta, eps_minus=eps_minus, eps_plus=eps_plus)
+    with show_progress(_progress_setting(quiet)):
+        if ranker is not None:
+            from .persistence import load_model
+
+            production = load_model(ranker)
+        else:
+            production = train_production_ranker(dataset, fraction=production_fraction, random_state=seed)
+        log = simulate_clicks(dataset, production, model, n_passes=passes, random_state=seed, max_shown=max_shown,
+                              **extra)
+    write_click_log(log, output)
+    _echo(quiet, f"wrote {output}: {log.n_sessions} sessions, {log.n_clicks} clicks ({model})")
+
+
+@cli.command()
+@click.argument("log", type=click.Path(exists=True, dir_okay=False))
+@click.argument("data", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="JSON file to write.")
+@click.option("--method", required=True, help="Estimation method of estimate_propensities "
+                                               "(e.g. swap, harvesting, em).")
+@_quiet_option
+def propensity(log, data, output, method, quiet):
+    """Estimate position propensities from the click LOG over DATA; write them as JSON.
+
+    Calls counterfactual_ltr.propensity.estimate_propensities(log, method). The
+    JSON holds the per-position values, their intervals and eta_ when the method
+    gives them, and a "propensity" entry that --propensity of fit/evaluate reads.
+
+    \b
+    Example:
+      cltr propensity swap_log.parquet train.txt --method swap -o propensity.json
+      cltr fit train_log.parquet train.txt --propensity propensity.json -o model.npz
+    """
+    from . import propensity as propensity_module
+
+    estimate = getattr(propensity_module, "estimate_propensities", None)
+    if estimate is None:
+        raise InputError("propensity estimation is not available in this version "
+                         "(counterfactual_ltr.propensity.estimate_propensities is missing)")
+    from ._progress import show_progress
+
+    dataset = _load_data(data)
+    click_log = _load_log(log, dataset)
+    with show_progress(_progress_setting(quiet)):
+        result = estimate(click_log, method)
+    payload = _estimation_payload(result, method)
+    Path(output).write_text(json.dumps(payload, indent=1))
+    _echo(quiet, f"wrote {output}")
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_jsonable(v) for v in np.asarray(value, dtype=object).tolist()] if isinstance(value, np.ndarray) \
+            else [_jsonable(v) for v in value]
+    if isinstance(value, (np.floating, float)):
+        return float(value) if np.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def _estimation_payload(result, method) -> dict:
+    """The JSON of ``cltr propensity``: the model (readable by ``--propensity``) and the estimates."""
+    from .persistence import propensity_to_dict
+
+    payload = {"method": method}
+    candidates = [result, getattr(result, "model_", None), getattr(result, "propensity_", None)]
+    for candidate in candidates:
+        if candidate is None or not callable(candidate):
+            continue
+        try:
+            payload["propensity"] = propensity_to_dict(candidate)
+            break
+        except (ValueError, TypeError):
+            continue
+    for name in ("values_", "propensities_", "intervals_", "ci_low_", "ci_high_", "stderr_", "eta_", "values",
+                 "intervals", "eta"):
+        if hasattr(result, name) and not callable(getattr(result, name)):
+            payload[name] = _jsonable(getattr(result, name))
+    if isinstance(result, dict):
+        payload.update(_jsonable(result))
+    return payload
+
+
+@cli.command()
+@click.argument("log", type=click.Path(exists=True, dir_okay=False))
+@click.argument("data", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="Model file to write (JSON + arrays in one .npz archive; opening it runs no code).")
+@click.option("--model", "model_name", default="svm-propdcg", show_default=True, type=click.Choice(list(MODELS)),
+              help="Estimator (svm-rank is the naive baseline: clicks as labels).")
+@click.option("--C", "C", default="0.1,1,10,100", show_default=True,
+              help="Comma-separated grid of C (SVMs and slam).")
+@click.option("--alpha", default=None, help="Comma-separated grid of weight decay alpha (deep only).")
+@click.option("--epochs", default=50, show_default=True, type=click.IntRange(min=1), help="Epochs (deep only).")
+@click.option("--hidden", default=200, show_default=True, type=click.IntRange(min=1),
+              help="Hidden units of the one-layer MLP (deep only).")
+@click.option("--cv", default=3, show_default=True, type=click.IntRange(min=2),
+              help="Folds of GroupKFold (sessions grouped by query).")
+@click.option("--scoring", default="snips-dcg", show_default=True,
+              help="Selection criterion: snips-METRIC or ips-METRIC (dcg, avg_rank, rbp, prec@k).")
+@click.option("--propensity", default=None,
+              help="eta of the position-based model, or a JSON file of 'cltr propensity'. Default: eta = 1, "
+                   "which must match how the log was collected.")
+@click.option("--scale", default="none", show_default=True, type=click.Choice(list(SCALERS)),
+              help="Feature preprocessor fitted on each training fold's documents (the estimators' preprocessor=).")
+@click.option("--seed", default=0, show_default=True, type=int, help="Random seed (deep).")
+@_quiet_option
+def fit(log, data, output, model_name, C, alpha, epochs, hidden, cv, scoring, propensity, scale, seed, quiet):
+    """Fit a ranker on the click LOG over DATA, choosing hyper-parameters by grid search.
+
+    Runs sklearn's GridSearchCV with GroupKFold(--cv) over the sessions grouped
+    by query, scoring each candidate by its IPS/SNIPS estimate on the held-out
+    fold's clicks, refits the best on the whole log and saves it.
+
+    \b
+    Example:
+      cltr fit train_log.parquet train.txt --model svm-propdcg --C 0.1,1,10 --cv 3 \\
+          --scoring snips-dcg -o model.npz
+    """
+    from sklearn.model_selection import GridSearchCV, GroupKFold
+
+    from ._progress import progress, show_progress
+    from .persistence import save_model
+
+    prop = _propensity(propensity)
+    scorer = _scorer(scoring, prop)
+    estimator, grid = _make_estimator(model_name, C, alpha, epochs, hidden, prop, scale, seed)
+    dataset = _load_data(data)
+    click_log = _load_log(log, dataset)
+    n_fits = int(np.prod([len(v) for v in grid.values()])) * cv
+    with show_progress(_progress_setting(quiet)):
+        bar = progress(total=n_fits, desc=f"grid search {model_name}", unit="fit")
+        search = GridSearchCV(estimator, grid, cv=GroupKFold(cv), scoring=_CountingScorer(scorer, bar),
+                              error_score="raise")
+        try:
+            search.fit(click_log, groups=click_log.groups)
+        finally:
+            bar.close()
+    save_model(search.best_estimator_, output)
+    chosen = ", ".join(f"{k}={v:g}" for k, v in search.best_params_.items())
+    _echo(quiet, f"chose {chosen} (cross-validated {scoring} {search.best_score_:.5f}); wrote {output}")
+
+
+def _make_estimator(model_name, C, alpha, epochs, hidden, prop, scale, seed):
+    from . import estimators
+
+    cls = getattr(estimators, MODELS[model_name])
+    params = {}
+    if model_name != "svm-rank":
+        params["propensity"] = prop
+    if SCALERS[scale] is not None:
+        import sklearn.preprocessing as pre
+
+        params["preprocessor"] = getattr(pre, SCALERS[scale])()
+    if model_name == "deep":
+        if C != "0.1,1,10,100":
+            raise click.BadParameter("deep has no C; use --alpha", param_hint="--C")
+        grid = {"alpha": _floats(alpha or "1e-6", "--alpha")}
+        params.update(hidden_layer_sizes=(hidden,), max_epochs=epochs, random_state=seed)
+    else:
+        if alpha is not None:
+            raise click.BadParameter(f"{model_name} has no alpha; use --C", param_hint="--alpha")
+        grid = {"C": _floats(C, "--C")}
+    for name, values in grid.items():
+        for value in values:
+            if not (np.isfinite(value) and value > 0 if name == "C" else np.isfinite(value) and value >= 0):
+                raise click.BadParameter(f"{value:g} is out of range ({'> 0' if name == 'C' else '>= 0'})",
+                                         param_hint=f"--{name}")
+    return cls(**params), grid
+
+
+def _load_models(paths):
+    from .persistence import load_model
+
+    models = {}
+    for path in paths:
+        name = Path(path).name
+        for suffix in (".npz",):
+            name = name[: -len(suffix)] if name.endswith(suffix) else name
+        if name in models:
+            name = os.fspath(path)
+        models[name] = load_model(path)
+    return models
+
+
+@cli.command()
+@click.argument("models", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.argument("log", type=click.Path(exists=True, dir_okay=False))
+@click.argument("data", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="Report to write: .html (tables and figure), .md (Markdown) or .json (every estimate).")
+@click.option("--metrics", default="dcg,avg_rank", show_default=True, help="Comma-separated metrics.")
+@click.option("--propensity", default=None,
+              help="eta of the position-based model, or a JSON file of 'cltr propensity' (default eta = 1).")
+@click.option("--confidence", default=0.95, show_default=True, type=click.FloatRange(0, 1, min_open=True,
+                                                                                        max_open=True))
+@_quiet_option
+def evaluate(models, log, data, output, metrics, propensity, confidence, quiet):
+    """Estimate the MODELS' metrics offline from the click LOG over DATA (IPS and SNIPS).
+
+    Calls counterfactual_ltr.evaluation.validation_report; the HTML report
+    holds its tables and its figure (estimates with confidence intervals).
+
+    \b
+    Example:
+      cltr evaluate model_a.npz model_b.npz vali_log.parquet vali.txt -o report.html
+    """
+    from .evaluation import validation_report
+
+    suffix = Path(output).suffix.lower()
+    if suffix not in (".html", ".htm", ".md", ".json"):
+        raise click.BadParameter(f"{output}: expected a .html, .md or .json file", param_hint="--output")
+    metric_names = [m.strip() for m in metrics.split(",") if m.strip()]
+    if not metric_names:
+        raise click.BadParameter("needs at least one metric", param_hint="--metrics")
+    prop = _propensity(propensity)
+    rankers = _load_models(models)
+    dataset = _load_data(data)
+    click_log = _load_log(log, dataset)
+    report = validation_report(rankers, click_log, propensity=prop, metrics=tuple(metric_names),
+                               confidence=confidence)
+    if suffix == ".json":
+        text = json.dumps(_report_json(report), indent=1)
+    elif suffix == ".md":
+        text = report.to_markdown()
+    else:
+        text = _report_html(report, metric_names[0])
+    Path(output).write_text(text)
+    best = ", ".join(f"{m}: {report.best(m)}" for m in metric_names)
+    _echo(quiet, f"wrote {output}; best by SNIPS -- {best}")
+
+
+def _report_json(report) -> dict:
+    from dataclasses import asdict
+
+    return {"n_sessions": report.n_sessions, "n_clicks": report.n_clicks, "propensity": report.propensity,
+            "confidence": report.confidence,
+            "rankers": {row["name"]: {m: {k: _jsonable(asdict(v)) if hasattr(v, "__dataclass_fields__")
+                                          else _jsonable(v) for k, v in row[m].items()}
+                                      for m in report.metrics} for row in report.rows}}
+
+
+def _report_html(report, metric: str) -> str:
+    """The report's HTML with its figure embedded (one self-contained file)."""
+    import base64
+    import io
+
+    try:
+        import matplotlib
+    except ImportError:
+        click.echo("cltr: the HTML report has no figure: matplotlib is not installed", err=True)
+        return report.to_html().replace("</body>", "<p>(figure omitted: matplotlib is not installed)</p></body>", 1)
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = report.plot(metric=metric)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    plt.close(fig)
+    image = (f'<p><img alt="IPS and SNIPS estimates of {metric} with confidence intervals" '
+             f'src="data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}"></p>')
+    page = report.to_html()
+    return page.replace("</body>", image + "</body>", 1) if "</body>" in page else page + image
+
+
+@cli.command()
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@click.argument("data", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="Tab-separated file: qid, row (of DATA), score, rank (1 = top of its query).")
+@_quiet_option
+def predict(model, data, output, quiet):
+    """Score every document of DATA with the saved MODEL.
+
+    Calls load_model(MODEL).predict(data); scores are written with 17
+    significant digits, so they read back exactly.
+
+    \b
+    Example:
+      cltr predict model.npz test.txt -o scores.tsv
+    """
+    from ._segments import rank_within_queries
+    from .persistence import load_model
+
+    ranker = load_model(model)
+    dataset = _load_data(data)
+    scores = np.asarray(ranker.predict(dataset), dtype=np.float64)
+    ranks = rank_within_queries(scores, dataset.query_offsets)
+    with open(output, "w", encoding="utf-8") as fh:
+        fh.write("qid\trow\tscore\trank\n")
+        for q, row, s, r in zip(dataset.qid.tolist(), range(dataset.n_docs), scores.tolist(), ranks.tolist()):
+            fh.write(f"{q}\t{row}\t{s!r}\t{r}\n")
+    _echo(quiet, f"wrote {output}: {dataset.n_docs} scores of {dataset.n_queries} queries")
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("name")
+@click.option("--quick", is_flag=True, help="CI-sized run; writes under results/quick unless --out is given.")
+@click.option("--out", type=click.Path(file_okay=False), help="Folder for the JSON and PNG.")
+@_quiet_option
+def experiments(name, quick, out, quiet):
+    """Run the reproduction script NAME ('all' for every one), as python -m experiments NAME.
+
+    \b
+    Example:
+      cltr experiments table3 --quick
+    """
+    try:
+        from experiments.__main__ import main as run, scripts
+    except ImportError:
+        raise InputError("the experiments package is not importable: run from a source checkout "
+                         "of counterfactual-ltr (or install it from one)") from None
+    if name != "all" and name not in scripts():
+        raise InputError(f"unknown experiment {name!r}; choose from: all, {', '.join(scripts())}")
+    argv = [name] + (["--quick"] if quick else []) + (["--out", out] if out else [])
+    from ._progress import show_progress
+
+    with show_progress(_progress_setting(quiet)):
+        run(argv)
+
+
+# ----------------------------------------------------------------------------- entry point
+
+def _one_line(text: str) -> str:
+    return "; ".join(line.strip() for line in str(text).splitlines() if line.strip())
+
+
+def main(argv=None) -> int:
+    """Run ``cltr`` with ``argv`` (default ``sys.argv[1:]``); returns the exit status.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+
+    Returns
+    -------
+    int
+        0 on success, 2 on bad input (one line on stderr), 1 when interrupted.
+
+    Examples
+    --------
+    >>> main(["predict", "no/such/model.npz", "no/such/data.txt", "-o", "scores.tsv"])
+    2
+    """
+    formatwarning = warnings.formatwarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("once")
+        warnings.formatwarning = _format_warning
+        try:
+            status = cli.main(args=argv, prog_name="cltr", standalone_mode=False)
+        except click.exceptions.Abort:
+            click.echo("cltr: interrupted", err=True)
+            return 1
+        except click.ClickException as err:
+            click.echo(f"cltr: error: {_one_line(err.format_message())}", err=True)
+            return 2
+        except _INPUT_ERRORS as err:
+            click.echo(f"cltr: error: {_one_line(err) or type(err).__name__}", err=True)
+            return 2
+        finally:
+            warnings.formatwarning = formatwarning
+    return status if isinstance(status, int) else 0
+
+
+def _format_warning(message, category, filename, lineno, line=None):
+    return f"cltr: {category.__name__}: {_one_line(message)}\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
