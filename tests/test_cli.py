@@ -1,0 +1,241 @@
+"""The ``cltr`` command: end to end through subprocesses, against the Python API; errors; every --help."""
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import dump_svmlight_file
+
+from click_sim import PositionBasedClickModel, load_letor, make_ranking, simulate_clicks, train_production_ranker
+from counterfactual_ltr.cli import MODELS, main
+from counterfactual_ltr.evaluation import snips_estimate, ips_estimate
+from counterfactual_ltr.files import read_click_log
+from counterfactual_ltr.persistence import load_model
+
+from conftest import REPO, mq2008_dir, requires_mq2008
+
+COMMANDS = ("simulate", "propensity", "fit", "evaluate", "predict", "experiments")
+
+
+def cltr(*args, cwd):
+    """Run ``python -m counterfactual_ltr.cli`` in a fresh process, the repository on the path."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, "-m", "counterfactual_ltr.cli", *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _write_letor(data, path):
+    dump_svmlight_file(data.X, data.y, str(path), query_id=data.qid, zero_based=False)
+
+
+@pytest.fixture(scope="module")
+def synthetic_files(tmp_path_factory):
+    """train/vali/test LETOR files of a synthetic data set (train gzipped)."""
+    import gzip
+    import shutil
+
+    folder = tmp_path_factory.mktemp("cltr_synthetic")
+    data = make_ranking(n_queries=150, n_docs=(5, 15), n_features=6, random_state=0)
+    parts = {"train": np.arange(0, 80), "vali": np.arange(80, 115), "test": np.arange(115, 150)}
+    for name, queries in parts.items():
+        _write_letor(data.subset(queries), folder / f"{name}.txt")
+    with open(folder / "train.txt", "rb") as src, gzip.open(folder / "train.txt.gz", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return folder
+
+
+def _workflow(folder, train, vali, test, *, passes, grid, cv):
+    """simulate -> fit (grid) -> evaluate -> predict through subprocesses; returns the output paths."""
+    out = {"train_log": folder / "train_log.parquet", "vali_log": folder / "vali_log.csv",
+           "model": folder / "model.npz", "report": folder / "report.json", "html": folder / "report.html",
+           "scores": folder / "scores.tsv"}
+    # The validation log and the HTML report are made in-process (same code, no interpreter start-up).
+    assert main(["simulate", str(vali), "--passes", str(passes), "--seed", "4", "-o", str(out["vali_log"]), "-q"]) == 0
+    steps = [
+        ("simulate", train, "--passes", passes, "--eta", 1, "--eps-minus", 0.1, "--seed", 3, "-o", out["train_log"]),
+        ("fit", out["train_log"], train, "--model", "svm-proprank", "--C", grid, "--cv", cv,
+         "--scoring", "snips-dcg", "--scale", "standard", "-o", out["model"]),
+        ("evaluate", out["model"], out["vali_log"], vali, "--metrics", "dcg,avg_rank", "-o", out["report"]),
+        ("predict", out["model"], test, "-o", out["scores"]),
+    ]
+    for step in steps:
+        result = cltr(*step, "--quiet", cwd=folder)
+        assert result.returncode == 0, f"{step[0]} failed: {result.stderr}"
+        assert "Traceback" not in result.stderr
+    assert main(["evaluate", str(out["model"]), str(out["vali_log"]), str(vali), "-o", str(out["html"]), "-q"]) == 0
+    return out
+
+
+def _check_against_api(out, train, vali, test, *, passes, grid, cv):
+    from sklearn.model_selection import GridSearchCV, GroupKFold
+    from sklearn.preprocessing import StandardScaler
+
+    from counterfactual_ltr.estimators import SVMPropRank
+    from counterfactual_ltr.evaluation import snips_scorer
+
+    train_data, vali_data, test_data = load_letor(train), load_letor(vali), load_letor(test)
+    click_model = PositionBasedClickModel(eta=1.0, eps_minus=0.1, eps_plus=1.0)
+    # The logs are the ones the Python API simulates with the same seeds.
+    expected = simulate_clicks(train_data, train_production_ranker(train_data, 0.01, random_state=3), click_model,
+                               n_passes=passes, random_state=3)
+    train_log = read_click_log(out["train_log"], train_data)
+    assert train_log.equals(expected)
+    vali_log = read_click_log(out["vali_log"], vali_data)
+    assert vali_log.equals(simulate_clicks(vali_data, train_production_ranker(vali_data, 0.01, random_state=4),
+                                           click_model, n_passes=passes, random_state=4))
+    # The model is GridSearchCV's choice, refitted on the whole log.
+    search = GridSearchCV(SVMPropRank(preprocessor=StandardScaler()), {"C": [float(c) for c in grid.split(",")]},
+                          cv=GroupKFold(cv), scoring=snips_scorer("dcg")).fit(train_log, groups=train_log.groups)
+    model = load_model(out["model"])
+    assert isinstance(model, SVMPropRank) and model.C == search.best_params_["C"]
+    np.testing.assert_allclose(model.coef_, search.best_estimator_.coef_, rtol=1e-10, atol=1e-12)
+    # The report's numbers are the API's estimates.
+    report = json.loads(out["report"].read_text())
+    estimates = report["rankers"]["model"]
+    for metric in ("dcg", "avg_rank"):
+        assert estimates[metric]["snips"]["value"] == pytest.approx(snips_estimate(vali_log, model, metric=metric).value,
+                                                                    rel=1e-12)
+        assert estimates[metric]["ips"]["ci_low"] == pytest.approx(ips_estimate(vali_log, model, metric=metric).ci_low,
+                                                                   rel=1e-12)
+    html = out["html"].read_text()
+    assert "<table" in html or "<pre>" in html
+    assert "data:image/png;base64," in html
+    # The scores are the loaded model's predictions, digit for digit.
+    scores = pd.read_csv(out["scores"], sep="\t")
+    assert list(scores.columns) == ["qid", "row", "score", "rank"]
+    np.testing.assert_array_equal(scores["score"].to_numpy(), model.predict(test_data))
+    np.testing.assert_array_equal(scores["qid"].to_numpy(), test_data.qid)
+    from counterfactual_ltr.metrics import ranks
+
+    np.testing.assert_array_equal(scores["rank"].to_numpy(), ranks(model.predict(test_data), qid=test_data.qid))
+
+
+def test_workflow_on_synthetic_data(synthetic_files):
+    folder = synthetic_files
+    args = dict(passes=4, grid="0.1,10", cv=2)
+    out = _workflow(folder, folder / "train.txt.gz", folder / "vali.txt", folder / "test.txt", **args)
+    _check_against_api(out, folder / "train.txt.gz", folder / "vali.txt", folder / "test.txt", **args)
+
+
+@requires_mq2008
+@pytest.mark.slow
+def test_workflow_on_mq2008(tmp_path):
+    fold = mq2008_dir() / "Fold1"
+    args = dict(passes=2, grid="1,100", cv=2)
+    out = _workflow(tmp_path, fold / "train.txt", fold / "vali.txt", fold / "test.txt", **args)
+    _check_against_api(out, fold / "train.txt", fold / "vali.txt", fold / "test.txt", **args)
+
+
+# ----------------------------------------------------------------------------- help and errors
+
+@pytest.mark.parametrize("command", (None,) + COMMANDS)
+def test_every_help_works(command, capsys):
+    args = ["--help"] if command is None else [command, "--help"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "Usage:" in text
+    if command is not None:
+        assert "Example" in text and "cltr " + command in text
+
+
+@pytest.fixture(scope="module")
+def small_files(tmp_path_factory):
+    """A LETOR file, a log over it (Parquet and CSV) and a fitted model file, made in-process."""
+    from counterfactual_ltr.estimators import SVMPropRank
+    from counterfactual_ltr.files import write_click_log
+    from counterfactual_ltr.persistence import save_model
+
+    folder = tmp_path_factory.mktemp("cltr_small")
+    data = make_ranking(n_queries=30, n_docs=(4, 8), n_features=4, random_state=1)
+    _write_letor(data, folder / "data.txt")
+    data = load_letor(folder / "data.txt")
+    log = simulate_clicks(data, data.X[:, 0], n_passes=3, random_state=0)
+    write_click_log(log, folder / "log.parquet")
+    write_click_log(log, folder / "log.csv")
+    save_model(SVMPropRank().fit(log), folder / "model.npz")
+    (folder / "bad.txt").write_text("1 qid:1 1:0.5\nnot-a-label qid:1 1:0.2\n")
+    frame = log.to_frame().drop(columns="position")
+    frame.to_csv(folder / "no_position.csv", index=False)
+    (folder / "garbage.parquet").write_bytes(b"not parquet at all")
+    with open(folder / "model.pkl", "wb") as fh:
+        pickle.dump(SVMPropRank(), fh)
+    (folder / "propensity.json").write_text(json.dumps({"kind": "position_based", "eta": 0.5}))
+    (folder / "bad_propensity.json").write_text(json.dumps({"kind": "magic"}))
+    return folder
+
+
+def _bad(args, capsys, folder, expected):
+    """The command exits with 2 and one line on stderr naming the problem, no traceback."""
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        status = main([str(a) for a in args])
+    finally:
+        os.chdir(cwd)
+    err = capsys.readouterr().err.strip()
+    assert status == 2, err
+    assert len(err.splitlines()) == 1 and err.startswith("cltr: error:"), err
+    assert "Traceback" not in err
+    assert expected.lower() in err.lower(), err
+
+
+@pytest.mark.parametrize("args, expected", [
+    (("predict", "missing.npz", "data.txt", "-o", "s.tsv"), "does not exist"),
+    (("predict", "model.npz", "bad.txt", "-o", "s.tsv"), "line 2"),
+    (("predict", "model.pkl", "data.txt", "-o", "s.tsv"), "not a counterfactual-ltr model file"),
+    (("predict", "data.txt", "data.txt", "-o", "s.tsv"), "not a counterfactual-ltr model file"),
+    (("fit", "log.parquet", "data.txt", "--C", "1,abc", "-o", "m.npz"), "--C"),
+    (("fit", "log.parquet", "data.txt", "--C", "-1", "-o", "m.npz"), "out of range"),
+    (("fit", "log.parquet", "data.txt", "--model", "svm-magic", "-o", "m.npz"), "--model"),
+    (("fit", "log.parquet", "data.txt", "--scoring", "snips-magic", "-o", "m.npz"), "--scoring"),
+    (("fit", "log.parquet", "data.txt", "--cv", "1", "-o", "m.npz"), "--cv"),
+    (("fit", "log.parquet", "data.txt", "--propensity", "nowhere.json", "-o", "m.npz"), "--propensity"),
+    (("fit", "log.parquet", "data.txt", "--propensity", "bad_propensity.json", "-o", "m.npz"), "magic"),
+    (("fit", "log.parquet", "data.txt", "--model", "deep", "--C", "1", "-o", "m.npz"), "--alpha"),
+    (("fit", "garbage.parquet", "data.txt", "-o", "m.npz"), "garbage.parquet"),
+    (("fit", "no_position.csv", "data.txt", "-o", "m.npz"), "position"),
+    (("fit", "data.txt", "data.txt", "-o", "m.npz"), "unknown click-log file type"),
+    (("simulate", "data.txt", "--eta", "-1", "-o", "l.parquet"), "--eta"),
+    (("simulate", "data.txt", "--passes", "0", "-o", "l.parquet"), "--passes"),
+    (("simulate", "data.txt", "-o", "l.txt"), "unknown click-log file type"),
+    (("evaluate", "model.npz", "log.csv", "data.txt", "-o", "r.pdf"), ".html"),
+    (("evaluate", "model.npz", "log.csv", "data.txt", "--metrics", "magic", "-o", "r.md"), "magic"),
+    (("experiments", "no_such_experiment"), "unknown experiment"),
+])
+def test_bad_input_exits_2_with_one_line(args, expected, small_files, capsys):
+    _bad(args, capsys, small_files, expected)
+
+
+def test_propensity_command_without_estimation(small_files, capsys):
+    from counterfactual_ltr import propensity
+
+    if hasattr(propensity, "estimate_propensities"):
+        pytest.skip("estimate_propensities exists: the command is tested with it")
+    _bad(("propensity", "log.parquet", "data.txt", "--method", "swap", "-o", "p.json"), capsys, small_files,
+         "estimate_propensities is missing")
+
+
+def test_fit_reads_propensity_file_and_eta_alike(small_files, monkeypatch):
+    """--propensity file.json and --propensity 0.5 give the same model; the default is eta = 1."""
+    monkeypatch.chdir(small_files)
+    common = ["fit", "log.parquet", "data.txt", "--C", "1", "--cv", "2", "--quiet"]
+    assert main(common + ["--propensity", "propensity.json", "-o", "a.npz"]) == 0
+    assert main(common + ["--propensity", "0.5", "-o", "b.npz"]) == 0
+    assert main(common + ["-o", "c.npz"]) == 0
+    a, b, c = (load_model(small_files / f"{n}.npz") for n in "abc")
+    assert repr(a.propensity) == repr(b.propensity) == "PositionBasedPropensity(eta=0.5)"
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert repr(c.propensity) == "PositionBasedPropensity(eta=1.0)"
+    assert not np.allclose(a.coef_, c.coef_)
+
+
+def test_evaluate_markdown_names_every_model(small_files, monkeypatch):
+    monkeypatch.chdir(small_files)
+    assert main(["evaluate", "model.npz", "model.npz", "log.csv", "data.txt", "-o", "r.md", "-q"]) == 0
+    text = (small_files / "r.md").read_text()
+    assert "| model |" in text and "SNIPS dcg" in text
