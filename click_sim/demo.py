@@ -12,6 +12,7 @@ import numpy as np
 
 
 def main(seed: int = 0) -> None:
+    """Run the demo with ``seed`` (prints the report and the test NDCG@10 of the chosen rankers)."""
     from click_sim import PositionBasedClickModel, make_ranking, simulate_clicks, train_production_ranker
     from counterfactual_ltr.estimators import RankSVM, SVMPropDCG, SVMPropRank
     from counterfactual_ltr.evaluation import validation_report
@@ -50,5 +51,14 @@ def main(seed: int = 0) -> None:
     print(f"\n(done in {time.time() - started:.1f} s)")
 
 
+def cli(argv=None) -> None:
+    """Parse ``--seed`` (and ``--help``) and run :func:`main`."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m click_sim.demo", description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, default=0, help="random seed of the data, split and clicks (default 0)")
+    main(parser.parse_args(argv).seed)
+
+
 if __name__ == "__main__":
-    main()
+    cli()

@@ -36,6 +36,7 @@ def make_separable_ranking(n_queries: int = 1000, n_docs: int = 20, n_features: 
 
     Examples
     --------
+    >>> import numpy as np
     >>> data, w = make_separable_ranking(50, random_state=0, return_ranker=True)
     >>> round(float(np.linalg.norm(w)), 6), data.n_docs
     (1.0, 1000)

@@ -174,6 +174,7 @@ def segment_searchsorted(sorted_values, query_offsets, queries, values, side: st
     ``sorted_values`` is ascending within each segment. For each ``values[t]``
     the result is the global insertion index inside segment ``queries[t]``.
 
+    >>> import numpy as np
     >>> segment_searchsorted(np.array([1., 3., 0., 5.]), [0, 2, 4], [0, 1], [2., 6.]).tolist()
     [1, 4]
     """

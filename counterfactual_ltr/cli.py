@@ -511,7 +511,9 @@ def experiments(name, quick, out, quiet):
     from ._progress import show_progress
 
     with show_progress(_progress_setting(quiet)):
-        run(argv)
+        status = run(argv)
+    if status:
+        raise click.exceptions.Exit(status)
 
 
 # ----------------------------------------------------------------------------- entry point

@@ -76,6 +76,7 @@ def metric_weight(metric="dcg", **params):
     (``"dcg"``, ``"avg_rank"``, ``"prec@k"``, ``"rbp"``) or a callable
     ``m(ranks) -> weights``.
 
+    >>> import numpy as np
     >>> metric_weight("dcg")(np.array([1, 3])).round(3).tolist()
     [1.0, 0.5]
     """

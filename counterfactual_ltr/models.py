@@ -191,6 +191,7 @@ class LinearModel(_Model):
 
     Examples
     --------
+    >>> import numpy as np
     >>> m = LinearModel(n_features=2)
     >>> m.set_parameters([np.array([[1.0], [2.0]]), np.array([0.5])])
     >>> m.forward(np.array([[1.0, 1.0]])).tolist()
@@ -363,6 +364,7 @@ class Adam:
 
     Examples
     --------
+    >>> import numpy as np
     >>> p = [np.array([1.0, -2.0])]
     >>> opt = Adam(p, learning_rate=0.1)
     >>> opt.step([np.array([3.0, -0.5])])

@@ -323,6 +323,7 @@ def solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin=1.0, w0
 
     Examples
     --------
+    >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(6, 3))
     >>> res = solve_pairwise_hinge(X, [0, 0, 1, 3], [1, 2, 2, 4], [1.0, 2.0, 1.0, 0.5], C=1.0)

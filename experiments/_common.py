@@ -13,7 +13,11 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
-RESULTS = REPO / "results"
+# In a source checkout the committed results live in <repo>/results; an installed copy writes under the
+# current directory instead of next to site-packages.
+RESULTS = REPO / "results" if (REPO / "pyproject.toml").is_file() else Path.cwd() / "results"
+#: Where ``--quick`` runs write unless ``--out`` is given: never over the committed full-mode results.
+QUICK_RESULTS = RESULTS / "quick"
 MQ2007_NOTE = ("MQ2008 only: the paper trains on MQ2007+MQ2008 training queries; MQ2007 is not "
                "available here, so training uses MQ2008's training folds")
 
@@ -45,7 +49,10 @@ class _RecordingParser(argparse.ArgumentParser):
     def parse_args(self, args=None, namespace=None):
         global _LAST_ARGV
         _LAST_ARGV = list(sys.argv[1:] if args is None else args)
-        return super().parse_args(args, namespace)
+        parsed = super().parse_args(args, namespace)
+        if getattr(parsed, "out", "unset") is None:
+            parsed.out = QUICK_RESULTS if getattr(parsed, "quick", False) else RESULTS
+        return parsed
 
 
 _LAST_ARGV: list[str] = []
@@ -55,7 +62,8 @@ def parser(description: str) -> argparse.ArgumentParser:
     p = _RecordingParser(description=description)
     p.add_argument("--quick", action="store_true", help="CI-sized run (a minute or two)")
     p.add_argument("--seeds", type=int, default=None, help="number of random seeds")
-    p.add_argument("--out", type=Path, default=RESULTS, help="folder for the JSON and PNG")
+    p.add_argument("--out", type=Path, default=None,
+                   help=f"folder for the JSON and PNG (default {RESULTS}; with --quick {QUICK_RESULTS})")
     p.add_argument("--no-plot", action="store_true", help="skip the PNG")
     return p
 

@@ -74,3 +74,38 @@ def test_mq2008_script_quick(name, tmp_path):
         for curve in payload["results"]["curves"].values():
             objective = curve["objective"]
             assert all(b <= a + 1e-9 * abs(a) for a, b in zip(objective, objective[1:]))
+
+
+def test_quick_runs_write_elsewhere_than_the_committed_results():
+    from experiments._common import QUICK_RESULTS, RESULTS, parser
+
+    assert parser("x").parse_args(["--quick"]).out == QUICK_RESULTS != RESULTS
+    assert parser("x").parse_args([]).out == RESULTS
+    assert str(parser("x").parse_args(["--quick", "--out", "elsewhere"]).out) == "elsewhere"
+
+
+def test_unknown_experiment_is_one_line_from_any_directory(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    result = subprocess.run([sys.executable, "-m", "experiments", "no_such_script"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1 and "unknown experiment 'no_such_script'" in result.stderr
+    listing = subprocess.run([sys.executable, "-m", "experiments", "--help"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=120)
+    assert listing.returncode == 0 and "table3" in listing.stdout
+
+
+def test_demo_help_does_not_run_the_demo(capsys):
+    from click_sim.demo import cli
+
+    with pytest.raises(SystemExit) as exit_info:
+        cli(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "--seed" in out and "Test NDCG@10" not in out

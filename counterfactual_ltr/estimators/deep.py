@@ -271,6 +271,18 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
     def fit(self, log, y=None, validation_log=None):
         """Train on a :class:`ClickLog`; ``validation_log`` (optional) gives the validation clicks.
 
+        Parameters
+        ----------
+        log : ClickLog
+        y : ignored
+            Present for scikit-learn's model selection.
+        validation_log : ClickLog, optional
+            Clicks for the per-epoch validation SNIPS (and early stopping).
+
+        Returns
+        -------
+        self
+
         Raises ``ValueError`` on bad input and :class:`DivergenceError` (a
         ``FloatingPointError`` and ``ValueError``) naming the epoch if the
         loss, the scores or the parameters become non-finite; the estimator is
@@ -391,7 +403,17 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
 
     # ----------------------------------------------------------------- predict
     def predict(self, X):
-        """Scores of the rows of ``X`` (array, RankingDataset or ClickLog's data); higher is better."""
+        """Scores of the rows of ``X`` (array, RankingDataset or ClickLog's data); higher is better.
+
+        Parameters
+        ----------
+        X : array (n_docs, n_features), RankingDataset or ClickLog
+
+        Returns
+        -------
+        scores : array (n_docs,)
+            Through ``preprocessor_`` first when a preprocessor was given.
+        """
         check_is_fitted(self, "model_")
         X = self._prediction_features(X, self.model_.params[0].shape[0])
         return _predict_chunked(self.model_, X)

@@ -60,10 +60,28 @@ def _check_C(C) -> float:
 def click_pairs(data: RankingDataset, weights: np.ndarray):
     """Pairs (clicked row j, every other row y of its query) of the rows with ``weights > 0``.
 
-    Returns ``(rows, local_X, i, j, pair_w, doc_of_pair)`` restricted to the
-    queries with clicks: ``local_X = data.X[rows]``; ``i``, ``j`` index
-    ``local_X``; ``pair_w = weights[clicked row]``; ``doc_of_pair`` numbers the
-    clicked documents 0..n_clicked-1 for per-document reductions.
+    Parameters
+    ----------
+    data : RankingDataset
+    weights : array (n_docs,)
+        Click weight of every row (e.g. ``ClickAggregate.weights``); rows with 0 are not clicked.
+
+    Returns
+    -------
+    tuple ``(rows, local_X, i, j, pair_w, doc_of_pair, clicked)``
+        Restricted to the queries with clicks: ``local_X = data.X[rows]``; ``i``, ``j``
+        index ``local_X``; ``pair_w = weights[clicked row]``; ``doc_of_pair`` numbers the
+        clicked documents 0..n_clicked-1 for per-document reductions; ``clicked`` are
+        their data-set rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from counterfactual_ltr import RankingDataset
+    >>> data = RankingDataset(np.eye(3), [1, 0, 0], [1, 1, 1])
+    >>> rows, X, i, j, w, doc, clicked = click_pairs(data, np.array([2.0, 0.0, 0.0]))
+    >>> i.tolist(), j.tolist(), w.tolist()
+    ([0, 0], [1, 2], [2.0, 2.0])
     """
     clicked = np.flatnonzero(weights > 0)
     queries = np.unique(data.query_index[clicked])
@@ -113,6 +131,26 @@ class RankSVM(_LinearRanker):
     Table 3): each click pairs the clicked document with every other
     candidate, weight = number of clicks, ``C`` divided by the number of
     clicks (as the propensity SVMs do, so ``C`` grids are comparable).
+
+    Parameters
+    ----------
+    C : float > 0, default 1.0
+        Weight of the hinge loss against ``0.5||w||^2``.
+    tol : float > 0, default 1e-6
+        Relative duality gap at which the solver stops.
+    max_iter : int >= 1, default 1000
+        Solver iterations before a ConvergenceWarning.
+    preprocessor : scikit-learn transformer, optional
+        E.g. ``StandardScaler()``: a clone is fitted in ``fit`` on the documents the
+        training input touches (a click log's queries' rows) and applied in
+        ``predict``; tunable in model selection as ``preprocessor__<param>``.
+
+    Attributes
+    ----------
+    coef_ : array (n_model_features,)
+    n_iter_, objective_, duality_gap_, converged_ : solver diagnostics
+    preprocessor_ : the fitted preprocessor or None
+    n_features_in_ : int
 
     Examples
     --------
@@ -302,6 +340,30 @@ class SVMPropRank(_PropensitySVM):
     over a click log, ``W_j`` the summed ``1/q`` of the clicks on document
     ``j`` under ``propensity`` (default position-based, eta = 1).
 
+    Parameters
+    ----------
+    C : float > 0, default 1.0
+        Weight of the propensity-weighted hinge bound (divided by the number of clicks).
+    propensity : None, float or propensity model, default None
+        Examination propensities of the logged clicks: ``None`` is position-based
+        with eta = 1, a float is that eta. It must match how the log was collected
+        (see :mod:`counterfactual_ltr.propensity`).
+    solver_tol : float > 0, default 1e-6
+        Relative duality gap at which the QP solver stops.
+    max_iter : int >= 1, default 1000
+        Solver iterations before a ConvergenceWarning.
+    preprocessor : scikit-learn transformer, optional
+        E.g. ``StandardScaler()``: a clone is fitted in ``fit`` on the documents the
+        training input touches (a click log's queries' rows) and applied in
+        ``predict``; tunable in model selection as ``preprocessor__<param>``.
+
+    Attributes
+    ----------
+    coef_ : array (n_model_features,)
+    objective_, objective_history_, n_iter_, duality_gap_, converged_ : solver diagnostics
+    preprocessor_ : the fitted preprocessor or None
+    n_features_in_ : int
+
     Examples
     --------
     >>> from click_sim import make_ranking, simulate_clicks
@@ -336,8 +398,30 @@ class SVMPropDCG(_PropensitySVM):
     iterations per CCP iteration), ``n_ccp_iter_``, ``solve_seconds_`` and
     ``inner_tol_`` (time of, and relative duality gap asked of, each subproblem).
 
+    Parameters
+    ----------
+    C : float > 0, default 1.0
+        Weight of the propensity-weighted DCG bound (divided by the number of clicks).
+    propensity : None, float or propensity model, default None
+        Examination propensities of the logged clicks: ``None`` is position-based
+        with eta = 1, a float is that eta. It must match how the log was collected
+        (see :mod:`counterfactual_ltr.propensity`).
+    max_ccp_iter : int >= 1, default 50
+        Convex-concave iterations before a ConvergenceWarning.
+    tol : float >= 0, default 1e-3
+        Relative change of the objective at which the CCP stops.
+    solver_tol : float > 0, default 1e-6
+        Tightest relative duality gap asked of a subproblem.
+    max_iter : int >= 1, default 1000
+        Solver iterations per subproblem.
+    preprocessor : scikit-learn transformer, optional
+        E.g. ``StandardScaler()``: a clone is fitted in ``fit`` on the documents the
+        training input touches (a click log's queries' rows) and applied in
+        ``predict``; tunable in model selection as ``preprocessor__<param>``.
+
     Examples
     --------
+    >>> import numpy as np
     >>> from click_sim import make_ranking, simulate_clicks
     >>> data = make_ranking(n_queries=40, random_state=0)
     >>> log = simulate_clicks(data, data.X[:, 0], n_passes=5, random_state=0)
@@ -360,7 +444,24 @@ class SVMPropDCG(_PropensitySVM):
 
 
 class SVMPropRBP(SVMPropDCG):
-    """Propensity SVM for rank-biased precision, ``lambda(r) = -(1-p) p^(r-1)`` (concave), by CCP."""
+    """Propensity SVM for rank-biased precision, ``lambda(r) = -(1-p) p^(r-1)`` (concave), by CCP.
+
+    Parameters
+    ----------
+    C : float > 0, default 1.0
+    p : float in (0, 1), default 0.8
+        Persistence of rank-biased precision.
+    propensity, max_ccp_iter, tol, solver_tol, max_iter, preprocessor :
+        As in :class:`SVMPropDCG`.
+
+    Examples
+    --------
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> data = make_ranking(n_queries=40, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=5, random_state=0)
+    >>> SVMPropRBP(C=1.0, p=0.5).fit(log).predict(data).shape == (data.n_docs,)
+    True
+    """
 
     _metric = "rbp"
 

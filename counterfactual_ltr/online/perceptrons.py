@@ -218,6 +218,7 @@ class MaxPairPerceptron(_LinearPerceptron):
 
     Examples
     --------
+    >>> import numpy as np
     >>> from click_sim import make_separable_ranking
     >>> data = make_separable_ranking(20, random_state=0)
     >>> learner = MaxPairPerceptron().reset(data.n_features)
