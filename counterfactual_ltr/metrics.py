@@ -211,6 +211,19 @@ def ranks(scores, query_offsets=None, *, qid=None) -> np.ndarray:
     Documents are sorted by decreasing score; ties keep row order (the earlier
     row ranks higher). This is the tie convention of every metric here.
 
+    Parameters
+    ----------
+    scores : array (n_docs,)
+    query_offsets : array (n_queries + 1,), optional
+    qid : array (n_docs,), optional
+        Query id of every document, instead of ``query_offsets``.
+
+    Returns
+    -------
+    array (n_docs,) of int64
+
+    Examples
+    --------
     >>> ranks([0.5, 2.0, 0.5, 1.0, 3.0], [0, 3, 5]).tolist()
     [2, 1, 3, 2, 1]
     >>> ranks([0.5, 2.0, 0.5, 1.0, 3.0], qid=[7, 7, 7, 3, 3]).tolist()
@@ -245,6 +258,28 @@ def dcg(scores, labels, query_offsets=None, *, qid=None, k=None, gain="exp2", re
     with ``G(r) = 2^r - 1`` (``gain="exp2"``) or ``G(r) = r`` (``gain="linear"``),
     ``pi`` the ranking by decreasing score and ``k=None`` the whole list.
 
+    Parameters
+    ----------
+    scores : array (n_docs,)
+        Scores of all documents (higher ranks first).
+    labels : array (n_docs,)
+        Graded relevance labels >= 0.
+    query_offsets : array (n_queries + 1,), optional
+        Query boundaries (see ``docs/conventions.md``); or give ``qid``.
+    qid : array (n_docs,), optional
+        Query id of every document (a query's rows contiguous), instead of ``query_offsets``.
+    k : int >= 1, optional
+        Cutoff (default: the whole list).
+    gain : {"exp2", "linear"}, default "exp2"
+    reduce : {"mean", "sum", None}, default "mean"
+        Mean or sum over the queries, or one value per query.
+
+    Returns
+    -------
+    float, or array (n_queries,) with ``reduce=None``
+
+    Examples
+    --------
     >>> # ranking: label 1, label 2, label 0 -> (2^1-1)/1 + (2^2-1)/log2(3)
     >>> round(dcg([3.0, 2.0, 1.0], [1, 2, 0], [0, 3]), 4)
     2.8928
@@ -266,6 +301,30 @@ def ndcg(scores, labels, query_offsets=None, *, qid=None, k=None, gain="exp2", n
     as the LETOR 4.0 evaluation script), or is left out of the mean / sum with
     ``no_relevant="skip"`` (NaN in the per-query output of ``reduce=None``).
 
+    Parameters
+    ----------
+    scores : array (n_docs,)
+        Scores of all documents (higher ranks first).
+    labels : array (n_docs,)
+        Graded relevance labels >= 0.
+    query_offsets : array (n_queries + 1,), optional
+        Query boundaries (see ``docs/conventions.md``); or give ``qid``.
+    qid : array (n_docs,), optional
+        Query id of every document (a query's rows contiguous), instead of ``query_offsets``.
+    k : int >= 1, optional
+        Cutoff (default: the whole list).
+    gain : {"exp2", "linear"}, default "exp2"
+    no_relevant : float or "skip", default 0.0
+        Value of a query without relevant documents, or leave it out.
+    reduce : {"mean", "sum", None}, default "mean"
+        Mean or sum over the queries, or one value per query.
+
+    Returns
+    -------
+    float, or array (n_queries,) with ``reduce=None``
+
+    Examples
+    --------
     >>> s, y, off = [3.0, 2.0, 1.0, 0.5, 0.2], [0, 1, 0, 0, 0], [0, 3, 5]
     >>> ndcg(s, y, off, reduce=None).round(4).tolist()   # relevant doc at rank 2; all-zero query
     [0.6309, 0.0]
@@ -305,6 +364,31 @@ def average_precision(scores, labels, query_offsets=None, *, qid=None, k=None, t
     cutoff ``k``, as trec_eval's ``map_cut``). Queries without relevant
     documents follow ``no_relevant`` (see :func:`ndcg`).
 
+    Parameters
+    ----------
+    scores : array (n_docs,)
+        Scores of all documents (higher ranks first).
+    labels : array (n_docs,)
+        Graded relevance labels >= 0.
+    query_offsets : array (n_queries + 1,), optional
+        Query boundaries (see ``docs/conventions.md``); or give ``qid``.
+    qid : array (n_docs,), optional
+        Query id of every document (a query's rows contiguous), instead of ``query_offsets``.
+    k : int >= 1, optional
+        Cutoff (default: the whole list).
+    threshold : float, default 1
+        ``rel = labels >= threshold``.
+    no_relevant : float or "skip", default 0.0
+        Value of a query without relevant documents, or leave it out.
+    reduce : {"mean", "sum", None}, default "mean"
+        Mean or sum over the queries, or one value per query.
+
+    Returns
+    -------
+    float, or array (n_queries,) with ``reduce=None``
+
+    Examples
+    --------
     >>> # relevant documents at ranks 1 and 3: (1/1 + 2/3) / 2
     >>> round(average_precision([3.0, 2.0, 1.0], [2, 0, 1], [0, 3]), 4)
     0.8333
@@ -331,6 +415,29 @@ def precision_at_k(scores, labels, query_offsets=None, *, qid=None, k, threshold
     documents (the missing positions count as not relevant). Defined (0) for
     queries without relevant documents.
 
+    Parameters
+    ----------
+    scores : array (n_docs,)
+        Scores of all documents (higher ranks first).
+    labels : array (n_docs,)
+        Graded relevance labels >= 0.
+    query_offsets : array (n_queries + 1,), optional
+        Query boundaries (see ``docs/conventions.md``); or give ``qid``.
+    qid : array (n_docs,), optional
+        Query id of every document (a query's rows contiguous), instead of ``query_offsets``.
+    k : int >= 1
+        Cutoff (required).
+    threshold : float, default 1
+        ``rel = labels >= threshold``.
+    reduce : {"mean", "sum", None}, default "mean"
+        Mean or sum over the queries, or one value per query.
+
+    Returns
+    -------
+    float, or array (n_queries,) with ``reduce=None``
+
+    Examples
+    --------
     >>> precision_at_k([3.0, 2.0, 1.0], [1, 0, 1], [0, 3], k=2)
     0.5
     """
@@ -345,6 +452,31 @@ def rbp(scores, labels, query_offsets=None, *, qid=None, p=0.8, k=None, threshol
 
     .. math::  RBP = (1 - p) \\sum_{i=1}^{\\min(k, m)} p^{i-1} \\, rel_{\\pi(i)}
 
+    Parameters
+    ----------
+    scores : array (n_docs,)
+        Scores of all documents (higher ranks first).
+    labels : array (n_docs,)
+        Graded relevance labels >= 0.
+    query_offsets : array (n_queries + 1,), optional
+        Query boundaries (see ``docs/conventions.md``); or give ``qid``.
+    qid : array (n_docs,), optional
+        Query id of every document (a query's rows contiguous), instead of ``query_offsets``.
+    p : float in (0, 1), default 0.8
+        Persistence.
+    k : int >= 1, optional
+        Cutoff (default: the whole list).
+    threshold : float, default 1
+        ``rel = labels >= threshold``.
+    reduce : {"mean", "sum", None}, default "mean"
+        Mean or sum over the queries, or one value per query.
+
+    Returns
+    -------
+    float, or array (n_queries,) with ``reduce=None``
+
+    Examples
+    --------
     >>> round(rbp([3.0, 2.0, 1.0], [1, 0, 1], [0, 3], p=0.5), 4)   # 0.5 * (1 + 0.25)
     0.625
     """
@@ -366,6 +498,27 @@ def avg_rank(scores, labels, query_offsets=None, *, qid=None, threshold=1, reduc
     number of relevant documents (:func:`mean_relevant_rank`). It is 0 for a
     query without relevant documents.
 
+    Parameters
+    ----------
+    scores : array (n_docs,)
+        Scores of all documents (higher ranks first).
+    labels : array (n_docs,)
+        Graded relevance labels >= 0.
+    query_offsets : array (n_queries + 1,), optional
+        Query boundaries (see ``docs/conventions.md``); or give ``qid``.
+    qid : array (n_docs,), optional
+        Query id of every document (a query's rows contiguous), instead of ``query_offsets``.
+    threshold : float, default 1
+        ``rel = labels >= threshold``.
+    reduce : {"mean", "sum", None}, default "mean"
+        Mean or sum over the queries, or one value per query.
+
+    Returns
+    -------
+    float, or array (n_queries,) with ``reduce=None``
+
+    Examples
+    --------
     >>> avg_rank([3.0, 2.0, 1.0], [1, 0, 1], [0, 3])   # ranks 1 + 3
     4.0
     """
@@ -384,6 +537,28 @@ def mean_relevant_rank(scores, labels, query_offsets=None, *, qid=None, threshol
     without relevant documents out (a float such as 0.0 would reward them with
     a perfect-looking value).
 
+    Parameters
+    ----------
+    scores : array (n_docs,)
+        Scores of all documents (higher ranks first).
+    labels : array (n_docs,)
+        Graded relevance labels >= 0.
+    query_offsets : array (n_queries + 1,), optional
+        Query boundaries (see ``docs/conventions.md``); or give ``qid``.
+    qid : array (n_docs,), optional
+        Query id of every document (a query's rows contiguous), instead of ``query_offsets``.
+    threshold : float, default 1
+        ``rel = labels >= threshold``.
+    no_relevant : float or "skip", default "skip"
+    reduce : {"mean", "sum", None}, default "mean"
+        Mean or sum over the queries, or one value per query.
+
+    Returns
+    -------
+    float, or array (n_queries,) with ``reduce=None``
+
+    Examples
+    --------
     >>> mean_relevant_rank([3.0, 2.0, 1.0, 1.0], [1, 0, 1, 0], [0, 3, 4], reduce=None).tolist()
     [2.0, nan]
     >>> mean_relevant_rank([3.0, 2.0, 1.0, 1.0], [1, 0, 1, 0], [0, 3, 4])
@@ -404,6 +579,16 @@ def mean_relevant_rank(scores, labels, query_offsets=None, *, qid=None, threshol
 def lambda_avg_rank(r):
     """``lambda(r) = r``: the sum of relevant ranks (Table 1, AvgRank).
 
+    Parameters
+    ----------
+    r : array of ranks >= 1 (real-valued allowed)
+
+    Returns
+    -------
+    array, same shape as ``r``
+
+    Examples
+    --------
     >>> lambda_avg_rank([1, 2, 5]).tolist()
     [1.0, 2.0, 5.0]
     """
@@ -411,13 +596,37 @@ def lambda_avg_rank(r):
 
 
 def lambda_avg_rank_derivative(r):
-    """``lambda'(r) = 1``."""
+    """``lambda'(r) = 1``.
+
+    Parameters
+    ----------
+    r : array of ranks >= 1 (real-valued allowed)
+
+    Returns
+    -------
+    array, same shape as ``r``
+
+    Examples
+    --------
+    >>> lambda_avg_rank_derivative([1, 4]).tolist()
+    [1.0, 1.0]
+    """
     return np.ones_like(np.asarray(r, dtype=np.float64))
 
 
 def lambda_dcg(r):
     """``lambda(r) = -1 / log2(1 + r)``: minus the DCG discount (Table 1, DCG).
 
+    Parameters
+    ----------
+    r : array of ranks >= 1 (real-valued allowed)
+
+    Returns
+    -------
+    array, same shape as ``r``
+
+    Examples
+    --------
     >>> lambda_dcg([1, 3]).tolist()
     [-1.0, -0.5]
     """
@@ -427,6 +636,16 @@ def lambda_dcg(r):
 def lambda_dcg_derivative(r):
     """``lambda'(r) = ln 2 / ((1 + r) ln(1 + r)^2)`` (positive and decreasing: lambda is concave).
 
+    Parameters
+    ----------
+    r : array of ranks >= 1 (real-valued allowed)
+
+    Returns
+    -------
+    array, same shape as ``r``
+
+    Examples
+    --------
     >>> round(float(lambda_dcg_derivative(1.0)), 4)   # 1 / (2 ln 2)
     0.7213
     """
@@ -437,6 +656,17 @@ def lambda_dcg_derivative(r):
 def lambda_prec_at_k(r, k):
     """``lambda(r) = -1[r <= k] / k`` (Table 1, Prec@k). A step: no derivative.
 
+    Parameters
+    ----------
+    r : array of ranks >= 1
+    k : int >= 1
+
+    Returns
+    -------
+    array, same shape as ``r``
+
+    Examples
+    --------
     >>> lambda_prec_at_k([1, 2, 3], k=2).tolist()
     [-0.5, -0.5, 0.0]
     """
@@ -447,6 +677,17 @@ def lambda_prec_at_k(r, k):
 def lambda_rbp(r, p=0.8):
     """``lambda(r) = -(1 - p) p^(r - 1)`` (Table 1, RBP-p, corrected; see the module docstring).
 
+    Parameters
+    ----------
+    r : array of ranks >= 1
+    p : float in (0, 1), default 0.8
+
+    Returns
+    -------
+    array, same shape as ``r``
+
+    Examples
+    --------
     >>> lambda_rbp([1, 2, 3], p=0.5).tolist()
     [-0.5, -0.25, -0.125]
     """
@@ -455,7 +696,22 @@ def lambda_rbp(r, p=0.8):
 
 
 def lambda_rbp_derivative(r, p=0.8):
-    """``lambda'(r) = -(1 - p) ln(p) p^(r - 1)`` (positive and decreasing: lambda is concave)."""
+    """``lambda'(r) = -(1 - p) ln(p) p^(r - 1)`` (positive and decreasing: lambda is concave).
+
+    Parameters
+    ----------
+    r : array of ranks >= 1
+    p : float in (0, 1), default 0.8
+
+    Returns
+    -------
+    array, same shape as ``r``
+
+    Examples
+    --------
+    >>> round(float(lambda_rbp_derivative(1.0, p=0.5)), 4)   # -(1 - 0.5) ln(0.5)
+    0.3466
+    """
     p = _check_p(p)
     return -(1.0 - p) * math.log(p) * p ** (np.asarray(r, dtype=np.float64) - 1.0)
 
@@ -478,6 +734,19 @@ class LambdaWeight:
     ``convex`` / ``concave`` describe ``lambda`` on ``r >= 1`` (both True for
     an affine weight, None when unknown): SVM PropRank needs a convex weight,
     the convex-concave procedure of SVM PropDCG a concave one.
+
+    Parameters
+    ----------
+    name : str
+    value : callable ``r -> lambda(r)``
+    derivative : callable or None
+    convex, concave : bool or None
+
+    Examples
+    --------
+    >>> w = LambdaWeight("linear", lambda r: r, convex=True, concave=True)
+    >>> w([1.0, 2.0])
+    [1.0, 2.0]
     """
 
     name: str
@@ -502,6 +771,18 @@ def get_lambda(name_or_callable, **params) -> LambdaWeight:
     (default 0.8). A plain callable ``r -> lambda(r)`` may come with
     ``derivative=``, ``convex=`` and ``concave=`` keywords.
 
+    Parameters
+    ----------
+    name_or_callable : str, callable or LambdaWeight
+    **params
+        ``k`` (prec@k), ``p`` (rbp), or ``derivative``/``convex``/``concave`` for a callable.
+
+    Returns
+    -------
+    LambdaWeight
+
+    Examples
+    --------
     >>> lam = get_lambda("dcg")
     >>> lam.value([1.0, 3.0]).tolist(), lam.concave, lam.convex
     ([-1.0, -0.5], True, False)
@@ -549,6 +830,31 @@ def additive_metric(scores, labels, query_offsets=None, *, qid=None, weight, thr
     ``"avg_rank"``, ``"prec@k"`` with ``k=``, ``"rbp"`` with ``p=``, a
     callable); ``threshold=None`` uses the labels themselves as ``rel``.
 
+    Parameters
+    ----------
+    scores : array (n_docs,)
+        Scores of all documents (higher ranks first).
+    labels : array (n_docs,)
+        Graded relevance labels >= 0.
+    query_offsets : array (n_queries + 1,), optional
+        Query boundaries (see ``docs/conventions.md``); or give ``qid``.
+    qid : array (n_docs,), optional
+        Query id of every document (a query's rows contiguous), instead of ``query_offsets``.
+    weight : str, callable or LambdaWeight
+        The rank weight (see :func:`get_lambda`).
+    threshold : float or None, default 1
+        ``rel = labels >= threshold``; None uses the labels themselves.
+    reduce : {"mean", "sum", None}, default "mean"
+        Mean or sum over the queries, or one value per query.
+    **weight_params
+        ``k`` for prec@k, ``p`` for rbp.
+
+    Returns
+    -------
+    float, or array (n_queries,) with ``reduce=None``
+
+    Examples
+    --------
     >>> additive_metric([3.0, 2.0, 1.0], [1, 0, 1], [0, 3], weight="dcg")   # -(1 + 1/2)
     -1.5
     >>> additive_metric([3.0, 2.0, 1.0], [1, 0, 1], [0, 3], weight="prec@k", k=2)

@@ -79,6 +79,25 @@ def listnet_loss(scores, labels, query_offsets, *, target="softmax", reduce="sum
 
     Convex in ``s``; computed stably (per-query max subtracted). Returns ``(loss, grad)``.
 
+    Parameters
+    ----------
+    scores : array (n_docs,)
+        Scores of all documents, queries back to back.
+    labels : array (n_docs,)
+        Graded relevance labels >= 0.
+    query_offsets : array (n_queries + 1,)
+        Query boundaries (see ``docs/conventions.md``).
+    target : {"softmax", "gain"}, default "softmax"
+        The target top-one distribution (see above).
+    reduce : {"sum", "mean", None}, default "sum"
+        Sum or mean over queries, or one loss per query (``grad`` is then the gradient of their sum).
+
+    Returns
+    -------
+    loss : float, or array (n_queries,) with ``reduce=None``
+    grad : array (n_docs,)
+        The (sub)gradient of the (summed) loss with respect to ``scores``.
+
     Examples
     --------
     >>> loss, grad = listnet_loss([0.0, 0.0], [1, 1], [0, 2])

@@ -25,6 +25,26 @@ def pairwise_hinge(scores, labels, query_offsets, *, weights=None, margin: float
 
     Returns ``(loss, grad)``; ``grad`` is a subgradient w.r.t. ``scores``.
 
+    Parameters
+    ----------
+    scores : array (n_docs,)
+        Scores of all documents, queries back to back.
+    labels : array (n_docs,)
+        Graded relevance labels >= 0.
+    query_offsets : array (n_queries + 1,)
+        Query boundaries (see ``docs/conventions.md``).
+    weights : array (n_docs,), optional
+        Weight of each document when it is the preferred one of a pair (default 1).
+    margin : float, default 1.0
+    reduce : {"sum", "mean", None}, default "sum"
+        Sum or mean over queries, or one loss per query (``grad`` is then the gradient of their sum).
+
+    Returns
+    -------
+    loss : float, or array (n_queries,) with ``reduce=None``
+    grad : array (n_docs,)
+        The (sub)gradient of the (summed) loss with respect to ``scores``.
+
     Examples
     --------
     >>> loss, grad = pairwise_hinge([2.0, 1.5, 0.0], [2, 1, 0], [0, 3])
@@ -57,6 +77,21 @@ def hinge_rank_bound(scores, query_offsets, rows, *, margin: float = 1.0):
     Computed by sorting each query once and binary search (``O(m log m)``
     per query, no pairs). Returns ``(H, n_active)`` where ``n_active[t]`` is
     the number of ``y != j`` with a positive hinge (the subgradient count).
+
+    Parameters
+    ----------
+    scores : array (n_docs,)
+    query_offsets : array (n_queries + 1,)
+    rows : array of int
+        The documents whose bound is wanted.
+    margin : float, default 1.0
+
+    Returns
+    -------
+    H : array (len(rows),)
+        The hinge sums.
+    n_active : array (len(rows),) of int
+        Number of positive hinges of each.
 
     Examples
     --------
@@ -98,6 +133,26 @@ def lambda_hinge_bound(scores, click_weights, query_offsets, *, metric="dcg", ma
     ``H_j >= rank_j - 1`` and ``lambda`` increases, ``L`` bounds the IPS risk
     ``sum_j W_j lambda(rank_j)`` from above. The gradient uses ``lambda'``,
     so ``lambda`` must be differentiable (not Prec@k).
+
+    Parameters
+    ----------
+    scores : array (n_docs,)
+    click_weights : array (n_docs,)
+        ``W_j``, the summed inverse propensity of the clicks on each document.
+    query_offsets : array (n_queries + 1,)
+    metric : str or LambdaWeight, default "dcg"
+        The rank weight ``lambda`` (see :func:`~counterfactual_ltr.metrics.get_lambda`).
+    margin : float, default 1.0
+    reduce : {"sum", "mean", None}, default "sum"
+        Sum or mean over queries, or one loss per query (``grad`` is then the gradient of their sum).
+    **metric_params
+        E.g. ``p`` for ``"rbp"``.
+
+    Returns
+    -------
+    loss : float, or array (n_queries,) with ``reduce=None``
+    grad : array (n_docs,)
+        The (sub)gradient of the (summed) loss with respect to ``scores``.
 
     Examples
     --------

@@ -189,6 +189,21 @@ def slam_weights(labels, query_offsets, kind: str = "ndcg", k=None, *,
     non-increasing) gives NDCG@k. For AP, a relevant document with no irrelevant one
     above it has precision 1 at its rank, so ``1 - AP <= (#violated relevant) / r``.
 
+    Parameters
+    ----------
+    labels : array (n_docs,)
+    query_offsets : array (n_queries + 1,)
+    kind : {"ndcg", "ndcg@k", "ap"}, default "ndcg"
+    k : int, optional
+        Cutoff for ``"ndcg@k"``.
+    threshold : float, default 1
+        Binarisation of the grades for ``"ap"``.
+
+    Returns
+    -------
+    array (n_docs,)
+        ``v``, one non-negative weight per document.
+
     Examples
     --------
     >>> slam_weights([2, 0, 1], [0, 3]).round(4).tolist()       # G = 3, 0, 1; D = 1, .631, .5
@@ -248,6 +263,19 @@ def lower_grade_max(scores, labels, query_offsets):
     lowest grade of its query) and ``arg[i]`` a row attaining it (``-1`` if none).
     ``O(n_docs * n_levels)``, vectorised over queries.
 
+    Parameters
+    ----------
+    scores : array (n_docs,)
+    labels : array (n_docs,)
+        Graded relevance labels >= 0.
+    query_offsets : array (n_queries + 1,)
+        Query boundaries (see ``docs/conventions.md``).
+
+    Returns
+    -------
+    M : array (n_docs,)
+    arg : array (n_docs,) of int
+
     Examples
     --------
     >>> M, arg = lower_grade_max([0.5, 2.0, 1.0, 3.0], [2, 1, 0, 0], [0, 3, 4])
@@ -296,6 +324,11 @@ def slam_loss(scores, labels, query_offsets, *, weights="ndcg", k=None, margin: 
 
     Returns ``(loss, grad)``, ``grad`` a subgradient w.r.t. ``scores`` (Eq. 13).
     A query whose documents all share one grade contributes 0.
+
+    Returns
+    -------
+    loss : float, or array (n_queries,) with ``reduce=None``
+    grad : array (n_docs,)
 
     Examples
     --------
@@ -359,6 +392,24 @@ def max_pair_loss(scores, labels, query_offsets, *, margin: float = 1.0, reduce=
     when the loss is 0. Unlike SLAM it does not weight positions (not listwise), but
     with ``Delta >= 1`` it is still ``>= 1 - NDCG``, ``1 - NDCG@k`` and ``1 - AP``
     (any misordered pair makes it ``>= Delta``). Single-grade queries give 0.
+
+    Parameters
+    ----------
+    scores : array (n_docs,)
+        Scores of all documents, queries back to back.
+    labels : array (n_docs,)
+        Graded relevance labels >= 0.
+    query_offsets : array (n_queries + 1,)
+        Query boundaries (see ``docs/conventions.md``).
+    margin : float, default 1.0
+    reduce : {"sum", "mean", None}, default "sum"
+        Sum or mean over queries, or one loss per query (``grad`` is then the gradient of their sum).
+
+    Returns
+    -------
+    loss : float, or array (n_queries,) with ``reduce=None``
+    grad : array (n_docs,)
+        The (sub)gradient of the (summed) loss with respect to ``scores``.
 
     Examples
     --------

@@ -47,6 +47,23 @@ def squared_loss(scores, labels, query_offsets, *, reduce="sum"):
     Returns ``(loss, grad)``; ``reduce`` is ``"sum"``, ``"mean"`` (over
     queries) or ``None`` (per-query losses, gradient of their sum).
 
+    Parameters
+    ----------
+    scores : array (n_docs,)
+        Scores of all documents, queries back to back.
+    labels : array (n_docs,)
+        Graded relevance labels >= 0.
+    query_offsets : array (n_queries + 1,)
+        Query boundaries (see ``docs/conventions.md``).
+    reduce : {"sum", "mean", None}, default "sum"
+        Sum or mean over queries, or one loss per query (``grad`` is then the gradient of their sum).
+
+    Returns
+    -------
+    loss : float, or array (n_queries,) with ``reduce=None``
+    grad : array (n_docs,)
+        The (sub)gradient of the (summed) loss with respect to ``scores``.
+
     Examples
     --------
     >>> loss, grad = squared_loss([1.0, 0.0, 0.5], [2, 0, 0], [0, 2, 3])
@@ -72,6 +89,23 @@ def kl_listnet_loss(scores, labels, query_offsets, *, reduce="sum"):
         \\qquad \\nabla_s \\phi_{KL} = e^{s} - e^{R}.
 
     Non-negative, convex, minimised at ``s = R``. Returns ``(loss, grad)``.
+
+    Parameters
+    ----------
+    scores : array (n_docs,)
+        Scores of all documents, queries back to back.
+    labels : array (n_docs,)
+        Graded relevance labels >= 0.
+    query_offsets : array (n_queries + 1,)
+        Query boundaries (see ``docs/conventions.md``).
+    reduce : {"sum", "mean", None}, default "sum"
+        Sum or mean over queries, or one loss per query (``grad`` is then the gradient of their sum).
+
+    Returns
+    -------
+    loss : float, or array (n_queries,) with ``reduce=None``
+    grad : array (n_docs,)
+        The (sub)gradient of the (summed) loss with respect to ``scores``.
 
     Examples
     --------
@@ -104,6 +138,25 @@ def smooth_dcg_at1_loss(scores, labels, query_offsets, *, epsilon: float = 0.01,
     DCG@1. ``epsilon > 0`` is the smoothing; ``epsilon -> 0`` gives
     ``-G(R)`` of the top-scored document. The softmax is computed stably
     (max subtracted per query).
+
+    Parameters
+    ----------
+    scores : array (n_docs,)
+        Scores of all documents, queries back to back.
+    labels : array (n_docs,)
+        Graded relevance labels >= 0.
+    query_offsets : array (n_queries + 1,)
+        Query boundaries (see ``docs/conventions.md``).
+    epsilon : float > 0, default 0.01
+        Softmax smoothing.
+    reduce : {"sum", "mean", None}, default "sum"
+        Sum or mean over queries, or one loss per query (``grad`` is then the gradient of their sum).
+
+    Returns
+    -------
+    loss : float, or array (n_queries,) with ``reduce=None``
+    grad : array (n_docs,)
+        The (sub)gradient of the (summed) loss with respect to ``scores``.
 
     Examples
     --------
