@@ -23,6 +23,15 @@ class PositionBasedClickModel:
         P(click | r, relevant)   = p_r * eps_plus
         P(click | r, irrelevant) = p_r * eps_minus
 
+    Parameters
+    ----------
+    eta : float >= 0, default 1.0
+        Severity of the position bias.
+    eps_minus : float in [0, 1], default 0.1
+        Click probability of an examined irrelevant document.
+    eps_plus : float in [0, 1], default 1.0
+        Click probability of an examined relevant document.
+
     Examples
     --------
     >>> model = PositionBasedClickModel(eta=1.0, eps_minus=0.1, eps_plus=1.0)
@@ -53,7 +62,24 @@ class PositionBasedClickModel:
 
 
 def ranker_scores(ranker, data: RankingDataset) -> np.ndarray:
-    """Scores of every row: ``ranker.predict(data.X)``, or ``ranker`` itself if it is an array."""
+    """Scores of every row: ``ranker.predict(data.X)``, or ``ranker`` itself if it is an array.
+
+    Parameters
+    ----------
+    ranker : object with ``predict``, callable, or array (n_docs,)
+    data : RankingDataset
+
+    Returns
+    -------
+    array (n_docs,) of float64
+
+    Examples
+    --------
+    >>> from click_sim import make_ranking
+    >>> data = make_ranking(n_queries=5, random_state=0)
+    >>> bool((ranker_scores(data.X[:, 1], data) == data.X[:, 1]).all())
+    True
+    """
     if hasattr(ranker, "predict"):
         scores = ranker.predict(data.X)
     elif callable(ranker):
@@ -80,6 +106,10 @@ def simulate_clicks(data: RankingDataset, ranker, click_model: PositionBasedClic
     ----------
     ranker : object with ``predict(X)``, a callable, or an array of scores per row
     click_model : PositionBasedClickModel (default eta=1, eps_minus=0.1, eps_plus=1)
+
+    Returns
+    -------
+    ClickLog
 
     Examples
     --------

@@ -28,6 +28,10 @@ def load_letor(path, *, n_features: int | None = None, name: str | None = None) 
         Number of feature columns (default: the largest index in the file).
         Give it when loading train/validation/test files that must agree.
 
+    Returns
+    -------
+    RankingDataset
+
     Examples
     --------
     >>> import tempfile, os

@@ -22,6 +22,20 @@ class OnlineResult:
     ranking against the full labels (queries without relevant documents
     score 0, the LETOR convention). ``rankings`` holds the shown rankings
     back to back (data-set rows), ``ranking_offsets`` their boundaries.
+
+    Parameters
+    ----------
+    queries, ndcg_at_10, ndcg, ap : arrays (T,)
+    rankings, ranking_offsets : arrays
+    seconds : float
+
+    Examples
+    --------
+    >>> from click_sim import make_ranking
+    >>> from counterfactual_ltr.online import RandomRanker
+    >>> result = run_online(RandomRanker(random_state=0), make_ranking(n_queries=5, random_state=0), T=3, random_state=0)
+    >>> result.queries.shape, result.ndcg_at_10.shape
+    ((3,), (3,))
     """
 
     queries: np.ndarray
@@ -49,7 +63,24 @@ class OnlineResult:
 
 
 def query_stream(n_queries: int, T: int, rng: np.random.Generator) -> np.ndarray:
-    """``T`` query indices: random permutations of all queries, one after another."""
+    """``T`` query indices: random permutations of all queries, one after another.
+
+    Parameters
+    ----------
+    n_queries : int
+    T : int
+    rng : numpy Generator
+
+    Returns
+    -------
+    array (T,) of int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sorted(query_stream(3, 6, np.random.default_rng(0)).tolist())
+    [0, 0, 1, 1, 2, 2]
+    """
     n_epochs = -(-T // n_queries)
     return np.concatenate([rng.permutation(n_queries) for _ in range(n_epochs)])[:T]
 
@@ -64,6 +95,21 @@ def run_online(learner, data: RankingDataset, T: int, random_state=None, *,
     ``learner.feedback_k`` shown documents (all when None) through a
     :class:`~counterfactual_ltr.online.Feedback`, and calls
     ``learner.update``. Metrics are computed once, vectorised, after the loop.
+
+    Parameters
+    ----------
+    learner : online learner (``rank``, ``update``, ``feedback_k``; see :mod:`counterfactual_ltr.online`)
+    data : RankingDataset
+    T : int >= 1
+        Number of rounds.
+    random_state : int, Generator or None
+    relevance_threshold : float, default 1
+    reset : bool, default True
+        Reset the learner to the data's number of features first.
+
+    Returns
+    -------
+    OnlineResult
 
     Examples
     --------

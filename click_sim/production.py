@@ -19,6 +19,18 @@ def train_production_ranker(data: RankingDataset, fraction: float = 0.01, random
     Returns the fitted ranker (``predict(X)`` gives scores); its
     ``training_queries_`` attribute records the chosen query indices.
 
+    Parameters
+    ----------
+    data : RankingDataset
+    fraction : float in (0, 1], default 0.01
+        Share of the queries trained on.
+    random_state : int, Generator or None
+    C : float > 0, default 1.0
+
+    Returns
+    -------
+    RankSVM
+
     Examples
     --------
     >>> from click_sim import make_ranking

@@ -34,6 +34,22 @@ def make_separable_ranking(n_queries: int = 1000, n_docs: int = 20, n_features: 
     Returns a :class:`RankingDataset`, and ``w*`` too when
     ``return_ranker=True``.
 
+    Parameters
+    ----------
+    n_queries : int, default 1000
+    n_docs : int, default 20
+        Documents per query.
+    n_features : int, default 20
+    n_levels : int, default 5
+        Relevance levels 0 .. n_levels - 1.
+    margin : float > 0, default 0.5
+    random_state : int, Generator or None
+    return_ranker : bool, default False
+
+    Returns
+    -------
+    RankingDataset, or ``(data, w_star)`` with ``return_ranker``
+
     Examples
     --------
     >>> import numpy as np
@@ -74,6 +90,24 @@ def make_ranking(n_queries: int = 200, n_docs=(5, 40), n_features: int = 10, n_l
     lengths are uniform in ``[n_docs[0], n_docs[1]]`` (or fixed when
     ``n_docs`` is an int). Some queries end up with no relevant document,
     as in real data.
+
+    Parameters
+    ----------
+    n_queries : int, default 200
+    n_docs : int or (low, high), default (5, 40)
+        Documents per query (uniform in the range).
+    n_features : int, default 10
+    n_levels : int, default 3
+    noise : float >= 0, default 1.0
+        Standard deviation of the latent relevance noise.
+    level_shares : sequence of float, default (0.65, 0.22, 0.13)
+        Shares of the grades.
+    random_state : int, Generator or None
+    return_ranker : bool, default False
+
+    Returns
+    -------
+    RankingDataset, or ``(data, w_star)`` with ``return_ranker``
 
     Examples
     --------

@@ -47,6 +47,20 @@ class ClickAggregate:
     queries : array
         Indices of the queries with at least one click, ascending.
     n_sessions, n_clicks : int
+
+    Parameters
+    ----------
+    data, weights, click_counts, queries, n_sessions, n_clicks :
+        As the attributes below.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from counterfactual_ltr import RankingDataset
+    >>> data = RankingDataset(np.eye(2), [1, 0], [3, 3])
+    >>> agg = ClickLog(data, [0], [0, 2], [1, 0], [0, 1]).aggregate()   # row 0 clicked at position 2
+    >>> agg.weights.tolist(), agg.n_clicks
+    ([2.0, 0.0], 1)
     """
 
     data: RankingDataset

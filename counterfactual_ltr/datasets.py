@@ -164,7 +164,22 @@ class RankingDataset:
 
 
 def binarize(y, threshold: float = DEFAULT_RELEVANCE_THRESHOLD) -> np.ndarray:
-    """Binary relevance ``1[y >= threshold]`` as int64."""
+    """Binary relevance ``1[y >= threshold]`` as int64.
+
+    Parameters
+    ----------
+    y : array of graded labels
+    threshold : float, default 1
+
+    Returns
+    -------
+    array of int64 (0/1)
+
+    Examples
+    --------
+    >>> binarize([0, 1, 2]).tolist()
+    [0, 1, 1]
+    """
     return (np.asarray(y) >= threshold).astype(np.int64)
 
 

@@ -40,6 +40,14 @@ def write_click_log(log, path) -> None:
     path : str or path-like
         Ending in ``.parquet``/``.pq`` (Parquet) or ``.csv`` (optionally ``.gz``, ``.bz2``,
         ``.zip``, ``.xz``).
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    See the module docstring.
     """
     kind = _kind(path)
     frame = log.to_frame()
@@ -68,6 +76,10 @@ def read_click_log(path, data):
     ------
     ValueError
         Naming the file, when it cannot be read or does not describe a log over ``data``.
+
+    Examples
+    --------
+    See the module docstring.
     """
     import pandas as pd
 

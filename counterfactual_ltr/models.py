@@ -189,6 +189,16 @@ class LinearModel(_Model):
     ``init_scale``). The intercept does not change rankings; its gradient is
     ``sum(grad_scores)`` (0 for pairwise losses).
 
+    Parameters
+    ----------
+    n_features : int, optional
+        Initialise at once for this many features.
+    fit_intercept : bool, default True
+    init : {"zeros", "normal"}, default "zeros"
+    init_scale : float, default 0.01
+    random_state : int, Generator or None
+    dtype : float64 by default
+
     Examples
     --------
     >>> import numpy as np
@@ -361,6 +371,14 @@ class Adam:
     ``step(grads, learning_rate=None)`` applies one update; ``learning_rate``
     overrides the base rate for this step (learning-rate schedules). L2
     weight decay, when wanted, is added to ``grads`` by the caller.
+
+    Parameters
+    ----------
+    params : list of arrays
+        Updated in place.
+    learning_rate : float > 0, default 1e-3
+    beta1, beta2 : float in [0, 1), defaults 0.9, 0.999
+    epsilon : float > 0, default 1e-8
 
     Examples
     --------

@@ -266,6 +266,10 @@ def save_model(model, path) -> None:
     path : str or path-like
         Written as given (numpy adds ``.npz`` when the name lacks it).
 
+    Returns
+    -------
+    None
+
     Examples
     --------
     >>> import os, tempfile

@@ -14,7 +14,23 @@ __all__ = ["PositionBasedPropensity", "TabularPropensity", "TrustBiasPropensity"
 
 
 def check_propensities(q, where: str = "propensities") -> np.ndarray:
-    """``q`` as float64, or ``ValueError`` if any value is outside (0, 1] or not finite."""
+    """``q`` as float64, or ``ValueError`` if any value is outside (0, 1] or not finite.
+
+    Parameters
+    ----------
+    q : array-like
+    where : str
+        What ``q`` is, for the error message.
+
+    Returns
+    -------
+    array of float64
+
+    Examples
+    --------
+    >>> check_propensities([1.0, 0.5]).tolist()
+    [1.0, 0.5]
+    """
     q = np.asarray(q, dtype=np.float64)
     bad = np.flatnonzero(~(np.isfinite(q) & (q > 0) & (q <= 1)))
     if bad.size:
@@ -82,6 +98,11 @@ class TabularPropensity:
     """Propensity per position from a table: ``q(r) = values[r - 1]`` (e.g. estimated from logs).
 
     Positions beyond the table get the last value.
+
+    Parameters
+    ----------
+    values : sequence of float in (0, 1]
+        Propensity of positions 1, 2, ...
 
     Examples
     --------
@@ -186,7 +207,21 @@ class TrustBiasPropensity:
 
 
 def is_affine(model) -> bool:
-    """Whether ``model`` is an affine (trust-bias) click model rather than a plain propensity."""
+    """Whether ``model`` is an affine (trust-bias) click model rather than a plain propensity.
+
+    Parameters
+    ----------
+    model : object
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> is_affine(PositionBasedPropensity(1.0)), is_affine(TrustBiasPropensity([1.0, 0.5], 1.0, 0.1))
+    (False, True)
+    """
     return bool(getattr(model, "is_affine", False))
 
 
@@ -196,6 +231,17 @@ def affine_parts(model, positions):
     The affine estimate of relevance is ``(click - beta) / alpha``; with
     ``beta = 0`` it is ordinary inverse propensity weighting.
 
+    Parameters
+    ----------
+    model : None, float or propensity model (plain or trust-bias)
+    positions : array of int >= 1
+
+    Returns
+    -------
+    alpha, beta : arrays like ``positions``
+
+    Examples
+    --------
     >>> affine_parts(PositionBasedPropensity(1.0), [1, 2])[0].tolist()
     [1.0, 0.5]
     """
@@ -208,7 +254,21 @@ def affine_parts(model, positions):
 
 
 def as_propensity_model(propensity):
-    """``None`` -> ``PositionBasedPropensity(1.0)``; a number -> eta; a model is returned as is."""
+    """``None`` -> ``PositionBasedPropensity(1.0)``; a number -> eta; a model is returned as is.
+
+    Parameters
+    ----------
+    propensity : None, float (eta) or propensity model
+
+    Returns
+    -------
+    propensity model (callable on positions)
+
+    Examples
+    --------
+    >>> as_propensity_model(0.5)
+    PositionBasedPropensity(eta=0.5)
+    """
     if propensity is None:
         return PositionBasedPropensity(1.0)
     if isinstance(propensity, (bool, np.bool_)):

@@ -120,6 +120,21 @@ class SolverResult:
     certified lower bound of the optimum; ``gap = objective - dual_objective >= 0``
     bounds the sub-optimality of ``coef``. ``history`` holds one
     ``(objective, dual_objective)`` row per iteration.
+
+    Parameters
+    ----------
+    coef : array (n_features,)
+    objective, dual_objective, gap : float
+    n_iter : int
+    converged : bool
+    history : array (n_iter, 2)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> r = SolverResult(np.zeros(2), objective=1.0, dual_objective=0.9, gap=0.1, n_iter=3, converged=False)
+    >>> r.gap, r.converged
+    (0.1, False)
     """
 
     coef: np.ndarray
@@ -527,7 +542,29 @@ def _initial_mu(margin, warm):
 
 # --------------------------------------------------------------------------- generic bundle method
 def pairwise_hinge_oracle(X, pairs_i, pairs_j, pair_weights, margin=1.0):
-    """``oracle(w) -> (L(w), subgradient)`` of ``L(w) = sum_p c_p max(0, margin - (x_i - x_j).w)``."""
+    """``oracle(w) -> (L(w), subgradient)`` of ``L(w) = sum_p c_p max(0, margin - (x_i - x_j).w)``.
+
+    Parameters
+    ----------
+    X : array (n, d)
+    pairs_i, pairs_j : arrays of int
+        Each pair prefers row ``i`` to row ``j``.
+    pair_weights : array
+        ``c_p >= 0``.
+    margin : float, default 1.0
+
+    Returns
+    -------
+    callable ``w -> (L(w), subgradient)``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> oracle = pairwise_hinge_oracle(np.eye(2), [0], [1], [2.0])
+    >>> value, grad = oracle(np.zeros(2))
+    >>> value, grad.tolist()
+    (2.0, [-2.0, 2.0])
+    """
     X = np.asarray(X, dtype=np.float64)
     i, j = np.asarray(pairs_i, dtype=np.int64), np.asarray(pairs_j, dtype=np.int64)
     c = np.asarray(pair_weights, dtype=np.float64)
@@ -561,6 +598,30 @@ def solve_regularized(oracle, n_features, C, *, w0=None, tol=1e-6, max_iter=1000
     onto the simplex before the dual value is taken, so the lower bound is
     certified whatever OSQP's accuracy; ``gap`` = best primal value minus the
     best lower bound. Planes idle for many iterations are dropped.
+
+    Parameters
+    ----------
+    oracle : callable ``w -> (L(w), subgradient)``
+    n_features : int
+    C : float > 0
+    w0 : array (n_features,), optional
+        Warm start.
+    tol : float > 0, default 1e-6
+        Relative duality gap at which to stop.
+    max_iter : int, default 1000
+    verbose : bool, default False
+
+    Returns
+    -------
+    SolverResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> oracle = pairwise_hinge_oracle(np.eye(2), [0], [1], [1.0])
+    >>> result = solve_regularized(oracle, 2, C=10.0)
+    >>> result.converged, np.round(result.coef, 4).tolist()   # margin reached: w0 - w1 = 1
+    (True, [0.5, -0.5])
     """
     import osqp
 

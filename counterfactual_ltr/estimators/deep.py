@@ -47,7 +47,13 @@ _FITTED = ("model_", "n_features_in_", "loss_curve_", "n_iter_", "validation_sco
 
 
 class DivergenceError(FloatingPointError, ValueError):
-    """Training diverged (non-finite loss, scores or parameters). Both a FloatingPointError and a ValueError."""
+    """Training diverged (non-finite loss, scores or parameters). Both a FloatingPointError and a ValueError.
+
+    Examples
+    --------
+    >>> issubclass(DivergenceError, ValueError)
+    True
+    """
 
 
 def paper_lr_schedule(epoch: int, max_epochs: int, learning_rate: float) -> float:
@@ -57,6 +63,18 @@ def paper_lr_schedule(epoch: int, max_epochs: int, learning_rate: float) -> floa
     for the next 200, ``/100`` for the last 250. With ``max_epochs = E`` the
     boundaries become ``round(0.4 E)`` and ``round(2 E / 3)``.
 
+    Parameters
+    ----------
+    epoch : int (0-based)
+    max_epochs : int
+    learning_rate : float
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
     >>> [paper_lr_schedule(e, 750, 1e-6) for e in (0, 299, 300, 499, 500, 749)]
     [1e-06, 1e-06, 1e-07, 1e-07, 1e-08, 1e-08]
     >>> [paper_lr_schedule(e, 15, 1.0) for e in (5, 6, 9, 10)]
@@ -76,6 +94,34 @@ def deep_propdcg_objective(model, X, click_weights, query_offsets, *, alpha: flo
     first term is :func:`~counterfactual_ltr.surrogates.lambda_hinge_bound` on the model's scores
     (``n_clicks`` default 1). Returns ``(objective, grads)``; raises :class:`DivergenceError` if
     the scores or the objective are not finite.
+
+    Parameters
+    ----------
+    model : MLP or LinearModel
+    X : array (n_docs, n_features)
+    click_weights : array (n_docs,)
+        ``W_j`` per document.
+    query_offsets : array (n_queries + 1,)
+    alpha : float >= 0, default 0.0
+    n_clicks : int, optional
+    metric : str or LambdaWeight, default "dcg"
+    margin : float, default 1.0
+    **metric_params
+
+    Returns
+    -------
+    objective : float
+    grads : list of arrays, one per parameter of ``model``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from counterfactual_ltr.models import MLP
+    >>> net = MLP((3,), random_state=0).initialize(2)
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    >>> obj, grads = deep_propdcg_objective(net, X, np.array([0.0, 2.0, 0.0]), np.array([0, 3]), n_clicks=1)
+    >>> bool(obj < 0), len(grads) == len(net.params)
+    (True, True)
     """
     from ..surrogates import lambda_hinge_bound
 
@@ -445,6 +491,17 @@ def query_batches(query_offsets, batch_size: int) -> np.ndarray:
     batch of its own. Returns the query boundaries: batch ``b`` holds queries
     ``bounds[b]:bounds[b + 1]``.
 
+    Parameters
+    ----------
+    query_offsets : array (n_queries + 1,)
+    batch_size : int >= 1
+
+    Returns
+    -------
+    array of int
+
+    Examples
+    --------
     >>> query_batches([0, 4, 8, 9, 20, 22], 5).tolist()
     [0, 2, 4, 5]
     """

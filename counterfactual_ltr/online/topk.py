@@ -119,6 +119,17 @@ def inclusion_probabilities(scores, shown, k: int, gamma):
     ``P(j in S_k) = (1 - gamma) 1[j in L_k] + gamma k / m`` where ``L_k`` is
     the learner's top-k (stable argsort of ``scores``) and ``m = len(scores)``.
 
+    Parameters
+    ----------
+    scores : array (m,)
+    shown : array (m,) or (n_draws, m)
+    k : int >= 1
+    gamma : float in [0, 1]
+
+    Returns
+    -------
+    array (k,) or (n_draws, k)
+
     Examples
     --------
     >>> inclusion_probabilities([0.3, 0.9, 0.1], [1, 0, 2], 1, 0.3).round(6).tolist()  # own top shown
@@ -155,6 +166,21 @@ def squared_gradient_estimate(scores, shown, labels, gamma):
     ``gamma`` the exploration probability the list was drawn with.
     Returns an array like ``scores`` (or ``(n_draws, m)``).
 
+    Parameters
+    ----------
+    scores : array (m,)
+        The learner's scores of the query's documents.
+    shown : array (m,) or (n_draws, m)
+        The shown permutation(s).
+    labels : array (k,)
+        Labels of the first ``k`` shown documents.
+    gamma : float in [0, 1]
+        Exploration probability the list was drawn with.
+
+    Returns
+    -------
+    array like ``scores`` (or ``(n_draws, m)``)
+
     Examples
     --------
     >>> squared_gradient_estimate([0.5, 0.0, 0.2], [0, 2, 1], [2], gamma=0.3).tolist()
@@ -174,6 +200,21 @@ def kl_listnet_gradient_estimate(scores, shown, labels, gamma):
     """Unbiased estimate of ``grad_s phi_KL = exp(s) - exp(R)`` from top-k feedback.
 
     ``g = sum_{j in S_k} (e^{s_j} - e^{R_j}) e_j / P(j in S_k)``.
+
+    Parameters
+    ----------
+    scores : array (m,)
+        The learner's scores of the query's documents.
+    shown : array (m,) or (n_draws, m)
+        The shown permutation(s).
+    labels : array (k,)
+        Labels of the first ``k`` shown documents.
+    gamma : float in [0, 1]
+        Exploration probability the list was drawn with.
+
+    Returns
+    -------
+    array like ``scores`` (or ``(n_draws, m)``)
 
     Examples
     --------
@@ -200,6 +241,22 @@ def smooth_dcg_gradient_estimate(scores, shown, labels, gamma, *, epsilon: float
 
     With ``pi = softmax(s / eps)`` and ``c_j = G(R_j) pi_j / P(j in S_k)``:
     ``g = -(1/eps) (sum_{j in S_k} c_j e_j - (sum_{j in S_k} c_j) pi)``.
+
+    Parameters
+    ----------
+    scores : array (m,)
+        The learner's scores of the query's documents.
+    shown : array (m,) or (n_draws, m)
+        The shown permutation(s).
+    labels : array (k,)
+        Labels of the first ``k`` shown documents.
+    gamma : float in [0, 1]
+        Exploration probability the list was drawn with.
+    epsilon : float > 0, default 0.01
+
+    Returns
+    -------
+    array like ``scores`` (or ``(n_draws, m)``)
 
     Examples
     --------
@@ -229,6 +286,22 @@ def ranksvm_gradient_estimate(scores, shown, labels, gamma, *, margin: float = 1
     The pair weight is ``a + b 1[i, j in L_k]``, so the estimate is
     ``a * pairwise_hinge(shown top-k) + b * pairwise_hinge(shown top-k within L_k)``
     (:func:`~counterfactual_ltr.surrogates.pairwise.pairwise_hinge`, unit weights).
+
+    Parameters
+    ----------
+    scores : array (m,)
+        The learner's scores of the query's documents.
+    shown : array (m,) or (n_draws, m)
+        The shown permutation(s).
+    labels : array (k,)
+        Labels of the first ``k`` shown documents.
+    gamma : float in [0, 1]
+        Exploration probability the list was drawn with.
+    margin : float, default 1.0
+
+    Returns
+    -------
+    array like ``scores`` (or ``(n_draws, m)``)
 
     Examples
     --------
@@ -273,6 +346,18 @@ def estimate_score_gradient(surrogate: str, scores, shown, labels, gamma, **para
 
     ``params``: ``epsilon`` for ``smooth_dcg``, ``margin`` for ``ranksvm``.
     The gradient with respect to ``w`` of a linear model is ``X.T @ g``.
+
+    Parameters
+    ----------
+    surrogate : {"squared", "ranksvm", "kl_listnet", "smooth_dcg"}
+    scores, shown, labels, gamma :
+        As in :func:`squared_gradient_estimate`.
+    **params
+        ``epsilon`` or ``margin``.
+
+    Returns
+    -------
+    array like ``scores`` (or ``(n_draws, m)``)
 
     Examples
     --------
