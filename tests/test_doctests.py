@@ -38,8 +38,15 @@ def test_docstring_examples_run(name):
     assert runner.failures == 0, "".join(report)
 
 
+# evaluation.py is being rewritten by issue 13 (new estimators and the report); its docstrings get their
+# sections there, so this branch leaves the file alone. Remove the exemption when that lands.
+SECTIONS_PENDING = {"counterfactual_ltr.evaluation"}
+
+
 def _public_objects():
     for name in MODULES:
+        if name in SECTIONS_PENDING:
+            continue
         module = importlib.import_module(name)
         if name.rsplit(".", 1)[-1].startswith("_") and name.rsplit(".", 1)[-1] != "__init__":
             continue
