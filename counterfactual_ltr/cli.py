@@ -282,8 +282,7 @@ def _estimation_payload(result, method) -> dict:
               help="Model file to write (JSON + arrays in one .npz archive; opening it runs no code).")
 @click.option("--model", "model_name", default="svm-propdcg", show_default=True, type=click.Choice(list(MODELS)),
               help="Estimator (svm-rank is the naive baseline: clicks as labels).")
-@click.option("--C", "C", default="0.1,1,10,100", show_default=True,
-              help="Comma-separated grid of C (SVMs and slam).")
+@click.option("--C", "C", default=None, help="Comma-separated grid of C (SVMs and slam)  [default: 0.1,1,10,100]")
 @click.option("--alpha", default=None, help="Comma-separated grid of weight decay alpha (deep only).")
 @click.option("--epochs", default=50, show_default=True, type=click.IntRange(min=1), help="Epochs (deep only).")
 @click.option("--hidden", default=200, show_default=True, type=click.IntRange(min=1),
@@ -291,7 +290,7 @@ def _estimation_payload(result, method) -> dict:
 @click.option("--cv", default=3, show_default=True, type=click.IntRange(min=2),
               help="Folds of GroupKFold (sessions grouped by query).")
 @click.option("--scoring", default="snips-dcg", show_default=True,
-              help="Selection criterion: snips-METRIC or ips-METRIC (dcg, avg_rank, rbp, prec@k).")
+              help="Selection criterion: snips-METRIC or ips-METRIC (METRIC: dcg, avg_rank or rbp).")
 @click.option("--propensity", default=None,
               help="eta of the position-based model, or a JSON file of 'cltr propensity'. Default: eta = 1, "
                    "which must match how the log was collected.")
@@ -347,14 +346,14 @@ def _make_estimator(model_name, C, alpha, epochs, hidden, prop, scale, seed):
 
         params["preprocessor"] = getattr(pre, SCALERS[scale])()
     if model_name == "deep":
-        if C != "0.1,1,10,100":
+        if C is not None:
             raise click.BadParameter("deep has no C; use --alpha", param_hint="--C")
         grid = {"alpha": _floats(alpha or "1e-6", "--alpha")}
         params.update(hidden_layer_sizes=(hidden,), max_epochs=epochs, random_state=seed)
     else:
         if alpha is not None:
             raise click.BadParameter(f"{model_name} has no alpha; use --C", param_hint="--alpha")
-        grid = {"C": _floats(C, "--C")}
+        grid = {"C": _floats(C or "0.1,1,10,100", "--C")}
     for name, values in grid.items():
         for value in values:
             if not (np.isfinite(value) and value > 0 if name == "C" else np.isfinite(value) and value >= 0):

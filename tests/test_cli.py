@@ -239,3 +239,52 @@ def test_evaluate_markdown_names_every_model(small_files, monkeypatch):
     assert main(["evaluate", "model.npz", "model.npz", "log.csv", "data.txt", "-o", "r.md", "-q"]) == 0
     text = (small_files / "r.md").read_text()
     assert "| model |" in text and "SNIPS dcg" in text
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # SLAM on few clicks may give w = 0 (documented)
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_fit_builds_every_model(model, small_files, monkeypatch):
+    monkeypatch.chdir(small_files)
+    extra = ["--alpha", "1e-6,1e-3", "--epochs", "2", "--hidden", "3"] if model == "deep" else ["--C", "1,10"]
+    assert main(["fit", "log.parquet", "data.txt", "--model", model, "--cv", "2", "--scale", "maxabs", "-q",
+                 "-o", f"{model}.npz", *extra]) == 0
+    loaded = load_model(small_files / f"{model}.npz")
+    assert type(loaded).__name__ == MODELS[model]
+    assert type(loaded.preprocessor_).__name__ == "MaxAbsScaler"
+    data = load_letor(small_files / "data.txt")
+    assert np.all(np.isfinite(loaded.predict(data)))
+
+
+def test_propensity_command_writes_what_fit_reads(small_files, monkeypatch):
+    """With an estimation function present, its result is written as JSON that --propensity reads back."""
+    from types import SimpleNamespace
+
+    from counterfactual_ltr import propensity
+    from counterfactual_ltr.propensity import PositionBasedPropensity
+
+    calls = []
+
+    def fake_estimate(log, method):
+        calls.append((log.n_sessions, method))
+        return SimpleNamespace(propensity_=PositionBasedPropensity(0.7), eta_=0.7,
+                               intervals_=np.array([[1.0, 1.0], [0.55, 0.68]]))
+
+    monkeypatch.setattr(propensity, "estimate_propensities", fake_estimate, raising=False)
+    monkeypatch.chdir(small_files)
+    assert main(["propensity", "log.csv", "data.txt", "--method", "swap", "-o", "est.json", "-q"]) == 0
+    payload = json.loads((small_files / "est.json").read_text())
+    assert calls == [(90, "swap")]
+    assert payload["method"] == "swap" and payload["eta_"] == 0.7
+    assert payload["intervals_"] == [[1.0, 1.0], [0.55, 0.68]]
+    assert main(["fit", "log.csv", "data.txt", "--C", "1", "--cv", "2", "--propensity", "est.json", "-q",
+                 "-o", "est_model.npz"]) == 0
+    assert repr(load_model(small_files / "est_model.npz").propensity) == "PositionBasedPropensity(eta=0.7)"
+
+
+def test_simulate_intervention_needs_simulator_support(small_files, capsys):
+    import inspect
+
+    if "intervention" in inspect.signature(simulate_clicks).parameters:
+        pytest.skip("the simulator has interventions")
+    _bad(("simulate", "data.txt", "--intervention", "swap", "-o", "l.parquet"), capsys, small_files,
+         "no interventions")
