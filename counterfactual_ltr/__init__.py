@@ -1,9 +1,10 @@
 """Counterfactual learning to rank: learn and evaluate rankers from logged, position-biased clicks."""
 
+from ._progress import show_progress
 from .clicklog import ClickAggregate, ClickLog
 from .datasets import RankingDataset, binarize
 from .propensity import PositionBasedPropensity, TabularPropensity
 
 __version__ = "0.1.0"
 __all__ = ["RankingDataset", "binarize", "ClickLog", "ClickAggregate", "PositionBasedPropensity",
-           "TabularPropensity", "__version__"]
+           "TabularPropensity", "show_progress", "__version__"]

@@ -174,7 +174,8 @@ class _LogScorer:
 
     def __call__(self, estimator, X, y=None):
         if not isinstance(X, ClickLog):
-            raise ValueError(f"IPS/SNIPS scorers need a ClickLog as X, got {type(X).__name__}")
+            raise ValueError(f"IPS/SNIPS scorers need a ClickLog as X, got {type(X).__name__} (for NDCG@10 on "
+                             "labelled data use the estimator's score, e.g. search.best_estimator_.score(test))")
         est = _estimate(self.kind, X, estimator, self.metric, self.propensity, 0.95, self.metric_params)
         return -est.value if self.metric in LOWER_IS_BETTER else est.value
 

@@ -64,9 +64,11 @@ def _workflow(folder, train, vali, test, *, passes, grid, cv):
         ("predict", out["model"], test, "-o", out["scores"]),
     ]
     for step in steps:
-        result = cltr(*step, "--quiet", cwd=folder)
+        result = cltr(*step, cwd=folder)
         assert result.returncode == 0, f"{step[0]} failed: {result.stderr}"
         assert "Traceback" not in result.stderr
+        assert "it/s" not in result.stderr and "%|" not in result.stderr  # no progress bars off a terminal
+        assert result.stdout.startswith(("wrote", "chose"))
     assert main(["evaluate", str(out["model"]), str(out["vali_log"]), str(vali), "-o", str(out["html"]), "-q"]) == 0
     return out
 
