@@ -290,3 +290,18 @@ def test_simulate_intervention_needs_simulator_support(small_files, capsys):
         pytest.skip("the simulator has interventions")
     _bad(("simulate", "data.txt", "--intervention", "swap", "-o", "l.parquet"), capsys, small_files,
          "no interventions")
+
+
+def test_simulate_with_a_saved_logging_ranker(small_files, monkeypatch):
+    """--ranker MODEL logs with that model: the same log as simulate_clicks with it in Python."""
+    from counterfactual_ltr.persistence import save_model
+
+    monkeypatch.chdir(small_files)
+    data = load_letor(small_files / "data.txt")
+    production = train_production_ranker(data, fraction=0.2, random_state=0)
+    save_model(production, small_files / "production.npz")
+    assert main(["simulate", "data.txt", "--ranker", "production.npz", "--passes", "2", "--eta", "0.5",
+                 "--max-shown", "3", "--seed", "7", "-q", "-o", "logged.csv.gz"]) == 0
+    expected = simulate_clicks(data, production, PositionBasedClickModel(eta=0.5), n_passes=2, random_state=7,
+                               max_shown=3)
+    assert read_click_log(small_files / "logged.csv.gz", data).equals(expected)
