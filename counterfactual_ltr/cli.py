@@ -46,8 +46,8 @@ class InputError(click.UsageError):
     """Bad input found while running a command (exit status 2)."""
 
 
-def _echo(ctx_quiet: bool, text: str) -> None:
-    if not ctx_quiet:
+def _echo(quiet: bool, text: str) -> None:
+    if not quiet:
         click.echo(text)
 
 
@@ -162,7 +162,8 @@ def cli():
 @click.option("--max-shown", type=click.IntRange(min=1), help="Show only the top documents of each ranking.")
 @click.option("--intervention", help="Randomised intervention of the logging policy (e.g. swap experiments "
                                      "for propensity estimation), when the simulator offers it.")
-@click.option("--seed", default=0, show_default=True, type=int, help="Random seed (same seed, same log).")
+@click.option("--seed", default=0, show_default=True, type=int,
+              help="Random seed of the default production ranker's queries and of the clicks (same seed, same log).")
 @_quiet_option
 def simulate(data, output, passes, eta, eps_minus, eps_plus, ranker, production_fraction, max_shown,
              intervention, seed, quiet):
@@ -242,9 +243,10 @@ def propensity(log, data, output, method, quiet):
 def _jsonable(value):
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return [_jsonable(v) for v in np.asarray(value, dtype=object).tolist()] if isinstance(value, np.ndarray) \
-            else [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist())
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
     if isinstance(value, (np.floating, float)):
         return float(value) if np.isfinite(value) else None
     if isinstance(value, np.integer):
@@ -368,9 +370,8 @@ def _load_models(paths):
     models = {}
     for path in paths:
         name = Path(path).name
-        for suffix in (".npz",):
-            name = name[: -len(suffix)] if name.endswith(suffix) else name
-        if name in models:
+        name = name[: -len(".npz")] if name.endswith(".npz") else name
+        if name in models:  # two files of the same name in different folders
             name = os.fspath(path)
         models[name] = load_model(path)
     return models
