@@ -33,7 +33,8 @@ class OnlineResult:
     --------
     >>> from click_sim import make_ranking
     >>> from counterfactual_ltr.online import RandomRanker
-    >>> result = run_online(RandomRanker(random_state=0), make_ranking(n_queries=5, random_state=0), T=3, random_state=0)
+    >>> data = make_ranking(n_queries=5, random_state=0)
+    >>> result = run_online(RandomRanker(random_state=0), data, T=3, random_state=0)
     >>> result.queries.shape, result.ndcg_at_10.shape
     ((3,), (3,))
     """

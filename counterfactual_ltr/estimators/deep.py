@@ -43,7 +43,8 @@ __all__ = ["DeepPropDCG", "deep_propdcg_objective", "paper_lr_schedule", "query_
 PAPER_SCHEDULE = ((300 / 750, 1.0), (500 / 750, 0.1), (1.0, 0.01))
 
 _FITTED = ("model_", "n_features_in_", "loss_curve_", "n_iter_", "validation_scores_", "best_validation_score_",
-           "best_epoch_", "learning_rates_", "preprocessor_", "n_train_clicks_", "n_train_queries_", "t_", "epoch_seconds_")
+           "best_epoch_", "learning_rates_", "preprocessor_", "n_train_clicks_", "n_train_queries_", "t_",
+           "epoch_seconds_")
 
 
 class DivergenceError(FloatingPointError, ValueError):
