@@ -1,9 +1,10 @@
 """Counterfactual learning to rank: learn and evaluate rankers from logged, position-biased clicks."""
 
-from .clicklog import ClickAggregate, ClickLog
+from .aggregate import ClickAggregate, aggregate_clicks
+from .clicklog import ClickLog
 from .datasets import RankingDataset, binarize
 from .propensity import PositionBasedPropensity, TabularPropensity
 
 __version__ = "0.1.0"
-__all__ = ["RankingDataset", "binarize", "ClickLog", "ClickAggregate", "PositionBasedPropensity",
+__all__ = ["RankingDataset", "binarize", "ClickLog", "ClickAggregate", "aggregate_clicks", "PositionBasedPropensity",
            "TabularPropensity", "__version__"]

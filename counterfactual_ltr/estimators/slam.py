@@ -34,10 +34,11 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from ..aggregate import ClickAggregate
 from ..clicklog import ClickLog
 from ..datasets import DEFAULT_RELEVANCE_THRESHOLD, RankingDataset
 from ..propensity import as_propensity_model
-from ._base import prediction_matrix
+from ._base import click_aggregate, prediction_matrix
 from ..surrogates.slam import SLAM_WEIGHT_KINDS, _check_kind, _check_margin, _slam_core, _weights_core
 
 __all__ = ["SLAMRanker"]
@@ -141,7 +142,7 @@ class SLAMRanker(BaseEstimator):
     def fit(self, X, y=None, qid=None):
         """Fit on ``(X, y, qid)``, a :class:`RankingDataset`, or a :class:`ClickLog` (see class doc)."""
         C, k, margin, tol, max_iter = self._check_params()
-        if isinstance(X, ClickLog):
+        if isinstance(X, (ClickLog, ClickAggregate)):
             Xm, labels, offsets, v, n = self._click_problem(X)
         else:
             if isinstance(X, RankingDataset):
@@ -161,10 +162,8 @@ class SLAMRanker(BaseEstimator):
         self._solve(Xm, labels, offsets, v, n, C, margin, tol, max_iter)
         return self
 
-    def _click_problem(self, log: ClickLog):
-        agg = log.aggregate(as_propensity_model(self.propensity))
-        if agg.n_clicks == 0:
-            raise ValueError("the click log has no clicks: nothing to learn from")
+    def _click_problem(self, log):
+        agg = click_aggregate(log, as_propensity_model(self.propensity), type(self).__name__)
         data = agg.data
         W = np.asarray(agg.weights, dtype=np.float64)
         rows = data.rows_of(agg.queries)                  # queries with >= 1 click, their rows
