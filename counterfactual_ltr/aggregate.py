@@ -325,7 +325,8 @@ def aggregate_clicks(source, data: RankingDataset, propensity=None, *, engine: s
         ``"pyarrow"`` streams record batches of ``batch_size`` rows, so memory is
         bounded by one batch plus the aggregate; ``"dask"`` runs one reduction
         per partition on the active ``dask.distributed`` client (or Dask's
-        default scheduler) and merges them in a tree.
+        default scheduler) and merges them in a tree: one task per file (or per
+        partition of a Dask DataFrame).
 
     Returns
     -------
@@ -352,7 +353,7 @@ def aggregate_clicks(source, data: RankingDataset, propensity=None, *, engine: s
 
     batch_size = check_int(batch_size, "batch_size", min_value=1)
     if engine == "dask":
-        table, n_sessions = _dask_table(source, data)
+        table, n_sessions = _dask_table(source, data, batch_size)
     else:
         if hasattr(source, "to_delayed"):
             raise ValueError("a Dask DataFrame needs engine='dask'")
@@ -375,22 +376,20 @@ def _frame_table(frame, data, where):
     return _batch_table(columns, data, where)
 
 
-def _dask_table(source, data):
+def _dask_table(source, data, batch_size):
     try:
         import dask
-        import dask.dataframe as dd
     except ImportError as err:  # pragma: no cover - depends on the environment
         raise ImportError("engine='dask' needs Dask: pip install 'counterfactual-ltr[dask]'") from err
-    if hasattr(source, "to_delayed"):
-        frame, names = source, [f"partition {k}" for k in range(source.npartitions)]
-    else:
+    data_ref = dask.delayed(data, pure=True)
+    if hasattr(source, "to_delayed"):   # a Dask DataFrame: one reduction per partition
+        parts = [dask.delayed(_frame_table)(part, data_ref, f"partition {k}")
+                 for k, part in enumerate(source.to_delayed())]
+    else:                               # files: each task streams one file as the pyarrow engine does
         files = _parquet_files(source)
         for f in files:  # the same clear errors as the pyarrow path, before any task runs
             _check_parquet_file(f)
-        frame = dd.read_parquet(files, columns=list(AGGREGATE_COLUMNS))
-        names = [f"{source} (partition {k})" for k in range(frame.npartitions)]
-    data_ref = dask.delayed(data, pure=True)
-    parts = [dask.delayed(_frame_table)(part, data_ref, name) for part, name in zip(frame.to_delayed(), names)]
+        parts = [dask.delayed(_read_file_table)(f, data_ref, batch_size) for f in files]
     # Tree reduction: memory per task stays at a few tables.
     while len(parts) > 1:
         parts = [dask.delayed(_merge_pair)(parts[k], parts[k + 1]) if k + 1 < len(parts) else parts[k]
