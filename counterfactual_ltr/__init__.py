@@ -1,10 +1,11 @@
 """Counterfactual learning to rank: learn and evaluate rankers from logged, position-biased clicks."""
 
 from ._progress import show_progress
-from .clicklog import ClickAggregate, ClickLog
+from .aggregate import ClickAggregate, aggregate_clicks
+from .clicklog import ClickLog
 from .datasets import RankingDataset, binarize
 from .propensity import PositionBasedPropensity, TabularPropensity
 
 __version__ = "0.1.0"
-__all__ = ["RankingDataset", "binarize", "ClickLog", "ClickAggregate", "PositionBasedPropensity",
-           "TabularPropensity", "show_progress", "__version__"]
+__all__ = ["RankingDataset", "binarize", "ClickLog", "ClickAggregate", "aggregate_clicks",
+           "PositionBasedPropensity", "TabularPropensity", "show_progress", "__version__"]

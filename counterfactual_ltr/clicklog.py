@@ -15,60 +15,16 @@ for ``GroupKFold``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ._segments import check_offsets, offsets_from_lengths, segment_gather, segment_ids
+from .aggregate import ClickAggregate, count_table
 from .datasets import RankingDataset
 from .propensity import as_propensity_model, check_propensities, is_affine
 
 __all__ = ["ClickLog", "ClickAggregate"]
 
 FRAME_COLUMNS = ("session", "qid", "doc", "position", "click")
-
-
-@dataclass(frozen=True)
-class ClickAggregate:
-    """Clicks summed per data-set row: what propensity-weighted training needs.
-
-    The candidate set of a query is the same in every session, so the
-    propensity-weighted objectives depend on the log only through the summed
-    IPS weight of each (query, document). Training on this costs the same
-    whatever the number of sessions.
-
-    Attributes
-    ----------
-    data : RankingDataset
-    weights : array (n_docs,)
-        ``sum over clicks on the row of 1 / propensity`` (0 if never clicked).
-    click_counts : array (n_docs,)
-        Number of clicks on each row.
-    queries : array
-        Indices of the queries with at least one click, ascending.
-    n_sessions, n_clicks : int
-
-    Parameters
-    ----------
-    data, weights, click_counts, queries, n_sessions, n_clicks :
-        As the attributes below.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from counterfactual_ltr import RankingDataset
-    >>> data = RankingDataset(np.eye(2), [1, 0], [3, 3])
-    >>> agg = ClickLog(data, [0], [0, 2], [1, 0], [0, 1]).aggregate()   # row 0 clicked at position 2
-    >>> agg.weights.tolist(), agg.n_clicks
-    ([2.0, 0.0], 1)
-    """
-
-    data: RankingDataset
-    weights: np.ndarray
-    click_counts: np.ndarray
-    queries: np.ndarray
-    n_sessions: int
-    n_clicks: int
 
 
 class ClickLog:
@@ -221,15 +177,14 @@ class ClickLog:
 
     # ---------------------------------------------------------- aggregation
     def aggregate(self, propensity=None) -> ClickAggregate:
-        """Sum ``1 / propensity`` of the clicks per data-set row (see :class:`ClickAggregate`)."""
-        clicked = np.flatnonzero(self.clicks)
-        q = self.propensities(propensity)[clicked]
-        rows = self.docs[clicked]
-        n = self.data.n_docs
-        weights = np.bincount(rows, weights=1.0 / q, minlength=n)
-        counts = np.bincount(rows, minlength=n)
-        queries = np.unique(self.data.query_index[rows])
-        return ClickAggregate(self.data, weights, counts, queries, self.n_sessions, int(clicked.size))
+        """Clicks and impressions counted per ``(doc, position)``, weighted by ``1 / propensity`` per row.
+
+        See :class:`ClickAggregate`; :func:`counterfactual_ltr.aggregate.aggregate_clicks`
+        gives the identical aggregate from the log's Parquet files.
+        """
+        docs, positions, clicks, impressions = count_table(self.docs, self.positions, self.clicks)
+        return ClickAggregate._weighted(self.data, (docs, positions, clicks, impressions), self.n_sessions,
+                                        propensity)
 
     # ------------------------------------------------------------- frames
     def to_frame(self):

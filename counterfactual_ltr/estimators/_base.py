@@ -4,15 +4,33 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..aggregate import ClickAggregate
 from ..clicklog import ClickLog
 from ..datasets import RankingDataset
 
 
+def click_aggregate(log, propensity, estimator: str) -> ClickAggregate:
+    """The aggregate a propensity learner trains on, from a :class:`ClickLog` or a :class:`ClickAggregate`.
+
+    Both give the same weights (an aggregate is re-weighted under ``propensity``
+    from its count table), so ``fit(log)`` and ``fit(log.aggregate())`` agree exactly.
+    """
+    if isinstance(log, ClickLog):
+        agg = log.aggregate(propensity)
+    elif isinstance(log, ClickAggregate):
+        agg = log.reweight(propensity)
+    else:
+        raise ValueError(f"{estimator}.fit needs a ClickLog or a ClickAggregate, got {type(log).__name__}")
+    if agg.n_clicks == 0:
+        raise ValueError("the click log has no clicks: nothing to learn from")
+    return agg
+
+
 def prediction_matrix(X, n_features: int) -> np.ndarray:
-    """``X`` (array, RankingDataset, or ClickLog: its data set) as a finite float64 (n, n_features) array."""
+    """``X`` (array, RankingDataset, or ClickLog/ClickAggregate: its data set) as a finite float64 (n, d) array."""
     if isinstance(X, RankingDataset):
         X = X.X
-    elif isinstance(X, ClickLog):
+    elif isinstance(X, (ClickLog, ClickAggregate)):
         X = X.data.X
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[1] != n_features:
@@ -58,6 +76,27 @@ def transform_log(log: ClickLog, pre, *, fit: bool = False):
                     log.session_ids), pre
 
 
+def transform_aggregate(agg: ClickAggregate, pre, *, fit: bool = False):
+    """:func:`transform_log` for an aggregate: the same queries (those with impressions), rows and weights."""
+    from sklearn.base import clone
+
+    if agg.table is None:
+        raise ValueError("a preprocessor needs the aggregate's (doc, position) count table to restrict it to its "
+                         "queries; build the aggregate with ClickLog.aggregate or aggregate_clicks")
+    data = agg.data
+    docs, positions, clicks, impressions = agg.table
+    queries = np.unique(data.query_index[docs])
+    rows = data.rows_of(queries)
+    Xr = data.X[rows]
+    if fit:
+        pre = clone(pre).fit(Xr)
+    sub = RankingDataset(_transformed(pre, Xr, "the log's documents"), data.y[rows], data.qid[rows], name=data.name)
+    new_row = np.full(data.n_docs, -1, dtype=np.int64)
+    new_row[rows] = np.arange(len(rows))
+    return ClickAggregate.from_table(sub, new_row[docs], positions, clicks, impressions, agg.n_sessions,
+                                     agg.propensity), pre
+
+
 class RankerMixin:
     """What every ranker shares: the optional ``preprocessor`` and :meth:`score`.
 
@@ -78,6 +117,9 @@ class RankerMixin:
             raise TypeError(f"preprocessor must be a scikit-learn transformer (fit/transform), got {pre!r}")
         if isinstance(X, ClickLog):
             X, self.preprocessor_ = transform_log(X, pre, fit=True)
+            return X, y, qid
+        if isinstance(X, ClickAggregate):
+            X, self.preprocessor_ = transform_aggregate(X, pre, fit=True)
             return X, y, qid
         if not isinstance(X, RankingDataset):
             if qid is None:
@@ -107,11 +149,12 @@ class RankerMixin:
 
         Parameters
         ----------
-        X : RankingDataset, ClickLog, or array (n_docs, n_features)
+        X : RankingDataset, ClickLog, ClickAggregate, or array (n_docs, n_features)
             A labelled data set (or ``X`` with ``y`` and ``qid``): mean NDCG@``k`` over
             its queries (queries without relevant documents count 0). A click log:
             the SNIPS estimate of DCG under the estimator's ``propensity`` -- what
-            ``GridSearchCV`` uses when no ``scoring`` is given.
+            ``GridSearchCV`` uses when no ``scoring`` is given. A click aggregate: the
+            same SNIPS point estimate from its per-document sums.
         y, qid : arrays, optional
             Graded labels and query ids when ``X`` is an array.
         k : int, default 10
@@ -134,6 +177,8 @@ class RankerMixin:
             from ..evaluation import snips_estimate
 
             return snips_estimate(X, self, metric="dcg", propensity=getattr(self, "propensity", None)).value
+        if isinstance(X, ClickAggregate):
+            return X.reweight(getattr(self, "propensity", None)).snips_value(self, metric="dcg")
         if not isinstance(X, RankingDataset):
             if y is None or qid is None:
                 raise ValueError("score needs a labelled RankingDataset, a ClickLog, or X with y and qid")

@@ -34,10 +34,11 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from ..aggregate import ClickAggregate
 from ..clicklog import ClickLog
 from ..datasets import DEFAULT_RELEVANCE_THRESHOLD, RankingDataset
 from ..propensity import as_propensity_model
-from ._base import RankerMixin
+from ._base import RankerMixin, click_aggregate
 from ..surrogates.slam import SLAM_WEIGHT_KINDS, _check_kind, _check_margin, _slam_core, _weights_core
 
 __all__ = ["SLAMRanker"]
@@ -157,10 +158,10 @@ class SLAMRanker(RankerMixin, BaseEstimator):
         self
         """
         C, k, margin, tol, max_iter = self._check_params()
-        if not isinstance(X, (ClickLog, RankingDataset)) and y is None:
+        if not isinstance(X, (ClickLog, ClickAggregate, RankingDataset)) and y is None:
             raise ValueError("SLAMRanker.fit(X, y, qid) needs the graded labels y")
         X, y, qid = self._begin_fit(X, y, qid)
-        if isinstance(X, ClickLog):
+        if isinstance(X, (ClickLog, ClickAggregate)):
             Xm, labels, offsets, v, n = self._click_problem(X)
         else:
             if isinstance(X, RankingDataset):
@@ -180,10 +181,8 @@ class SLAMRanker(RankerMixin, BaseEstimator):
         self._solve(Xm, labels, offsets, v, n, C, margin, tol, max_iter)
         return self._end_fit()
 
-    def _click_problem(self, log: ClickLog):
-        agg = log.aggregate(as_propensity_model(self.propensity))
-        if agg.n_clicks == 0:
-            raise ValueError("the click log has no clicks: nothing to learn from")
+    def _click_problem(self, log):
+        agg = click_aggregate(log, as_propensity_model(self.propensity), type(self).__name__)
         data = agg.data
         W = np.asarray(agg.weights, dtype=np.float64)
         rows = data.rows_of(agg.queries)                  # queries with >= 1 click, their rows

@@ -45,7 +45,8 @@ from ..clicklog import ClickLog
 from ..datasets import RankingDataset
 from ..propensity import as_propensity_model
 from ..solvers import solve_pairwise_hinge
-from ._base import RankerMixin
+from ..aggregate import ClickAggregate
+from ._base import RankerMixin, click_aggregate
 
 __all__ = ["RankSVM", "SVMPropRank", "SVMPropDCG", "SVMPropRBP", "click_pairs"]
 
@@ -184,10 +185,8 @@ class RankSVM(_LinearRanker):
         """
         C = _check_C(self.C)
         X, y, qid = self._begin_fit(X, y, qid)
-        if isinstance(X, ClickLog):
-            agg = X.aggregate(lambda positions: np.ones(len(positions)))
-            if agg.n_clicks == 0:
-                raise ValueError("the click log has no clicks: nothing to learn from")
+        if isinstance(X, (ClickLog, ClickAggregate)):
+            agg = click_aggregate(X, lambda positions: np.ones(len(positions)), type(self).__name__)
             _, Xl, i, j, w, _, _ = click_pairs(agg.data, agg.weights.astype(np.float64))
             scale = agg.n_clicks
         else:
@@ -226,12 +225,8 @@ class _PropensitySVM(_LinearRanker):
         return get_lambda(self._metric, **self._metric_params())
 
     def _prepare(self, log):
-        if not isinstance(log, ClickLog):
-            raise ValueError(f"{type(self).__name__}.fit needs a ClickLog, got {type(log).__name__}")
         C = _check_C(self.C)
-        agg = log.aggregate(as_propensity_model(self.propensity))
-        if agg.n_clicks == 0:
-            raise ValueError("the click log has no clicks: nothing to learn from")
+        agg = click_aggregate(log, as_propensity_model(self.propensity), type(self).__name__)
         rows, Xl, i, j, w, owner, clicked = click_pairs(agg.data, agg.weights)
         return C / agg.n_clicks, agg, Xl, i, j, w, owner, clicked
 
