@@ -240,7 +240,7 @@ class _PropensitySVM(_LinearRanker):
 
         Parameters
         ----------
-        log : ClickLog
+        log : ClickLog or ClickAggregate
         y : ignored
             Present for scikit-learn's model selection.
 
@@ -249,8 +249,9 @@ class _PropensitySVM(_LinearRanker):
         self
         """
         lam = self._lambda()
-        if not isinstance(log, ClickLog):
-            raise ValueError(f"{type(self).__name__}.fit needs a ClickLog, got {type(log).__name__}")
+        if not isinstance(log, (ClickLog, ClickAggregate)):
+            raise ValueError(f"{type(self).__name__}.fit needs a ClickLog or a ClickAggregate, got "
+                             f"{type(log).__name__}")
         log, _, _ = self._begin_fit(log)
         C_n, agg, Xl, i, j, w, owner, clicked = self._prepare(log)
         W = agg.weights[clicked]
