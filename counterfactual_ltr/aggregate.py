@@ -43,8 +43,17 @@ _POSITION_BITS = 32
 def count_table(docs, positions, clicks):
     """Click and impression counts per distinct ``(doc, position)``, sorted by doc then position.
 
-    Returns ``(docs, positions, clicks, impressions)`` as int64 arrays.
+    Parameters
+    ----------
+    docs, positions, clicks : arrays (n_items,)
+        Data-set row, 1-based position and click flag of every shown item.
 
+    Returns
+    -------
+    docs, positions, clicks, impressions : int64 arrays (n_distinct,)
+
+    Examples
+    --------
     >>> count_table([3, 1, 3, 3], [2, 1, 2, 1], [1, 0, 1, 0])[2].tolist()
     [0, 0, 2]
     """
@@ -92,6 +101,13 @@ def _merge_tables(tables):
 @dataclass(frozen=True, eq=False)
 class ClickAggregate:
     """Clicks of a log summed per data-set row: what propensity-weighted training needs.
+
+    Build it with :meth:`ClickLog.aggregate`, :func:`aggregate_clicks` or :meth:`from_table`.
+
+    Parameters
+    ----------
+    data, weights, click_counts, queries, n_sessions, n_clicks, table, propensity :
+        As the attributes below.
 
     Attributes
     ----------
