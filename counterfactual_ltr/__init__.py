@@ -3,7 +3,8 @@
 from .clicklog import ClickAggregate, ClickLog
 from .datasets import RankingDataset, binarize
 from .propensity import PositionBasedPropensity, TabularPropensity
+from .propensity_estimation import estimate_propensities
 
 __version__ = "0.1.0"
 __all__ = ["RankingDataset", "binarize", "ClickLog", "ClickAggregate", "PositionBasedPropensity",
-           "TabularPropensity", "__version__"]
+           "TabularPropensity", "estimate_propensities", "__version__"]

@@ -123,7 +123,8 @@ class ClickLog:
             raise ValueError(f"session {item_session[i]} shows row {docs[i]}, which is not a document of its "
                              f"query (query index {session_query[item_session[i]]})")
         key = item_session.astype(np.int64) * data.n_docs + docs
-        if np.unique(key).size != key.size:
+        key.sort()  # a sort then a neighbour comparison: much faster than np.unique's hashing on large logs
+        if np.any(key[1:] == key[:-1]):
             raise ValueError("a session shows the same row twice")
         if clicks.dtype != bool:
             if not np.all((clicks == 0) | (clicks == 1)):
