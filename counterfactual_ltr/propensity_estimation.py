@@ -14,9 +14,11 @@ position-only methods estimate ``theta_r / theta_1``):
 ``"swap"`` (Joachims et al., WSDM 2017, sec. 6)
     In sessions where position 1 was swapped with position ``k``, the top
     document ``A`` of the logger sits at ``k``; in sessions without
-    intervention it sits at 1. With ``P(click) = theta_r c(A)``,
-    ``E[clicks at k | swap k] / E[clicks at 1 | no swap] = theta_k / theta_1``
-    (ratio of click rates, both over the same distribution of queries).
+    intervention it sits at 1. With ``P(click) = theta_r c(A)``, per query
+    ``E[click at k | swap k] / E[click at 1 | no swap] = theta_k / theta_1``;
+    the estimate is ``sum_q (clicks at k in swap-k sessions of q) /
+    sum_q (swap-k sessions of q) x (click rate at 1 of q without swap)``,
+    so both sides average over the same queries.
 ``"harvest"`` (Agarwal et al., WSDM 2019, AllPairs)
     No randomisation: different loggers show the same (query, document) at
     different positions. For positions ``k != k'``, ``S_kk'`` is the set of
@@ -30,7 +32,11 @@ position-only methods estimate ``theta_r / theta_1``):
     ``P(click) = theta_k gamma(x)``, ``gamma`` a scikit-learn classifier on
     the documents' features (``relevance_model``, default logistic
     regression) fitted in the M-step to the posterior relevance of every
-    impression; one logger suffices.
+    impression; one logger suffices. Every bootstrap replicate refits the
+    whole EM (about as long as the estimate itself): use a small
+    ``n_bootstrap`` (or 0) when time matters. The estimate is only as good
+    as the relevance model: where it cannot follow the click rates'
+    dependence on the features, the bias shows up in ``theta``.
 ``"trust_em"`` (Agarwal et al., WWW 2019)
     ``P(click | k, R) = theta_k eps+_k`` if ``R = 1`` else ``theta_k eps-_k``
     with ``R`` a latent binary relevance per (query, document), fixed across
@@ -270,9 +276,15 @@ def _swap(log, K, options):
     clicks[0] = C0.sum()
     _check_counts("swap", shown, clicks, options["min_clicks"], "in the swap sessions")
 
+    # Swaps with k need k shown documents, so short queries are over-represented among swap-k
+    # sessions: the baseline click rate of each query is weighted by its number of swap-k sessions.
+    has_base = N0 > 0
+    S, N = S * has_base[:, None], N * has_base[:, None]
+    base = N * np.where(has_base, C0 / np.maximum(N0, 1), 0.0)[:, None]
+
     def estimate(W):
         with np.errstate(divide="ignore", invalid="ignore"):
-            rel = (W @ S) / (W @ N) / ((W @ C0) / (W @ N0))[:, None]
+            rel = (W @ S) / (W @ base)
         rel[:, 0] = 1.0
         return rel
 
@@ -360,7 +372,8 @@ def _em(log, K, options):
     imp = _Impressions(log, K, plain)
     imp.check_positions("em", options["min_clicks"], "in sessions without intervention")
     model = options.get("relevance_model")
-    model = LogisticRegression(C=1.0, max_iter=200) if model is None else model
+    # warm_start: each M-step starts from the last fit (the soft labels change little between steps).
+    model = LogisticRegression(C=1.0, max_iter=200, warm_start=True) if model is None else model
     X = log.data.X[imp.doc]
     XX = np.vstack([X, X])
     y = np.r_[np.ones(len(X)), np.zeros(len(X))]
@@ -412,44 +425,43 @@ def _trust_em(log, K, options):
     plain = log.intervention == 0
     imp = _Impressions(log, K, plain)
     imp.check_positions("trust_em", options["min_clicks"], "in sessions without intervention")
-    kidx = imp.k - 1
-    starts = np.flatnonzero(np.r_[True, imp.doc[1:] != imp.doc[:-1]])
-    doc_of_row = np.cumsum(np.r_[False, imp.doc[1:] != imp.doc[:-1]])
+    # Everything per (document, position): clicks and non-clicks as dense document x K matrices.
+    docs, doc_of_row = np.unique(imp.doc, return_inverse=True)
+    clicks = np.zeros((docs.size, K))
+    misses = np.zeros((docs.size, K))
+    clicks[doc_of_row, imp.k - 1] = imp.c
+    misses[doc_of_row, imp.k - 1] = imp.n - imp.c
+    shown = clicks + misses
+    query = log.data.query_index[docs]
     # Home position of a document: where it was shown most (its relevance prior is that position's).
-    best = np.lexsort((-imp.n, doc_of_row))[starts]
-    home = kidx[best]
-    onehot = np.zeros((len(kidx), K))
-    onehot[np.arange(len(kidx)), kidx] = 1.0
-    home_onehot = np.zeros((len(starts), K))
-    home_onehot[np.arange(len(starts)), home] = 1.0
-    ctr = imp.c / imp.n
-    mean_ctr = (ctr * imp.n) @ onehot / (imp.n @ onehot)
-    rho0 = (ctr > mean_ctr[kidx]).astype(np.float64)
+    home = np.argmax(shown, axis=1)
+    home_onehot = np.zeros((docs.size, K))
+    home_onehot[np.arange(docs.size), home] = 1.0
+    ctr = clicks.sum(0) / shown.sum(0)
+    doc_ctr = clicks[np.arange(docs.size), home] / shown[np.arange(docs.size), home]
+    rho0 = (doc_ctr > ctr[home]).astype(np.float64)  # start: above-average click rate = relevant
     max_iter, tol = options["max_iter"], options["tol"]
     eps_plus = options.get("eps_plus")
 
     def estimate(W):
-        w = W[:, imp.query]                        # (B, rows)
+        w = W[:, query]                             # (B, docs): bootstrap multiplicity of each document
         rho = np.repeat(rho0[None, :], W.shape[0], 0)
         converged = False
-        a = b = prior = None
+        a = b = None
         for _ in range(max_iter):
             wr, wn = w * rho, w * (1 - rho)
-            a_new = np.clip((wr * imp.c) @ onehot / np.maximum((wr * imp.n) @ onehot, 1e-12), 1e-6, 1 - 1e-6)
-            b_new = np.clip((wn * imp.c) @ onehot / np.maximum((wn * imp.n) @ onehot, 1e-12), 1e-6, 1 - 1e-6)
-            w_doc, r_doc = w[:, starts], rho[:, starts]
-            prior = np.clip((w_doc * r_doc) @ home_onehot / np.maximum(w_doc @ home_onehot, 1e-12), 1e-6, 1 - 1e-6)
+            a_new = np.clip((wr @ clicks) / np.maximum(wr @ shown, 1e-12), 1e-6, 1 - 1e-6)
+            b_new = np.clip((wn @ clicks) / np.maximum(wn @ shown, 1e-12), 1e-6, 1 - 1e-6)
+            prior = np.clip((wr @ home_onehot) / np.maximum(w @ home_onehot, 1e-12), 1e-6, 1 - 1e-6)
             if a is not None and max(np.max(np.abs(a_new - a)), np.max(np.abs(b_new - b))) < tol:
                 a, b = a_new, b_new
                 converged = True
                 break
             a, b = a_new, b_new
             # E-step: posterior relevance of every document from all its impressions.
-            ll = (imp.c * (np.log(a[:, kidx]) - np.log(b[:, kidx]))
-                  + (imp.n - imp.c) * (np.log1p(-a[:, kidx]) - np.log1p(-b[:, kidx])))
-            logit = np.add.reduceat(ll, starts, axis=1) + np.log(prior[:, home]) - np.log1p(-prior[:, home])
-            rho = np.repeat(1.0 / (1.0 + np.exp(-np.clip(logit, -700, 700))), np.diff(np.r_[starts, len(kidx)]),
-                            axis=1)
+            logit = ((np.log(a) - np.log(b)) @ clicks.T + (np.log1p(-a) - np.log1p(-b)) @ misses.T
+                     + (np.log(prior) - np.log1p(-prior)) @ home_onehot.T)
+            rho = 1.0 / (1.0 + np.exp(-np.clip(logit, -700, 700)))
         if not converged:
             warnings.warn(f"'trust_em' did not converge in max_iter={max_iter} iterations", ConvergenceWarning)
         if eps_plus is None:
