@@ -116,9 +116,9 @@ class EstimatedPropensity(TabularPropensity):
 
     Examples
     --------
-    >>> model = EstimatedPropensity([1.0, 0.5, 0.25], method="swap")
+    >>> model = EstimatedPropensity([1.0, 0.5, 1 / 3], method="swap")
     >>> model([1, 3, 6]).round(3).tolist(), round(model.eta_, 3)
-    [1.0, 0.25, 0.125]
+    ([1.0, 0.333, 0.167], 1.0)
     """
 
     def __init__(self, relative, lower=None, upper=None, *, bootstrap=None, method="given", confidence=0.95,
@@ -512,8 +512,8 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
     >>> log = simulate_clicks(data, data.X[:, 0], PositionBasedClickModel(eta=1.0), n_passes=200,
     ...                       random_state=0, intervention=SwapIntervention(0.5, max_position=4))
     >>> model = estimate_propensities(log, "swap", max_position=4, n_bootstrap=50, random_state=0)
-    >>> np.round(model.relative_, 1).tolist()
-    [1.0, 0.5, 0.3, 0.3]
+    >>> np.round(model.relative_, 1).tolist()   # truth: 1, 1/2, 1/3, 1/4
+    [1.0, 0.5, 0.3, 0.2]
     >>> bool(np.all(model.lower_ <= model.upper_))
     True
     """

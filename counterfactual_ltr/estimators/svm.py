@@ -129,7 +129,7 @@ def affine_click_weights(log: ClickLog, model):
     >>> log = ClickLog(data, [0, 0], [0, 2, 4], [0, 1, 0, 1], [1, 0, 0, 1])
     >>> model = TrustBiasPropensity([1.0, 0.5], eps_plus=1.0, eps_minus=0.2)
     >>> affine_click_weights(log, model).weights.round(3).tolist()   # (1-.2)/.8 + (0-.2)/.8, (0-.1)/.4 + (1-.1)/.4
-    [1.0, 2.0]
+    [0.75, 2.0]
     """
     from ..clicklog import ClickAggregate
 
