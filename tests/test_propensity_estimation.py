@@ -238,16 +238,22 @@ def test_estimate_is_a_propensity_model(ranked):
 # ----------------------------------------------------------------------------- intervals
 
 
-def test_swap_intervals_cover_the_truth():
-    """95% bootstrap intervals of the swap estimate cover theta_r/theta_1 in 90-99% of 200 simulations."""
+@pytest.mark.parametrize("method", ["swap", "harvest"])
+def test_intervals_cover_the_truth(method):
+    """95% bootstrap intervals cover theta_r/theta_1 in 90-99% of 200 simulations (positions 2-4 pooled)."""
     data, w = make_ranking(n_queries=150, n_docs=(6, 12), random_state=5, return_ranker=True)
     K = 4
     model = PositionBasedClickModel(1.0, eps_minus=0.1)
     truth = model.examination_curve(K)
+    scores = data.X @ w
+    if method == "swap":
+        rankers, intervention = scores, SwapIntervention(0.5, K)
+    else:
+        rankers, intervention = [scores, scores + data.X[:, 0], scores + data.X[:, 1]], None
     covered = []
     for seed in range(200):
-        log = simulate_clicks(data, data.X @ w, model, 20, seed, intervention=SwapIntervention(0.5, K))
-        est = estimate_propensities(log, "swap", max_position=K, n_bootstrap=200, random_state=seed)
+        log = simulate_clicks(data, rankers, model, 20, seed, intervention=intervention)
+        est = estimate_propensities(log, method, max_position=K, n_bootstrap=200, random_state=seed)
         covered.append((est.lower_[1:] <= truth[1:]) & (truth[1:] <= est.upper_[1:]))
     coverage = np.mean(covered)
     assert 0.90 <= coverage <= 0.99, coverage
