@@ -171,8 +171,8 @@ class SwapIntervention:
 class TopNShuffle:
     """Shuffle the top ``n`` results uniformly in a share of the sessions (Wang et al., SIGIR 2016).
 
-    The log records ``-n`` as the session's ``intervention`` code (0 = not
-    intervened).
+    The log records ``-n`` as the session's ``intervention`` code (``-m``
+    for a session of ``m < n`` shown documents; 0 = not intervened).
 
     Examples
     --------
@@ -195,7 +195,8 @@ class TopNShuffle:
         key = position.astype(np.float64) + 1.0
         key[shuffled] = rng.random(int(shuffled.sum()))
         order = np.lexsort((key, session))
-        return docs[order], np.where(chosen, -self.n, 0)
+        depth = np.minimum(self.n, lengths)
+        return docs[order], np.where(chosen & (depth >= 2), -depth, 0)
 
     def __repr__(self) -> str:
         return f"TopNShuffle(n={self.n}, share={self.share})"

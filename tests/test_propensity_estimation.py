@@ -131,6 +131,8 @@ def test_top_n_shuffle(ranked):
         top_position.append(int(np.flatnonzero(shown == logged[0])[0]))
     freq = np.bincount(top_position, minlength=n) / len(top_position)
     assert np.all(np.abs(freq - 1 / n) < 0.03)  # the logger's top document lands anywhere in the top n
+    short = simulate_clicks(data, scores, n_passes=2, random_state=2, max_shown=3, intervention=TopNShuffle(n))
+    assert set(short.intervention.tolist()) == {-3}  # a shuffle deeper than the list covers what is shown
 
 
 def test_log_columns_kept_through_selection_frames_and_parquet(ranked, tmp_path):
