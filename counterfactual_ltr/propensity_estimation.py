@@ -236,15 +236,6 @@ def _check_counts(method, shown, clicks, min_clicks, what):
                          "(log more sessions or lower max_position)")
 
 
-def _query_sums(query, values, n_queries):
-    """Per-query sums of ``values`` (n,) or (n, m) -> (n_queries,) or (n_queries, m)."""
-    if values.ndim == 1:
-        return np.bincount(query, weights=values, minlength=n_queries)
-    out = np.zeros((n_queries, values.shape[1]))
-    np.add.at(out, query, values)
-    return out
-
-
 # ----------------------------------------------------------------------------- swap
 
 
