@@ -3,7 +3,7 @@
 from counterfactual_ltr.clicklog import ClickLog
 from counterfactual_ltr.datasets import RankingDataset, binarize
 
-from .clicks import PositionBasedClickModel, simulate_clicks
+from .clicks import PositionBasedClickModel, SwapIntervention, TopNShuffle, simulate_clicks
 from .letor import load_letor
 from .online import OnlineResult, run_online
 from .partitioned import simulate_clicks_partitioned
@@ -12,6 +12,6 @@ from .synthetic import make_ranking, make_separable_ranking
 
 __all__ = [
     "RankingDataset", "binarize", "load_letor", "make_ranking", "make_separable_ranking",
-    "PositionBasedClickModel", "simulate_clicks", "ClickLog", "train_production_ranker",
-    "run_online", "OnlineResult", "simulate_clicks_partitioned",
+    "PositionBasedClickModel", "SwapIntervention", "TopNShuffle", "simulate_clicks", "ClickLog",
+    "train_production_ranker", "run_online", "OnlineResult", "simulate_clicks_partitioned",
 ]

@@ -1,27 +1,61 @@
-"""Click models and simulated click logs."""
+"""Click models, interventions and simulated click logs."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from counterfactual_ltr._progress import progress
-from counterfactual_ltr._segments import check_finite_1d, order_within_queries, offsets_from_lengths
+from counterfactual_ltr._segments import (check_finite_1d, offsets_from_lengths, order_within_queries,
+                                          segment_gather, segment_ids)
+from counterfactual_ltr._validation import check_int, check_probability
 from counterfactual_ltr.clicklog import ClickLog
 from counterfactual_ltr.datasets import DEFAULT_RELEVANCE_THRESHOLD, RankingDataset
-from counterfactual_ltr.propensity import PositionBasedPropensity
+from counterfactual_ltr.propensity import PositionBasedPropensity, TabularPropensity, TrustBiasPropensity
 
-__all__ = ["PositionBasedClickModel", "simulate_clicks", "ranker_scores"]
+__all__ = ["PositionBasedClickModel", "SwapIntervention", "TopNShuffle", "simulate_clicks", "ranker_scores"]
+
+
+def _per_position(value, name: str) -> np.ndarray:
+    """A scalar or a 1-D sequence of probabilities in [0, 1], as a float64 array (scalars stay 0-d)."""
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.ndim > 1 or (arr.ndim == 1 and arr.size == 0):
+        raise ValueError(f"{name} must be a scalar or a non-empty 1-D sequence per position")
+    bad = np.flatnonzero(~(np.isfinite(arr.ravel()) & (arr.ravel() >= 0) & (arr.ravel() <= 1)))
+    if bad.size:
+        where = "" if arr.ndim == 0 else f" (position {bad[0] + 1})"
+        raise ValueError(f"{name} must lie in [0, 1], got {arr.ravel()[bad[0]]}{where}")
+    return arr
+
+
+def _lookup(values: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Per-position table lookup (positions beyond the table take its last value); scalars broadcast."""
+    if values.ndim == 0:
+        return np.full(positions.shape, float(values))
+    return values[np.minimum(positions, len(values)) - 1]
 
 
 class PositionBasedClickModel:
-    """Position-based click model of Joachims et al. (2017) / Agarwal et al. (2019, sec. 5.1).
+    """Position-based click model (Joachims et al. 2017), with optional trust bias (Agarwal et al., WWW 2019).
 
-    A document at position ``r`` is examined with probability
-    ``p_r = (1 / r) ** eta``; an examined relevant document is clicked with
-    probability ``eps_plus``, an examined irrelevant one with ``eps_minus``::
+    A document at position ``r`` is examined with probability ``theta_r``:
+    ``(1 / r) ** eta`` by default, or ``examination[r - 1]`` when a curve is
+    given (any shape; positions beyond it take its last value). An examined
+    relevant document is clicked with probability ``eps_plus_r``, an examined
+    irrelevant one with ``eps_minus_r``::
 
-        P(click | r, relevant)   = p_r * eps_plus
-        P(click | r, irrelevant) = p_r * eps_minus
+        P(click | r, relevant)   = theta_r * eps_plus_r
+        P(click | r, irrelevant) = theta_r * eps_minus_r
+
+    ``eps_minus`` and ``eps_plus`` are scalars or per-position sequences; a
+    per-position ``eps`` is trust bias.
+
+    Parameters
+    ----------
+    eta : float >= 0
+        Power-law severity, used when ``examination`` is None.
+    eps_minus, eps_plus : float or sequence in [0, 1]
+    examination : sequence in (0, 1], optional
+        ``theta_1 .. theta_K``; overrides ``eta``.
 
     Parameters
     ----------
@@ -37,28 +71,62 @@ class PositionBasedClickModel:
     >>> model = PositionBasedClickModel(eta=1.0, eps_minus=0.1, eps_plus=1.0)
     >>> model.click_probability([1, 2, 4], [1, 0, 1]).tolist()
     [1.0, 0.05, 0.25]
+    >>> trust = PositionBasedClickModel(examination=[1.0, 0.5], eps_minus=[0.3, 0.1], eps_plus=1.0)
+    >>> trust.click_probability([1, 2, 3], [0, 0, 1]).tolist()
+    [0.3, 0.05, 0.5]
     """
 
-    def __init__(self, eta: float = 1.0, eps_minus: float = 0.1, eps_plus: float = 1.0):
-        for name, value in (("eps_minus", eps_minus), ("eps_plus", eps_plus)):
-            if not (np.isfinite(value) and 0 <= value <= 1):
-                raise ValueError(f"{name} must lie in [0, 1], got {value}")
-        self.examination = PositionBasedPropensity(eta)  # validates eta >= 0
-        self.eta = float(eta)
-        self.eps_minus = float(eps_minus)
-        self.eps_plus = float(eps_plus)
+    def __init__(self, eta: float = 1.0, eps_minus=0.1, eps_plus=1.0, *, examination=None):
+        self.eps_minus = _per_position(eps_minus, "eps_minus")
+        self.eps_plus = _per_position(eps_plus, "eps_plus")
+        if self.eps_minus.ndim == 0:
+            self.eps_minus = float(self.eps_minus)
+        if self.eps_plus.ndim == 0:
+            self.eps_plus = float(self.eps_plus)
+        if examination is None:
+            self.examination = PositionBasedPropensity(eta)  # validates eta >= 0
+            self.eta = float(eta)
+        else:
+            self.examination = TabularPropensity(examination)  # validates (0, 1]
+            self.eta = None
 
-    def propensity_model(self) -> PositionBasedPropensity:
-        """The true propensity model of this click model."""
-        return PositionBasedPropensity(self.eta)
+    @property
+    def has_trust_bias(self) -> bool:
+        """Whether ``eps_minus`` or ``eps_plus`` varies with the position."""
+        return any(np.ndim(e) == 1 and np.ptp(e) > 0 for e in (self.eps_minus, self.eps_plus))
+
+    def examination_curve(self, max_position: int) -> np.ndarray:
+        """``theta_1 .. theta_max_position``."""
+        return self.examination(np.arange(1, check_int(max_position, "max_position", min_value=1) + 1))
+
+    def propensity_model(self):
+        """The true examination model: ``PositionBasedPropensity(eta)`` or a ``TabularPropensity`` of the curve."""
+        if self.eta is not None:
+            return PositionBasedPropensity(self.eta)
+        return TabularPropensity(self.examination.values)
+
+    def trust_model(self, max_position: int | None = None) -> TrustBiasPropensity:
+        """The true affine click model (examination and per-position eps) as a ``TrustBiasPropensity``."""
+        K = max(np.size(self.eps_minus), np.size(self.eps_plus),
+                1 if self.eta is not None else len(self.examination.values),
+                1 if max_position is None else check_int(max_position, "max_position", min_value=1))
+        r = np.arange(1, K + 1)
+        return TrustBiasPropensity(self.examination(r), eps_plus=_lookup(np.asarray(self.eps_plus), r),
+                                   eps_minus=_lookup(np.asarray(self.eps_minus), r))
 
     def click_probability(self, positions, relevant) -> np.ndarray:
-        """``p_r * (eps_plus if relevant else eps_minus)``, elementwise."""
+        """``theta_r * (eps_plus_r if relevant else eps_minus_r)``, elementwise."""
+        positions = np.asarray(positions)
         relevant = np.asarray(relevant).astype(bool)
-        return self.examination(positions) * np.where(relevant, self.eps_plus, self.eps_minus)
+        plus = _lookup(np.asarray(self.eps_plus), positions)
+        minus = _lookup(np.asarray(self.eps_minus), positions)
+        return self.examination(positions) * np.where(relevant, plus, minus)
 
     def __repr__(self) -> str:
-        return f"PositionBasedClickModel(eta={self.eta}, eps_minus={self.eps_minus}, eps_plus={self.eps_plus})"
+        def show(v):
+            return v if np.ndim(v) == 0 else np.asarray(v).tolist()
+        exam = f"eta={self.eta}" if self.eta is not None else f"examination={self.examination.values.tolist()}"
+        return f"PositionBasedClickModel({exam}, eps_minus={show(self.eps_minus)}, eps_plus={show(self.eps_plus)})"
 
 
 def ranker_scores(ranker, data: RankingDataset) -> np.ndarray:
@@ -90,22 +158,157 @@ def ranker_scores(ranker, data: RankingDataset) -> np.ndarray:
                            "ranker scores", data.n_docs)
 
 
-def simulate_clicks(data: RankingDataset, ranker, click_model: PositionBasedClickModel | None = None,
-                    n_passes: int = 1, random_state=None, *,
-                    relevance_threshold=DEFAULT_RELEVANCE_THRESHOLD, max_shown: int | None = None) -> ClickLog:
-    """Simulate ``n_passes`` sessions of every query, ranked by ``ranker``.
+class SwapIntervention:
+    """Swap the top result with a random lower one in a share of the sessions (Joachims et al., WSDM 2017, sec. 6).
 
-    Each pass shows every query once (in data-set order) with its documents
-    sorted by the ranker's scores (ties by row order), truncated to the top
-    ``max_shown`` if given, and draws clicks from ``click_model`` against the
-    binarised relevance ``y >= relevance_threshold``. Sessions without clicks
-    are kept (they count in IPS averages). Vectorised over documents; the same
-    ``random_state`` gives the same log.
+    In each session, with probability ``share``, the document at position 1
+    is swapped with the one at a position ``k`` drawn uniformly from
+    ``2 .. min(max_position, shown length)``. The log records ``k`` as the
+    session's ``intervention`` code (0 = not intervened; one-document
+    sessions are never swapped).
 
     Parameters
     ----------
-    ranker : object with ``predict(X)``, a callable, or an array of scores per row
+    share : float in (0, 1]
+        Share of the sessions intervened on.
+    max_position : int >= 2
+        Deepest position swapped with the top one.
+
+    Examples
+    --------
+    >>> SwapIntervention(0.1, max_position=10)
+    SwapIntervention(share=0.1, max_position=10)
+    """
+
+    def __init__(self, share: float, max_position: int = 10):
+        self.share = check_probability(share, "share", include_zero=False)
+        self.max_position = check_int(max_position, "max_position", min_value=2)
+
+    def apply(self, docs, offsets, rng):
+        """``(docs, codes)``: the shown rows after the intervention and each session's code."""
+        lengths = np.diff(offsets)
+        n = len(lengths)
+        chosen = rng.random(n) < self.share
+        top = np.minimum(lengths, self.max_position)
+        k = 2 + np.floor(rng.random(n) * (top - 1)).astype(np.int64)
+        chosen &= lengths >= 2
+        codes = np.where(chosen, k, 0)
+        first, other = offsets[:-1][chosen], offsets[:-1][chosen] + k[chosen] - 1
+        docs = docs.copy()
+        docs[first], docs[other] = docs[other], docs[first]
+        return docs, codes
+
+    def __repr__(self) -> str:
+        return f"SwapIntervention(share={self.share}, max_position={self.max_position})"
+
+
+class TopNShuffle:
+    """Shuffle the top ``n`` results uniformly in a share of the sessions (Wang et al., SIGIR 2016).
+
+    The log records ``-n`` as the session's ``intervention`` code (``-m``
+    for a session of ``m < n`` shown documents; 0 = not intervened).
+
+    Parameters
+    ----------
+    n : int >= 2
+        Number of top positions shuffled.
+    share : float in (0, 1]
+        Share of the sessions intervened on.
+
+    Examples
+    --------
+    >>> TopNShuffle(5, share=0.2)
+    TopNShuffle(n=5, share=0.2)
+    """
+
+    def __init__(self, n: int, share: float = 1.0):
+        self.n = check_int(n, "n", min_value=2)
+        self.share = check_probability(share, "share", include_zero=False)
+
+    def apply(self, docs, offsets, rng):
+        """``(docs, codes)``: the shown rows after the intervention and each session's code."""
+        lengths = np.diff(offsets)
+        chosen = rng.random(len(lengths)) < self.share
+        session = segment_ids(offsets)
+        position = np.arange(len(docs)) - offsets[session] + 1
+        # Random keys in [0, 1) put the shuffled top n, in random order, ahead of the rest (keys >= 2).
+        shuffled = chosen[session] & (position <= self.n)
+        key = position.astype(np.float64) + 1.0
+        key[shuffled] = rng.random(int(shuffled.sum()))
+        order = np.lexsort((key, session))
+        depth = np.minimum(self.n, lengths)
+        return docs[order], np.where(chosen & (depth >= 2), -depth, 0)
+
+    def __repr__(self) -> str:
+        return f"TopNShuffle(n={self.n}, share={self.share})"
+
+
+def _as_rankers(ranker) -> list:
+    """A list or tuple of rankers is several loggers; anything else is one."""
+    if isinstance(ranker, (list, tuple)):
+        if len(ranker) == 0:
+            raise ValueError("ranker is an empty list: give at least one ranker")
+        return list(ranker)
+    return [ranker]
+
+
+def _logger_shares(shares, n_loggers: int) -> np.ndarray:
+    if shares is None:
+        return np.full(n_loggers, 1.0 / n_loggers)
+    shares = np.asarray(shares, dtype=np.float64)
+    if shares.shape != (n_loggers,):
+        raise ValueError(f"shares must give one share per ranker ({n_loggers}), got shape {shares.shape}")
+    if not np.all(np.isfinite(shares) & (shares >= 0)) or shares.sum() <= 0:
+        raise ValueError(f"shares must be finite, >= 0 and not all 0, got {shares.tolist()}")
+    return shares / shares.sum()
+
+
+def _serve(ranker, data: RankingDataset, session_query: np.ndarray, max_shown, rng) -> np.ndarray:
+    """The rows one logger shows in its sessions, session after session in position order.
+
+    A deterministic ranker shows every session of a query the same order, so
+    it is computed once per query. (A stochastic logger would draw an order
+    per session here, with ``rng``.)
+    """
+    order = order_within_queries(ranker_scores(ranker, data), data.query_offsets)
+    items = segment_gather(data.query_offsets, session_query)
+    shown = order[items]
+    if max_shown is not None:
+        position = items - np.repeat(data.query_offsets[session_query], data.query_lengths[session_query]) + 1
+        shown = shown[position <= max_shown]
+    return shown
+
+
+def simulate_clicks(data: RankingDataset, ranker, click_model: PositionBasedClickModel | None = None,
+                    n_passes: int = 1, random_state=None, *,
+                    relevance_threshold=DEFAULT_RELEVANCE_THRESHOLD, max_shown: int | None = None,
+                    shares=None, intervention=None) -> ClickLog:
+    """Simulate ``n_passes`` sessions of every query, ranked by ``ranker`` (or several rankers).
+
+    Each pass shows every query once (in data-set order). The steps:
+
+    1. each session is assigned a logger: one of the rankers, drawn with
+       probabilities ``shares`` (uniform by default; no draw for one ranker);
+    2. each logger produces the orders of its sessions: its documents sorted
+       by its scores (ties by row order), truncated to the top ``max_shown``;
+    3. ``intervention`` (:class:`SwapIntervention` or :class:`TopNShuffle`),
+       if given, permutes the shown documents of a random share of sessions;
+    4. clicks are drawn from ``click_model`` against the binarised relevance
+       ``y >= relevance_threshold``.
+
+    Sessions without clicks are kept (they count in IPS averages). The log
+    records each session's ``logger`` (index into the ranker list) and
+    ``intervention`` code. Vectorised over documents; the same
+    ``random_state`` gives the same log, and with one ranker and no
+    intervention the random stream is that of the single-ranker simulator.
+
+    Parameters
+    ----------
+    ranker : object with ``predict(X)``, a callable, an array of scores per row, or a list of these
     click_model : PositionBasedClickModel (default eta=1, eps_minus=0.1, eps_plus=1)
+    shares : sequence of float, optional
+        Share of the sessions served by each ranker of a list.
+    intervention : SwapIntervention or TopNShuffle, optional
 
     Returns
     -------
@@ -118,29 +321,51 @@ def simulate_clicks(data: RankingDataset, ranker, click_model: PositionBasedClic
     >>> log = simulate_clicks(data, data.X[:, 0], n_passes=2, random_state=0)
     >>> log.n_sessions
     60
+    >>> log = simulate_clicks(data, [data.X[:, 0], data.X[:, 1]], n_passes=2, random_state=0,
+    ...                       intervention=SwapIntervention(0.5))
+    >>> sorted(set(log.logger.tolist())), bool((log.intervention > 0).any())
+    ([0, 1], True)
     """
     if click_model is None:
         click_model = PositionBasedClickModel()
-    n_passes = int(n_passes)
-    if n_passes < 1:
-        raise ValueError(f"n_passes must be >= 1, got {n_passes}")
-    scores = ranker_scores(ranker, data)
-    order = order_within_queries(scores, data.query_offsets)
-    lengths = data.query_lengths
-    positions = np.arange(data.n_docs) - np.repeat(data.query_offsets[:-1], lengths) + 1
+    if not isinstance(click_model, PositionBasedClickModel):
+        raise TypeError(f"click_model must be a PositionBasedClickModel, got {type(click_model).__name__}")
+    n_passes = check_int(n_passes, "n_passes", min_value=1)
     if max_shown is not None:
-        if int(max_shown) < 1:
-            raise ValueError(f"max_shown must be >= 1, got {max_shown}")
-        keep = positions <= max_shown
-        order, positions = order[keep], positions[keep]
-        lengths = np.minimum(lengths, max_shown)
-    relevant = data.y[order] >= relevance_threshold
-    prob = click_model.click_probability(positions, relevant)
+        max_shown = check_int(max_shown, "max_shown", min_value=1)
+    if intervention is not None and not hasattr(intervention, "apply"):
+        raise TypeError(f"intervention must be a SwapIntervention or TopNShuffle, got {intervention!r}")
+    rankers = _as_rankers(ranker)
+    p = _logger_shares(shares, len(rankers))
     rng = np.random.default_rng(random_state)
-    # One pass at a time keeps memory at one pass of random numbers.
-    passes = progress(range(n_passes), desc="simulating clicks", unit="pass", leave=False)
-    clicks = np.concatenate([rng.random(len(order)) < prob for _ in passes])
-    docs = np.tile(order, n_passes)
     session_query = np.tile(np.arange(data.n_queries), n_passes)
-    offsets = offsets_from_lengths(np.tile(lengths, n_passes))
-    return ClickLog(data, session_query, offsets, docs, clicks)
+    n_sessions = len(session_query)
+    lengths = data.query_lengths[session_query]
+    if max_shown is not None:
+        lengths = np.minimum(lengths, max_shown)
+    offsets = offsets_from_lengths(lengths)
+    # 1. which logger serves each session
+    if len(rankers) == 1:
+        logger = np.zeros(n_sessions, dtype=np.int64)
+    else:
+        logger = rng.choice(len(rankers), size=n_sessions, p=p)
+    # 2. each logger produces the orders of its sessions
+    docs = np.empty(int(offsets[-1]), dtype=np.int64)
+    for index, one in enumerate(rankers):
+        mine = np.flatnonzero(logger == index)
+        if mine.size:
+            docs[segment_gather(offsets, mine)] = _serve(one, data, session_query[mine], max_shown, rng)
+    # 3. interventions
+    codes = np.zeros(n_sessions, dtype=np.int64)
+    if intervention is not None:
+        docs, codes = intervention.apply(docs, offsets, rng)
+    # 4. clicks, drawn in chunks (the stream does not depend on the chunk size)
+    positions = np.arange(len(docs)) - np.repeat(offsets[:-1], lengths) + 1
+    clicks = np.empty(len(docs), dtype=bool)
+    chunk = 1 << 22
+    for start in progress(range(0, len(docs), chunk), desc="simulating clicks", unit="chunk", leave=False):
+        stop = min(start + chunk, len(docs))
+        relevant = data.y[docs[start:stop]] >= relevance_threshold
+        prob = click_model.click_probability(positions[start:stop], relevant)
+        clicks[start:stop] = rng.random(stop - start) < prob
+    return ClickLog(data, session_query, offsets, docs, clicks, logger=logger, intervention=codes)

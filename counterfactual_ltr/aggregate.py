@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .datasets import RankingDataset
-from .propensity import as_propensity_model, check_propensities, is_affine
+from .propensity import affine_parts, as_propensity_model, check_propensities, is_affine
 
 __all__ = ["ClickAggregate", "aggregate_clicks", "count_table"]
 
@@ -113,11 +113,12 @@ class ClickAggregate:
     ----------
     data : RankingDataset
     weights : array (n_docs,)
-        ``sum over clicks on the row of 1 / propensity`` under :attr:`propensity` (0 if never clicked).
+        ``sum over clicks on the row of 1 / propensity`` under :attr:`propensity` (0 if never clicked);
+        under a trust-bias model, ``sum over impressions of (click - beta_r) / alpha_r`` (may be negative).
     click_counts : array (n_docs,)
         Number of clicks on each row.
     queries : array
-        Indices of the queries with at least one click, ascending.
+        Indices of the queries with a non-zero weight (with a click, for a plain propensity), ascending.
     n_sessions, n_clicks : int
     table : tuple of four int64 arrays, optional
         ``(docs, positions, clicks, impressions)``: counts per distinct shown
@@ -167,20 +168,24 @@ class ClickAggregate:
 
     @classmethod
     def _weighted(cls, data, table, n_sessions, propensity):
-        docs, positions, clicks, _ = table
+        docs, positions, clicks, impressions = table
         model = as_propensity_model(propensity)
-        if is_affine(model):
-            raise ValueError(f"{model!r} is a trust-bias (affine) click model: the aggregate's weights divide "
-                             "clicks by a propensity and cannot apply its affine correction")
-        clicked = np.flatnonzero(clicks)
-        q = np.asarray(model(positions[clicked]))
-        if q.shape != clicked.shape:
-            raise ValueError(f"the propensity model {model!r} returned shape {q.shape} for {clicked.size} positions")
-        q = check_propensities(q, f"propensities from {model!r}")
         n = data.n_docs
-        weights = np.bincount(docs[clicked], weights=clicks[clicked] / q, minlength=n)
+        clicked = np.flatnonzero(clicks)
+        if is_affine(model):
+            # Trust bias (Vardasbi et al. 2020): sum over impressions of (click - beta_r) / alpha_r,
+            # which needs the impressions too and may be negative.
+            alpha, beta = affine_parts(model, positions)
+            weights = np.bincount(docs, weights=(clicks - beta * impressions) / alpha, minlength=n)
+        else:
+            q = np.asarray(model(positions[clicked]))
+            if q.shape != clicked.shape:
+                raise ValueError(f"the propensity model {model!r} returned shape {q.shape} for {clicked.size} "
+                                 "positions")
+            q = check_propensities(q, f"propensities from {model!r}")
+            weights = np.bincount(docs[clicked], weights=clicks[clicked] / q, minlength=n)
         counts = np.bincount(docs[clicked], weights=clicks[clicked], minlength=n).astype(np.int64)
-        queries = np.unique(data.query_index[docs[clicked]])
+        queries = np.unique(data.query_index[np.flatnonzero(weights)])
         return cls(data, weights, counts, queries, n_sessions, int(counts.sum()), table, model)
 
     def reweight(self, propensity) -> "ClickAggregate":

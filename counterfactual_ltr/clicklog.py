@@ -25,6 +25,8 @@ from .propensity import as_propensity_model, check_propensities, is_affine
 __all__ = ["ClickLog", "ClickAggregate"]
 
 FRAME_COLUMNS = ("session", "qid", "doc", "position", "click")
+# Optional per-session columns: absent from a user's frame, they default to 0 (one logger, no intervention).
+SESSION_COLUMNS = ("logger", "intervention")
 
 
 class ClickLog:
@@ -44,6 +46,12 @@ class ClickLog:
         Whether the shown row was clicked.
     session_ids : array (n_sessions,), optional
         Identifiers kept through selection and round trips (default 0..n-1).
+    logger : array (n_sessions,), optional
+        Which logging ranker served each session (index >= 0; default 0: one logger).
+    intervention : array (n_sessions,), optional
+        Randomisation applied to the session: 0 none (default), ``k >= 2`` the
+        documents at positions 1 and ``k`` were swapped, ``-n`` the top ``n``
+        were shuffled (see ``click_sim.SwapIntervention`` and ``TopNShuffle``).
 
     Examples
     --------
@@ -57,7 +65,8 @@ class ClickLog:
     [3.0, 0.0, 0.0]
     """
 
-    def __init__(self, data: RankingDataset, session_query, session_offsets, docs, clicks, session_ids=None):
+    def __init__(self, data: RankingDataset, session_query, session_offsets, docs, clicks, session_ids=None, *,
+                 logger=None, intervention=None):
         if not isinstance(data, RankingDataset):
             raise ValueError(f"data must be a RankingDataset, got {type(data).__name__}")
         docs = np.asarray(docs)
@@ -84,7 +93,8 @@ class ClickLog:
             raise ValueError(f"session {item_session[i]} shows row {docs[i]}, which is not a document of its "
                              f"query (query index {session_query[item_session[i]]})")
         key = item_session.astype(np.int64) * data.n_docs + docs
-        if np.unique(key).size != key.size:
+        key.sort()  # a sort then a neighbour comparison: much faster than np.unique's hashing on large logs
+        if np.any(key[1:] == key[:-1]):
             raise ValueError("a session shows the same row twice")
         if clicks.dtype != bool:
             if not np.all((clicks == 0) | (clicks == 1)):
@@ -95,12 +105,24 @@ class ClickLog:
         session_ids = np.asarray(session_ids, dtype=np.int64)
         if session_ids.shape != (n_sessions,):
             raise ValueError(f"session_ids has shape {session_ids.shape}, expected ({n_sessions},)")
+        logger = _session_column(logger, "logger", n_sessions)
+        if logger.size and logger.min() < 0:
+            raise ValueError(f"logger must hold indices >= 0; session {np.flatnonzero(logger < 0)[0]} holds "
+                             f"{logger.min()}")
+        intervention = _session_column(intervention, "intervention", n_sessions)
+        lengths = np.diff(offsets)
+        bad = np.flatnonzero((intervention == 1) | (intervention > lengths) | (-intervention > lengths))
+        if bad.size:
+            raise ValueError(f"session {bad[0]} has intervention code {intervention[bad[0]]}, which does not fit "
+                             f"its {lengths[bad[0]]} shown documents (0 none, k >= 2 swap of 1 and k, -n shuffle)")
         self.data = data
         self.session_query = session_query.astype(np.int32 if data.n_queries < 2**31 else np.int64)
         self.session_offsets = offsets
         self.docs = docs.astype(np.int32 if data.n_docs < 2**31 else np.int64)
         self.clicks = clicks
         self.session_ids = session_ids
+        self.logger = logger
+        self.intervention = intervention
 
     # ----------------------------------------------------------- sizes
     @property
@@ -126,7 +148,8 @@ class ClickLog:
     @property
     def nbytes(self) -> int:
         """Memory held by the log's own arrays (the data set is shared, not counted)."""
-        return sum(a.nbytes for a in (self.session_query, self.session_offsets, self.docs, self.clicks, self.session_ids))
+        return sum(a.nbytes for a in (self.session_query, self.session_offsets, self.docs, self.clicks, self.session_ids,
+                                      self.logger, self.intervention))
 
     def __repr__(self) -> str:
         return (f"ClickLog(n_sessions={self.n_sessions}, n_items={self.n_items}, n_clicks={self.n_clicks}, "
@@ -173,7 +196,8 @@ class ClickLog:
         items = segment_gather(self.session_offsets, index)
         lengths = np.diff(self.session_offsets)[index]
         return ClickLog(self.data, self.session_query[index], offsets_from_lengths(lengths), self.docs[items],
-                        self.clicks[items], self.session_ids[index])
+                        self.clicks[items], self.session_ids[index], logger=self.logger[index],
+                        intervention=self.intervention[index])
 
     # ---------------------------------------------------------- aggregation
     def aggregate(self, propensity=None) -> ClickAggregate:
@@ -188,7 +212,7 @@ class ClickLog:
 
     # ------------------------------------------------------------- frames
     def to_frame(self):
-        """One row per shown document: ``session, qid, doc, position, click`` (pandas DataFrame)."""
+        """One row per shown document: ``session, qid, doc, position, click, logger, intervention`` (pandas DataFrame)."""
         import pandas as pd
 
         sessions = self.item_session
@@ -198,11 +222,16 @@ class ClickLog:
             "doc": self.docs.astype(np.int64),
             "position": self.positions.astype(np.int32),
             "click": self.clicks,
+            "logger": self.logger[sessions],
+            "intervention": self.intervention[sessions],
         })
 
     @classmethod
     def from_frame(cls, frame, data: RankingDataset) -> "ClickLog":
         """Rebuild a log from a frame with columns ``session, qid, doc, position, click``.
+
+        Optional columns ``logger`` and ``intervention`` (constant within a
+        session) default to 0: one logger, no intervention.
 
         Rows may come in any order; within a session the positions must be
         ``1..n`` without gaps, and ``qid`` must match the data set's qid of ``doc``.
@@ -236,7 +265,20 @@ class ClickLog:
         if wrong.size:
             raise ValueError(f"row {doc[wrong[0]]} has qid {data.qid[doc[wrong[0]]]} in the data set but "
                              f"{qid[wrong[0]]} in the frame")
-        return cls(data, data.query_index[doc[starts]], offsets, doc, click, session_ids=session[starts])
+        extra = {}
+        for c in SESSION_COLUMNS:
+            if c not in frame.columns:
+                continue
+            col = frame[c].to_numpy()
+            if not np.issubdtype(col.dtype, np.integer):
+                raise ValueError(f"column {c!r} must hold integers, got dtype {col.dtype}")
+            col = col[order]
+            varies = np.flatnonzero(col != np.repeat(col[starts], np.diff(offsets)))
+            if varies.size:
+                raise ValueError(f"column {c!r} must be constant within a session; session {session[varies[0]]} "
+                                 f"holds several values")
+            extra[c] = col[starts]
+        return cls(data, data.query_index[doc[starts]], offsets, doc, click, session_ids=session[starts], **extra)
 
     def to_parquet(self, path) -> None:
         """Write the frame of :meth:`to_frame` to a Parquet file."""
@@ -250,8 +292,22 @@ class ClickLog:
         return cls.from_frame(pd.read_parquet(path), data)
 
     def equals(self, other: "ClickLog") -> bool:
-        """Same sessions, shown rows, positions and clicks (and the same data set object)."""
+        """Same sessions, shown rows, positions, clicks, loggers and interventions (and the same data set object)."""
         return (other.data is self.data and np.array_equal(self.session_ids, other.session_ids)
                 and np.array_equal(self.session_offsets, other.session_offsets)
                 and np.array_equal(self.docs, other.docs) and np.array_equal(self.clicks, other.clicks)
-                and np.array_equal(self.session_query, other.session_query))
+                and np.array_equal(self.session_query, other.session_query)
+                and np.array_equal(self.logger, other.logger)
+                and np.array_equal(self.intervention, other.intervention))
+
+
+def _session_column(values, name: str, n_sessions: int) -> np.ndarray:
+    """An optional per-session integer column (default all 0) as int32."""
+    if values is None:
+        return np.zeros(n_sessions, dtype=np.int32)
+    values = np.asarray(values)
+    if values.shape != (n_sessions,):
+        raise ValueError(f"{name} has shape {values.shape}, expected ({n_sessions},)")
+    if values.size and not np.issubdtype(values.dtype, np.integer):
+        raise ValueError(f"{name} must hold integers, got dtype {values.dtype}")
+    return values.astype(np.int32)

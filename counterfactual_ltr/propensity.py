@@ -278,3 +278,16 @@ def as_propensity_model(propensity):
     if not callable(propensity):
         raise ValueError(f"propensity must be a propensity model (callable on positions), got {propensity!r}")
     return propensity
+
+
+_ESTIMATION_NAMES = ("estimate_propensities", "EstimatedPropensity", "EstimatedTrustBias")
+
+
+def __getattr__(name):
+    # Estimation lives in its own module, which imports the click log (and so this module):
+    # re-exported lazily to avoid the import cycle.
+    if name in _ESTIMATION_NAMES:
+        from . import propensity_estimation
+
+        return getattr(propensity_estimation, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

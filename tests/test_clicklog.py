@@ -156,7 +156,8 @@ def sim():
 def test_to_frame(tiny_data):
     log = _hand_log(tiny_data)
     frame = log.to_frame()
-    assert list(frame.columns) == ["session", "qid", "doc", "position", "click"]
+    assert list(frame.columns) == ["session", "qid", "doc", "position", "click", "logger", "intervention"]
+    assert frame["logger"].tolist() == [0] * log.n_items and frame["intervention"].tolist() == [0] * log.n_items
     assert len(frame) == log.n_items
     assert frame["session"].tolist() == [0] * 3 + [1] * 4 + [2] * 2 + [3] * 2
     assert frame["qid"].tolist() == [10] * 3 + [7] * 4 + [10] * 2 + [4] * 2
@@ -224,7 +225,7 @@ def test_parquet_round_trip(sim, tmp_path):
     back = ClickLog.read_parquet(path, data)
     assert back.equals(log)
     pd.testing.assert_frame_equal(back.to_frame(), log.to_frame())
-    assert pd.read_parquet(path).shape == (log.n_items, 5)
+    assert pd.read_parquet(path).shape == (log.n_items, 7)
     sub = log[np.arange(1, log.n_sessions, 3)]
     sub.to_parquet(tmp_path / "sub.parquet")
     assert ClickLog.read_parquet(tmp_path / "sub.parquet", data).equals(sub)

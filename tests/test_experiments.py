@@ -26,6 +26,7 @@ EXPECTED_FIELDS = {
     "slam_fig23_mq2008": {"ap", "ndcg10", "paper"},
     "slam_batch_table": {"rows"},
     "topk_fig1_mq2008": {"aistats", "early"},
+    "propensity_estimation": {"recovery", "sessions_for_10pct", "table", "runs", "trust_training"},
 }
 
 

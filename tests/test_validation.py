@@ -73,4 +73,4 @@ def test_trust_bias_rejects_bad_values_and_plain_ipw_use(tiny_data):
 
     log = ClickLog(tiny_data, [0], [0, 3], [0, 1, 2], [1, 0, 0])
     with pytest.raises(ValueError, match="trust-bias"):
-        log.aggregate(TrustBiasPropensity([1.0, 0.5], 0.9, 0.1))
+        log.propensities(TrustBiasPropensity([1.0, 0.5], 0.9, 0.1))

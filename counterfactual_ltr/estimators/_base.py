@@ -9,12 +9,19 @@ from ..clicklog import ClickLog
 from ..datasets import RankingDataset
 
 
-def click_aggregate(log, propensity, estimator: str) -> ClickAggregate:
+def click_aggregate(log, propensity, estimator: str, *, allow_affine: bool = False) -> ClickAggregate:
     """The aggregate a propensity learner trains on, from a :class:`ClickLog` or a :class:`ClickAggregate`.
 
     Both give the same weights (an aggregate is re-weighted under ``propensity``
     from its count table), so ``fit(log)`` and ``fit(log.aggregate())`` agree exactly.
+    Learners that cannot handle the negative weights of a trust-bias (affine)
+    correction leave ``allow_affine`` False and refuse such a model.
     """
+    from ..propensity import as_propensity_model, is_affine
+
+    if not allow_affine and is_affine(as_propensity_model(propensity)):
+        raise ValueError(f"{estimator} does not support a trust-bias (affine) propensity model: its objective "
+                         "needs non-negative click weights (SVMPropRank / SVMPropDCG / SVMPropRBP do support it)")
     if isinstance(log, ClickLog):
         agg = log.aggregate(propensity)
     elif isinstance(log, ClickAggregate):

@@ -27,6 +27,24 @@ by :func:`counterfactual_ltr.solvers.solve_pairwise_hinge`.
 
 ``n`` is the number of clicks in the log, as in the paper. The paper writes
 ``log`` without a base for DCG; base 2 only rescales ``C``.
+
+Trust bias (an affine ``propensity`` such as
+:class:`~counterfactual_ltr.propensity.TrustBiasPropensity`): the clicks'
+IPS weights become the affine correction of Vardasbi et al. (CIKM 2020),
+``W_j = sum over impressions of j of (click - beta_r) / alpha_r``, an
+unbiased estimate of (impressions x relevance). Documents shown but rarely
+clicked get ``W_j < 0``, and ``W_j lambda(1 + H_j)`` is then concave in
+``w``. Each CCP step keeps the convex part (documents with positive weight,
+as before) and linearises the concave part at the current ``w``: the
+negative-weight hinge sums become a linear term ``l.w``, written for the
+solver as one extra always-active hinge pair (``s max(0, 1 + l.w / (C s))``
+with ``s`` large enough to be active at the current ``w``: an upper bound of
+``l.w``, tight there). For PropRank (``lambda`` affine) this is an exact
+majoriser and the objective never increases; for PropDCG/RBP the negative
+part's ``lambda`` is linearised too, which is not a bound, so a step that
+raises the true objective is halved back towards the previous ``w`` (up to
+``_AFFINE_BACKTRACKS`` times) and the CCP stops if none helps. PropRank with
+negative weights runs this CCP with ``max_ccp_iter=50`` and ``tol=1e-3``.
 """
 
 from __future__ import annotations
@@ -48,7 +66,7 @@ from ..solvers import solve_pairwise_hinge
 from ..aggregate import ClickAggregate
 from ._base import RankerMixin, click_aggregate
 
-__all__ = ["RankSVM", "SVMPropRank", "SVMPropDCG", "SVMPropRBP", "click_pairs"]
+__all__ = ["RankSVM", "SVMPropRank", "SVMPropDCG", "SVMPropRBP", "click_pairs", "affine_click_weights"]
 
 
 def _check_C(C) -> float:
@@ -120,6 +138,40 @@ class _LinearRanker(RankerMixin, BaseEstimator):
 
 # Relative duality gap of the first CCP subproblem: its solution is only a starting point.
 _CCP_FIRST_INNER_TOL = 1e-4
+# Trust-bias correction: CCP settings of PropRank with negative weights, and step halvings of a non-bound step.
+_AFFINE_CCP_MAX, _AFFINE_CCP_TOL, _AFFINE_BACKTRACKS = 50, 1e-3, 8
+
+
+def affine_click_weights(log, model):
+    """Per data-set row, ``sum over impressions of (click - beta_r) / alpha_r`` (Vardasbi et al., CIKM 2020).
+
+    Parameters
+    ----------
+    log : ClickLog or ClickAggregate
+    model : propensity model (typically a ``TrustBiasPropensity``)
+
+    Returns
+    -------
+    ClickAggregate
+
+    With ``P(click | r) = alpha_r R + beta_r`` this is an unbiased estimate of
+    ``R`` times the row's impressions; a plain propensity model
+    (``beta = 0``) gives the usual ``sum over clicks of 1 / q``. Returns the
+    :class:`~counterfactual_ltr.aggregate.ClickAggregate` of ``log`` (a
+    ``ClickLog`` or an aggregate) under ``model``; its ``weights`` may be negative.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from counterfactual_ltr import ClickLog, RankingDataset
+    >>> from counterfactual_ltr.propensity import TrustBiasPropensity
+    >>> data = RankingDataset(np.eye(2), [1, 0], [1, 1])
+    >>> log = ClickLog(data, [0, 0], [0, 2, 4], [0, 1, 0, 1], [1, 0, 0, 1])
+    >>> model = TrustBiasPropensity([1.0, 0.5], eps_plus=1.0, eps_minus=0.2)
+    >>> affine_click_weights(log, model).weights.round(3).tolist()   # (1-.2)/.8 + (0-.2)/.8, (0-.1)/.4 + (1-.1)/.4
+    [0.75, 2.0]
+    """
+    return log.aggregate(model) if isinstance(log, ClickLog) else log.reweight(model)
 
 
 class RankSVM(_LinearRanker):
@@ -226,8 +278,9 @@ class _PropensitySVM(_LinearRanker):
 
     def _prepare(self, log):
         C = _check_C(self.C)
-        agg = click_aggregate(log, as_propensity_model(self.propensity), type(self).__name__)
-        rows, Xl, i, j, w, owner, clicked = click_pairs(agg.data, agg.weights)
+        agg = click_aggregate(log, as_propensity_model(self.propensity), type(self).__name__, allow_affine=True)
+        # Rows with a non-zero weight (negative ones only under a trust-bias correction).
+        rows, Xl, i, j, w, owner, clicked = click_pairs(agg.data, np.abs(agg.weights))
         return C / agg.n_clicks, agg, Xl, i, j, w, owner, clicked
 
     def _bound(self, scores, i, j, owner, n_clicked):
@@ -255,10 +308,14 @@ class _PropensitySVM(_LinearRanker):
         log, _, _ = self._begin_fit(log)
         C_n, agg, Xl, i, j, w, owner, clicked = self._prepare(log)
         W = agg.weights[clicked]
-        linear = lam.concave is True and lam.convex is True  # affine lambda: one QP
-        if not linear and lam.concave is not True:
+        negative = bool(np.any(W < 0))
+        linear = lam.concave is True and lam.convex is True and not negative  # affine lambda, W >= 0: one QP
+        if lam.concave is not True:
             raise ValueError(f"rank weight {lam.name!r} is not concave: the convex-concave procedure does not apply")
         max_ccp = 1 if linear else int(self.max_ccp_iter)
+        tol = self.tol
+        if negative and lam.convex is True:
+            max_ccp, tol = _AFFINE_CCP_MAX, _AFFINE_CCP_TOL
         if max_ccp < 1:
             raise ValueError(f"max_ccp_iter must be >= 1, got {max_ccp}")
         coef = np.zeros(Xl.shape[1])
@@ -267,20 +324,33 @@ class _PropensitySVM(_LinearRanker):
         converged_ccp = False
         inner_tol = self.solver_tol
         if max_ccp > 1:  # a lone step is solved exactly; a first step of many only loosely
-            inner_tol = max(self.solver_tol, min(_CCP_FIRST_INNER_TOL, 0.1 * self.tol))
+            inner_tol = max(self.solver_tol, min(_CCP_FIRST_INNER_TOL, 0.1 * tol))
         bar = progress(range(max_ccp), desc=f"{type(self).__name__} CCP", unit="iter", leave=False)
         for _ in bar:
             # Linearise lambda at the current hinge sums: PropRank weights W_j * lambda'(1 + H_j).
             H = self._bound(Xl @ coef, i, j, owner, len(W))
-            pair_w = (W * lam.derivative(1.0 + H))[owner]
+            doc_w = W * lam.derivative(1.0 + H)
             tols.append(inner_tol)
             t0 = time.perf_counter()
-            result = solve_pairwise_hinge(Xl, i, j, pair_w, C_n, w0=coef if iters else None, tol=inner_tol,
-                                          max_iter=self.max_iter)
+            if negative:
+                result = self._affine_step(coef, Xl, i, j, owner, doc_w, C_n, inner_tol, warm=bool(iters))
+            else:
+                result = solve_pairwise_hinge(Xl, i, j, doc_w[owner], C_n, w0=coef if iters else None,
+                                              tol=inner_tol, max_iter=self.max_iter)
             seconds.append(time.perf_counter() - t0)
-            coef = result.coef
+            new = result.coef
+            objective = self._objective(new, Xl, i, j, owner, W, lam, C_n)
+            if negative and lam.convex is not True:
+                # Not a majoriser: halve a step that raises the true objective.
+                for _ in range(_AFFINE_BACKTRACKS):
+                    if objective <= history[-1]:
+                        break
+                    new = 0.5 * (coef + new)
+                    objective = self._objective(new, Xl, i, j, owner, W, lam, C_n)
+                if objective > history[-1]:
+                    new, objective = coef, history[-1]
+            coef = new
             iters.append(result.n_iter)
-            objective = self._objective(coef, Xl, i, j, owner, W, lam, C_n)
             snips_history.append(self._train_snips(coef, agg, lam))
             previous = history[-1]
             history.append(objective)
@@ -288,7 +358,7 @@ class _PropensitySVM(_LinearRanker):
                 converged_ccp = result.converged
                 break
             change = abs(previous - objective) / max(abs(objective), 1e-12)
-            if change <= self.tol:
+            if change <= tol:
                 converged_ccp = True
                 break
             # Inexact CCP: a step far from the fixed point needs no exact QP. The solver
@@ -299,7 +369,7 @@ class _PropensitySVM(_LinearRanker):
         bar.close()
         if not converged_ccp and not linear:
             warnings.warn(f"{type(self).__name__}: the convex-concave procedure stopped after {max_ccp} "
-                          f"iterations with relative objective change above tol={self.tol}", ConvergenceWarning)
+                          f"iterations with relative objective change above tol={tol}", ConvergenceWarning)
         self.coef_ = coef
         self.objective_ = history[-1]
         self.objective_history_ = np.asarray(history)
@@ -312,6 +382,25 @@ class _PropensitySVM(_LinearRanker):
         self.duality_gap_ = result.gap
         self.n_features_in_ = Xl.shape[1]
         return self._end_fit()
+
+    def _affine_step(self, coef, Xl, i, j, owner, doc_w, C_n, inner_tol, warm):
+        """One CCP subproblem with negative document weights: their hinge sums linearised at ``coef``."""
+        pos = doc_w[owner] > 0
+        neg = doc_w[owner] < 0
+        active = neg & (1.0 - (Xl[i] @ coef - Xl[j] @ coef) > 0)
+        # Gradient of sum_neg doc_w_j H_j at coef: doc_w_j * (-(x_i - x_j)) over active pairs.
+        c = -doc_w[owner[active]]
+        n = Xl.shape[0]
+        lin = C_n * (Xl.T @ (np.bincount(i[active], c, minlength=n) - np.bincount(j[active], c, minlength=n)))
+        scale = 10.0 * (1.0 + abs(float(lin @ coef)) / C_n)
+        # One extra pair (row a over row b = 0) with weight `scale`: C s max(0, 1 - x_a.w) = C s + lin.w where active.
+        X_ext = np.vstack([Xl, -lin / (C_n * scale), np.zeros(Xl.shape[1])])
+        a, b = Xl.shape[0], Xl.shape[0] + 1
+        ii = np.r_[i[pos], a]
+        jj = np.r_[j[pos], b]
+        ww = np.r_[doc_w[owner[pos]], scale]
+        return solve_pairwise_hinge(X_ext, ii, jj, ww, C_n, w0=coef if warm else None, tol=inner_tol,
+                                    max_iter=self.max_iter)
 
     def _objective(self, coef, Xl, i, j, owner, W, lam, C_n):
         H = self._bound(Xl @ coef, i, j, owner, len(W))

@@ -1,0 +1,602 @@
+"""Propensities estimated from the click log itself, with bootstrap intervals.
+
+:func:`estimate_propensities` turns a :class:`~counterfactual_ltr.clicklog.ClickLog`
+into a propensity model usable wherever ``propensity=`` is accepted. Every
+method reduces the log to per-query sufficient statistics first (one pass of
+``bincount`` over the shown items), and writes its estimate as a function of
+per-query weights: weights of one give the estimate, multinomial weights over
+queries give the bootstrap replicates (queries are resampled, since the
+sessions of a query share its documents), all replicates at once.
+
+Methods (``theta_r`` is the examination probability at position ``r``; the
+position-only methods estimate ``theta_r / theta_1``):
+
+``"swap"`` (Joachims et al., WSDM 2017, sec. 6)
+    In sessions where position 1 was swapped with position ``k``, the top
+    document ``A`` of the logger sits at ``k``; in sessions without
+    intervention it sits at 1. With ``P(click) = theta_r c(A)``, per query
+    ``E[click at k | swap k] / E[click at 1 | no swap] = theta_k / theta_1``;
+    the estimate is ``sum_q (clicks at k in swap-k sessions of q) /
+    sum_q (swap-k sessions of q) x (click rate at 1 of q without swap)``,
+    so both sides average over the same queries.
+``"harvest"`` (Agarwal et al., WSDM 2019, AllPairs)
+    No randomisation: different loggers show the same (query, document) at
+    different positions. For positions ``k != k'``, ``S_kk'`` is the set of
+    (query, document) shown at both; ``c_k^kk' = sum_S CTR(d at k)`` has
+    expectation ``theta_k r_kk'`` with ``r_kk' = sum_S c(d)`` shared by both
+    positions. ``theta`` and ``r`` are fitted to these pairwise statistics by
+    the closed-form Poisson estimating equations (AllPairs' model; its
+    binomial likelihood is replaced by the Poisson one, which has the same
+    expectations and closed-form alternating updates).
+``"em"`` (regression EM, Wang et al., WSDM 2018)
+    ``P(click) = theta_k gamma(x)``, ``gamma`` a scikit-learn classifier on
+    the documents' features (``relevance_model``, default logistic
+    regression) fitted in the M-step to the posterior relevance of every
+    impression; one logger suffices. Every bootstrap replicate refits the
+    whole EM (about as long as the estimate itself): use a small
+    ``n_bootstrap`` (or 0) when time matters. The estimate is only as good
+    as the relevance model: where it cannot follow the click rates'
+    dependence on the features, the bias shows up in ``theta``.
+``"trust_em"`` (Agarwal et al., WWW 2019)
+    ``P(click | k, R) = theta_k eps+_k`` if ``R = 1`` else ``theta_k eps-_k``
+    with ``R`` a latent binary relevance per (query, document), fixed across
+    its sessions: a two-component mixture at each position, fitted by EM.
+    Clicks identify only ``a_k = theta_k eps+_k`` and ``b_k = theta_k eps-_k``
+    (hence the affine correction ``alpha = a - b``, ``beta = b``); the split
+    assumes ``eps+`` independent of the position and ``max theta = 1``, or
+    uses a known ``eps_plus`` option.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from ._validation import check_int, check_probability, check_real
+from .clicklog import ClickLog
+from .propensity import TabularPropensity, TrustBiasPropensity
+
+__all__ = ["estimate_propensities", "EstimatedPropensity", "EstimatedTrustBias", "METHODS"]
+
+METHODS = ("swap", "harvest", "em", "trust_em")
+
+
+# ----------------------------------------------------------------------------- results
+
+
+def _fit_eta(relative: np.ndarray) -> float:
+    """Least-squares power law ``log(theta_r / theta_1) = -eta log r`` over the estimated positions."""
+    r = np.arange(1, len(relative) + 1, dtype=np.float64)
+    logr = np.log(r)
+    return float(-np.sum(logr * np.log(relative)) / np.sum(logr * logr))
+
+
+def _plot(ax, estimate, lower, upper, truth, label):
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        ax = plt.figure(figsize=(5, 3.5)).gca()
+    r = np.arange(1, len(estimate) + 1)
+    if lower is not None:
+        ax.fill_between(r, lower, upper, alpha=0.25, label="95% interval" if label else None)
+    ax.plot(r, estimate, "o-", label=label)
+    if truth is not None:
+        true = np.asarray(truth(r) if callable(truth) else truth, dtype=np.float64)[:len(r)]
+        ax.plot(r, true / true[0], "k--", label="truth")
+    ax.set_xlabel("position")
+    ax.set_ylabel("theta_r / theta_1")
+    ax.legend()
+    return ax
+
+
+class EstimatedPropensity(TabularPropensity):
+    """Position propensities estimated from a log: ``theta_r / theta_1`` with bootstrap intervals.
+
+    ``values`` are the estimates at positions ``1..K`` divided by their
+    maximum (so they lie in (0, 1]; the maximum is position 1 unless the
+    curve rises). Beyond ``K`` the fitted power law continues the table:
+    ``q(r) = values[K-1] * (K / r) ** eta_``.
+
+    Parameters
+    ----------
+    relative : array (K,)
+        Estimated ``theta_r / theta_1`` at positions ``1..K`` (positive).
+    lower, upper : array (K,), optional
+        Interval bounds of ``relative``.
+    bootstrap : array (n_bootstrap, K), optional
+    method : str
+    confidence : float
+    n_sessions : int
+
+    Attributes
+    ----------
+    relative_ : array (K,)
+        Estimated ``theta_r / theta_1``.
+    lower_, upper_ : array (K,) or None
+        Bootstrap percentile interval of ``relative_`` (None without bootstrap).
+    confidence_ : float
+    eta_ : float
+        Least-squares power law fitted to ``relative_``.
+    bootstrap_ : array (n_bootstrap, K)
+        The bootstrap replicates of ``relative_``.
+    method_ : str
+    n_sessions_ : int
+        Sessions the estimate used.
+
+    Examples
+    --------
+    >>> model = EstimatedPropensity([1.0, 0.5, 1 / 3], method="swap")
+    >>> model([1, 3, 6]).round(3).tolist(), round(model.eta_, 3)
+    ([1.0, 0.333, 0.167], 1.0)
+    """
+
+    def __init__(self, relative, lower=None, upper=None, *, bootstrap=None, method="given", confidence=0.95,
+                 n_sessions=0):
+        relative = np.asarray(relative, dtype=np.float64)
+        if relative.ndim != 1 or relative.size < 2 or not np.all(np.isfinite(relative) & (relative > 0)):
+            raise ValueError(f"the estimated propensities must be positive and finite at >= 2 positions, "
+                             f"got {relative.tolist()}")
+        super().__init__(relative / relative.max())
+        self.relative_ = relative
+        self.lower_ = None if lower is None else np.asarray(lower, dtype=np.float64)
+        self.upper_ = None if upper is None else np.asarray(upper, dtype=np.float64)
+        self.bootstrap_ = np.empty((0, relative.size)) if bootstrap is None else np.asarray(bootstrap)
+        self.confidence_ = confidence
+        self.eta_ = _fit_eta(relative)
+        self.method_ = method
+        self.n_sessions_ = n_sessions
+
+    def __call__(self, positions) -> np.ndarray:
+        q = super().__call__(positions)
+        positions = np.asarray(positions)
+        K = len(self.values)
+        beyond = positions > K
+        if np.any(beyond):
+            q = q.copy()
+            q[beyond] = self.values[-1] * (K / positions[beyond]) ** self.eta_
+        return q
+
+    def plot(self, ax=None, truth=None):
+        """Estimate against position with its interval (and ``truth``: a curve or propensity model)."""
+        return _plot(ax, self.relative_, self.lower_, self.upper_, truth, f"{self.method_} estimate")
+
+    def __repr__(self) -> str:
+        return f"EstimatedPropensity(method={self.method_!r}, relative={np.round(self.relative_, 4).tolist()})"
+
+
+class EstimatedTrustBias(TrustBiasPropensity):
+    """A trust-bias model estimated from a log (``"trust_em"``), with bootstrap intervals.
+
+    Parameters
+    ----------
+    examination, eps_plus, eps_minus : arrays (K,)
+        As in :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`.
+    intervals : dict, optional
+        See ``intervals_``.
+    bootstrap : array, optional
+    confidence : float
+    n_sessions : int
+
+    Attributes
+    ----------
+    relative_ : array (K,)
+        ``theta_r / theta_1``; ``lower_``, ``upper_`` its interval.
+    intervals_ : dict
+        ``{"examination" | "eps_plus" | "eps_minus" | "alpha" | "beta": (lower, upper)}``.
+    eta_ : float
+        Power law fitted to ``relative_``.
+    a_, b_ : array (K,)
+        Identified click rates ``theta_k eps+_k`` and ``theta_k eps-_k``.
+
+    Examples
+    --------
+    >>> model = EstimatedTrustBias([1.0, 0.5], [0.9, 0.9], [0.3, 0.1])
+    >>> model.alpha([1, 2]).round(3).tolist(), round(model.eta_, 3)
+    ([0.6, 0.4], 1.0)
+    """
+
+    def __init__(self, examination, eps_plus, eps_minus, *, intervals=None, bootstrap=None, confidence=0.95,
+                 n_sessions=0):
+        super().__init__(examination, eps_plus=eps_plus, eps_minus=eps_minus)
+        self.relative_ = self.examination / self.examination[0]
+        self.intervals_ = dict(intervals or {})
+        self.lower_, self.upper_ = self.intervals_.get("relative", (None, None))
+        self.bootstrap_ = {} if bootstrap is None else bootstrap
+        self.confidence_ = confidence
+        self.eta_ = _fit_eta(self.relative_)
+        self.a_ = self.examination * self.eps_plus
+        self.b_ = self.examination * self.eps_minus
+        self.method_ = "trust_em"
+        self.n_sessions_ = n_sessions
+
+    def plot(self, ax=None, truth=None):
+        """Examination estimate against position with its interval (and ``truth``)."""
+        return _plot(ax, self.relative_, self.lower_, self.upper_, truth, "trust_em estimate")
+
+
+# ----------------------------------------------------------------------------- statistics of the log
+
+
+class _Impressions:
+    """Clicks and impressions per (document, position <= K) of the selected sessions, and per query."""
+
+    def __init__(self, log: ClickLog, K: int, sessions: np.ndarray):
+        item_session = log.item_session
+        positions = log.positions
+        keep = sessions[item_session] & (positions <= K)
+        docs = log.docs[keep].astype(np.int64)
+        k = positions[keep].astype(np.int64)
+        key = docs * K + (k - 1)
+        n = np.bincount(key, minlength=log.data.n_docs * K)
+        c = np.bincount(key, weights=log.clicks[keep], minlength=log.data.n_docs * K)
+        rows = np.flatnonzero(n)  # sorted by document, then position
+        self.doc = rows // K
+        self.k = rows % K + 1
+        self.n = n[rows].astype(np.float64)
+        self.c = c[rows]
+        self.query = log.data.query_index[self.doc]
+        self.K = K
+
+    def check_positions(self, method: str, min_clicks: int, what: str):
+        shown = np.bincount(self.k, weights=self.n, minlength=self.K + 1)[1:]
+        clicks = np.bincount(self.k, weights=self.c, minlength=self.K + 1)[1:]
+        _check_counts(method, shown, clicks, min_clicks, what)
+
+
+def _check_counts(method, shown, clicks, min_clicks, what):
+    never = np.flatnonzero(shown == 0)
+    if never.size:
+        raise ValueError(f"{method!r}: position {never[0] + 1} is never shown {what}; lower max_position or "
+                         "give a log that shows every position up to it")
+    few = np.flatnonzero(clicks < min_clicks)
+    if few.size:
+        raise ValueError(f"{method!r}: position {few[0] + 1} has only {int(clicks[few[0]])} clicks {what}; an "
+                         f"estimate with an interval needs at least min_clicks={min_clicks} at every position "
+                         "(log more sessions or lower max_position)")
+
+
+# ----------------------------------------------------------------------------- swap
+
+
+def _swap(log, K, options):
+    codes = log.intervention
+    swapped = (codes >= 2) & (codes <= K)
+    if not swapped.any():
+        raise ValueError("'swap' needs sessions with a swap intervention (position 1 swapped with k = 2..K; "
+                         "see click_sim.SwapIntervention): the log has none")
+    plain = codes == 0
+    if not plain.any():
+        raise ValueError("'swap' needs sessions without intervention (the top document at position 1) as the "
+                         "baseline: every session of the log was intervened on")
+    starts = log.session_offsets[:-1]
+    Q = log.data.n_queries
+    q = log.session_query
+    k = np.where(swapped, codes, 1)
+    # Click at position k of a swap-k session (the logger's top document, moved to k).
+    moved = log.clicks[starts + k - 1] & swapped
+    S = np.zeros((Q, K))
+    N = np.zeros((Q, K))
+    np.add.at(S, (q[swapped], k[swapped] - 1), moved[swapped])
+    np.add.at(N, (q[swapped], k[swapped] - 1), 1.0)
+    C0 = np.bincount(q[plain], weights=log.clicks[starts[plain]], minlength=Q)
+    N0 = np.bincount(q[plain], minlength=Q).astype(np.float64)
+    shown = N.sum(0)
+    shown[0] = N0.sum()
+    clicks = S.sum(0)
+    clicks[0] = C0.sum()
+    _check_counts("swap", shown, clicks, options["min_clicks"], "in the swap sessions")
+
+    # Swaps with k need k shown documents, so short queries are over-represented among swap-k
+    # sessions: the baseline click rate of each query is weighted by its number of swap-k sessions.
+    has_base = N0 > 0
+    S, N = S * has_base[:, None], N * has_base[:, None]
+    base = N * np.where(has_base, C0 / np.maximum(N0, 1), 0.0)[:, None]
+
+    def estimate(W):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = (W @ S) / (W @ base)
+        rel[:, 0] = 1.0
+        return rel
+
+    return estimate, int(swapped.sum() + plain.sum())
+
+
+# ----------------------------------------------------------------------------- harvest
+
+
+def _fit_pairwise(c, m, max_iter, tol):
+    """Fit ``E[c[:, k, k']] = p_k r_kk' m_kk'`` (``r`` symmetric) by alternating closed-form updates.
+
+    ``c``, ``m``: (B, K, K). Returns ``p / p_1`` (B, K) and whether every replicate converged.
+    """
+    B, K, _ = c.shape
+    p = np.ones((B, K))
+    both = c + np.swapaxes(c, 1, 2)
+    has = m > 0
+    for it in range(max_iter):
+        denom = (p[:, :, None] + p[:, None, :]) * m
+        r = np.where(has, both / np.where(has, denom, 1.0), 0.0)
+        new = c.sum(2) / np.maximum((r * m).sum(2), 1e-300)
+        new = new / new[:, :1]
+        change = np.max(np.abs(new - p) / np.maximum(new, 1e-12))
+        p = new
+        if change < tol:
+            return p, True
+    return p, False
+
+
+def _harvest(log, K, options):
+    plain = log.intervention == 0
+    loggers = np.unique(log.logger[plain])
+    if loggers.size < 2:
+        raise ValueError(f"'harvest' needs sessions from at least two loggers that show documents at different "
+                         f"positions; the log's sessions without intervention come from {loggers.size} logger(s)")
+    imp = _Impressions(log, K, plain)
+    # Pairs of impressions of the same (query, document) at two positions k != k'.
+    from ._segments import within_query_pairs
+
+    starts = np.flatnonzero(np.r_[True, imp.doc[1:] != imp.doc[:-1]])
+    offsets = np.r_[starts, len(imp.doc)]
+    a, b = within_query_pairs(offsets)
+    ctr = imp.c / imp.n
+    Q = log.data.n_queries
+    cell = (imp.k[a] - 1) * K + (imp.k[b] - 1)
+    qa = imp.query[a]
+    C = np.zeros((Q, K * K))
+    M = np.zeros((Q, K * K))
+    np.add.at(C, (qa, cell), ctr[a])
+    np.add.at(M, (qa, cell), 1.0)
+    clicks = np.bincount(imp.k[a] - 1, weights=imp.c[a], minlength=K)
+    shown = np.bincount(imp.k[a] - 1, minlength=K)
+    _check_counts("harvest", shown, clicks, options["min_clicks"],
+                  "for a document that another logger shows at another position")
+    linked = M.sum(0).reshape(K, K) > 0
+    reached = np.zeros(K, dtype=bool)
+    reached[0] = True
+    for _ in range(K):  # positions connected to position 1 through shared documents
+        reached = reached | linked[reached].any(0)
+    if not reached.all():
+        raise ValueError(f"'harvest': position {np.flatnonzero(~reached)[0] + 1} is never linked to position 1 "
+                         "through documents shown at both by different loggers; the ratio is not identified")
+    max_iter, tol = options["max_iter"], options["tol"]
+
+    def estimate(W):
+        B = W.shape[0]
+        rel, ok = _fit_pairwise((W @ C).reshape(B, K, K), (W @ M).reshape(B, K, K), max_iter, tol)
+        if not ok:
+            warnings.warn(f"'harvest': the pairwise fit did not converge in max_iter={max_iter} iterations",
+                          ConvergenceWarning)
+        return rel
+
+    return estimate, int(plain.sum())
+
+
+# ----------------------------------------------------------------------------- regression EM
+
+
+def _em(log, K, options):
+    from sklearn.base import clone
+    from sklearn.linear_model import LogisticRegression
+
+    plain = log.intervention == 0
+    imp = _Impressions(log, K, plain)
+    imp.check_positions("em", options["min_clicks"], "in sessions without intervention")
+    model = options.get("relevance_model")
+    # warm_start: each M-step starts from the last fit (the soft labels change little between steps).
+    model = LogisticRegression(C=1.0, max_iter=200, warm_start=True) if model is None else model
+    X = log.data.X[imp.doc]
+    XX = np.vstack([X, X])
+    y = np.r_[np.ones(len(X)), np.zeros(len(X))]
+    max_iter, tol = options["max_iter"], options["tol"]
+    kidx = imp.k - 1
+    mean_ctr = np.bincount(kidx, imp.c, minlength=K) / np.bincount(kidx, imp.n, minlength=K)
+
+    def fit_one(w):
+        """EM with impression weights ``w`` (bootstrap multiplicities of the rows' queries)."""
+        n, c = imp.n * w, imp.c * w
+        theta = mean_ctr / mean_ctr[0]  # start: click rates as if relevance did not depend on position
+        gamma = np.clip(imp.c / imp.n / theta[kidx], 0.01, 0.99)
+        relevance = clone(model)
+        for _ in range(max_iter):
+            t = theta[kidx]
+            miss = np.maximum(1.0 - t * gamma, 1e-12)
+            seen_not_rel = t * (1.0 - gamma) / miss      # P(E=1, R=0 | no click)
+            rel_not_seen = (1.0 - t) * gamma / miss      # P(E=0, R=1 | no click)
+            new = np.bincount(kidx, c + (n - c) * seen_not_rel, minlength=K) / np.bincount(kidx, n, minlength=K)
+            new = np.clip(new / new[0], 1e-6, None)
+            # M-step of the relevance model: soft labels as weighted positive and negative copies.
+            positive = c + (n - c) * rel_not_seen
+            relevance.fit(XX, y, sample_weight=np.r_[positive, n - positive])
+            gamma = np.clip(relevance.predict_proba(X)[:, 1], 1e-6, 1 - 1e-6)
+            change = np.max(np.abs(new - theta) / new)
+            theta = new
+            if change < tol:
+                return theta, True
+        return theta, False
+
+    def estimate(W):
+        out = np.empty((W.shape[0], K))
+        failed = 0
+        for b in range(W.shape[0]):
+            out[b], ok = fit_one(W[b, imp.query])
+            failed += not ok
+        if failed:
+            warnings.warn(f"'em' did not converge in max_iter={max_iter} iterations in {failed} of {W.shape[0]} "
+                          "fits", ConvergenceWarning)
+        return out
+
+    return estimate, int(plain.sum())
+
+
+# ----------------------------------------------------------------------------- trust-bias EM
+
+
+def _trust_em(log, K, options):
+    plain = log.intervention == 0
+    imp = _Impressions(log, K, plain)
+    imp.check_positions("trust_em", options["min_clicks"], "in sessions without intervention")
+    # Everything per (document, position): clicks and non-clicks as dense document x K matrices.
+    docs, doc_of_row = np.unique(imp.doc, return_inverse=True)
+    clicks = np.zeros((docs.size, K))
+    misses = np.zeros((docs.size, K))
+    clicks[doc_of_row, imp.k - 1] = imp.c
+    misses[doc_of_row, imp.k - 1] = imp.n - imp.c
+    shown = clicks + misses
+    query = log.data.query_index[docs]
+    # Home position of a document: where it was shown most (its relevance prior is that position's).
+    home = np.argmax(shown, axis=1)
+    home_onehot = np.zeros((docs.size, K))
+    home_onehot[np.arange(docs.size), home] = 1.0
+    ctr = clicks.sum(0) / shown.sum(0)
+    doc_ctr = clicks[np.arange(docs.size), home] / shown[np.arange(docs.size), home]
+    rho0 = (doc_ctr > ctr[home]).astype(np.float64)  # start: above-average click rate = relevant
+    max_iter, tol = options["max_iter"], options["tol"]
+    eps_plus = options.get("eps_plus")
+
+    def estimate(W):
+        w = W[:, query]                             # (B, docs): bootstrap multiplicity of each document
+        rho = np.repeat(rho0[None, :], W.shape[0], 0)
+        converged = False
+        a = b = None
+        for _ in range(max_iter):
+            wr, wn = w * rho, w * (1 - rho)
+            a_new = np.clip((wr @ clicks) / np.maximum(wr @ shown, 1e-12), 1e-6, 1 - 1e-6)
+            b_new = np.clip((wn @ clicks) / np.maximum(wn @ shown, 1e-12), 1e-6, 1 - 1e-6)
+            prior = np.clip((wr @ home_onehot) / np.maximum(w @ home_onehot, 1e-12), 1e-6, 1 - 1e-6)
+            if a is not None and max(np.max(np.abs(a_new - a)), np.max(np.abs(b_new - b))) < tol:
+                a, b = a_new, b_new
+                converged = True
+                break
+            a, b = a_new, b_new
+            # E-step: posterior relevance of every document from all its impressions.
+            logit = ((np.log(a) - np.log(b)) @ clicks.T + (np.log1p(-a) - np.log1p(-b)) @ misses.T
+                     + (np.log(prior) - np.log1p(-prior)) @ home_onehot.T)
+            rho = 1.0 / (1.0 + np.exp(-np.clip(logit, -700, 700)))
+        if not converged:
+            warnings.warn(f"'trust_em' did not converge in max_iter={max_iter} iterations", ConvergenceWarning)
+        if eps_plus is None:
+            plus = a.max(1, keepdims=True) * np.ones_like(a)
+        else:
+            plus = np.broadcast_to(np.asarray(eps_plus, dtype=np.float64), a.shape)
+        theta = np.minimum(a / plus, 1.0)
+        return np.stack([theta, plus, b / theta, a, b])
+
+    return estimate, int(plain.sum())
+
+
+# ----------------------------------------------------------------------------- entry point
+
+
+def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10, n_bootstrap: int = 200,
+                          random_state=None, **options):
+    """Estimate the position bias (and trust bias) of a click log, with bootstrap intervals.
+
+    Parameters
+    ----------
+    log : ClickLog
+    method : {"swap", "harvest", "em", "trust_em"}
+        See the module docstring for what each needs: swap sessions and
+        sessions without intervention; several loggers; one logger and
+        document features; impressions of documents over many sessions.
+    max_position : int >= 2
+        Positions ``1..max_position`` are estimated.
+    n_bootstrap : int >= 0
+        Bootstrap replicates (queries resampled with replacement); 0 gives no interval.
+    random_state : int, Generator or None
+        Seeds the bootstrap.
+    **options
+        ``confidence`` (0.95), ``min_clicks`` (10: fewest clicks per position
+        for an estimate with an interval), ``max_iter`` and ``tol`` of the
+        iterative methods, ``relevance_model`` ("em": a scikit-learn
+        classifier with ``sample_weight`` and ``predict_proba``),
+        ``eps_plus`` ("trust_em": known eps+, scalar or per position).
+
+    Returns
+    -------
+    EstimatedPropensity, or EstimatedTrustBias for ``"trust_em"``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from click_sim import PositionBasedClickModel, SwapIntervention, make_ranking, simulate_clicks
+    >>> data = make_ranking(n_queries=200, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], PositionBasedClickModel(eta=1.0), n_passes=200,
+    ...                       random_state=0, intervention=SwapIntervention(0.5, max_position=4))
+    >>> model = estimate_propensities(log, "swap", max_position=4, n_bootstrap=50, random_state=0)
+    >>> np.round(model.relative_, 1).tolist()   # truth: 1, 1/2, 1/3, 1/4
+    [1.0, 0.5, 0.3, 0.2]
+    >>> bool(np.all(model.lower_ <= model.upper_))
+    True
+    """
+    if not isinstance(log, ClickLog):
+        raise TypeError(f"log must be a ClickLog, got {type(log).__name__}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    K = check_int(max_position, "max_position", min_value=2)
+    B = check_int(n_bootstrap, "n_bootstrap", min_value=0)
+    known = {"confidence", "min_clicks", "max_iter", "tol", "relevance_model", "eps_plus"}
+    unknown = set(options) - known
+    if unknown:
+        raise TypeError(f"estimate_propensities got unknown options {sorted(unknown)}; known: {sorted(known)}")
+    if "relevance_model" in options and method != "em":
+        raise TypeError("relevance_model is an option of method 'em' only")
+    if "eps_plus" in options and method != "trust_em":
+        raise TypeError("eps_plus is an option of method 'trust_em' only")
+    opts = {
+        "confidence": check_probability(options.get("confidence", 0.95), "confidence", include_zero=False,
+                                        include_one=False),
+        "min_clicks": check_int(options.get("min_clicks", 10), "min_clicks", min_value=1),
+        "max_iter": check_int(options.get("max_iter", 500 if method != "em" else 100), "max_iter", min_value=1),
+        "tol": check_real(options.get("tol", 1e-8 if method != "em" else 1e-4), "tol", min_value=0,
+                          include_min=False),
+    }
+    for key in ("relevance_model", "eps_plus"):
+        if options.get(key) is not None:
+            opts[key] = options[key]
+    if "eps_plus" in opts:
+        plus = np.asarray(opts["eps_plus"], dtype=np.float64)
+        if plus.ndim > 1 or (plus.ndim == 1 and plus.size != K) or not np.all((plus > 0) & (plus <= 1)):
+            raise ValueError(f"eps_plus must be a number in (0, 1] or {K} of them (one per position)")
+    if log.n_clicks == 0:
+        raise ValueError("the click log has no clicks: no propensity can be estimated")
+    estimate, n_sessions = {"swap": _swap, "harvest": _harvest, "em": _em, "trust_em": _trust_em}[method](
+        log, K, opts)
+    Q = log.data.n_queries
+    present = np.bincount(log.session_query, minlength=Q) > 0
+    point = estimate(present[None, :].astype(np.float64))
+    boot = None
+    if B:
+        rng = np.random.default_rng(random_state)
+        queries = np.flatnonzero(present)
+        W = np.zeros((B, Q))
+        W[:, queries] = rng.multinomial(queries.size, np.full(queries.size, 1.0 / queries.size), size=B)
+        boot = estimate(W)
+    lo_q, hi_q = 50 * (1 - opts["confidence"]), 50 * (1 + opts["confidence"])
+    if method == "trust_em":
+        theta, plus, minus, a, b = (v[0] for v in point)
+        intervals, reps = {}, {}
+        if boot is not None:
+            for name, values in zip(("examination", "eps_plus", "eps_minus", "a", "b"), boot):
+                intervals[name] = tuple(np.percentile(values, [lo_q, hi_q], axis=0))
+                reps[name] = values
+            extra = {"relative": boot[0] / boot[0][:, :1], "alpha": boot[3] - boot[4], "beta": boot[4]}
+            for name, values in extra.items():
+                intervals[name] = tuple(np.percentile(values, [lo_q, hi_q], axis=0))
+                reps[name] = values
+        return EstimatedTrustBias(theta, plus, np.minimum(minus, plus - 1e-9), intervals=intervals, bootstrap=reps,
+                                  confidence=opts["confidence"], n_sessions=n_sessions)
+    relative = point[0]
+    bad = np.flatnonzero(~(np.isfinite(relative) & (relative > 0)))
+    if bad.size:
+        raise ValueError(f"{method!r}: the estimate at position {bad[0] + 1} is {relative[bad[0]]}: too few clicks "
+                         "there (log more sessions or lower max_position)")
+    lower = upper = None
+    if boot is not None:
+        if not np.all(np.isfinite(boot)):
+            raise ValueError(f"{method!r}: some bootstrap replicates have no data at a position: too few sessions "
+                             "for an interval (log more sessions, lower max_position or use n_bootstrap=0)")
+        lower, upper = np.percentile(boot, [lo_q, hi_q], axis=0)
+    return EstimatedPropensity(relative, lower, upper, bootstrap=boot, method=method, confidence=opts["confidence"],
+                               n_sessions=n_sessions)
