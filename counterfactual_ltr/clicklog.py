@@ -20,12 +20,70 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._segments import check_offsets, offsets_from_lengths, segment_gather, segment_ids
-from .datasets import RankingDataset
+from .datasets import RankingDataset, _check_integer
 from .propensity import as_propensity_model, check_propensities, is_affine
 
 __all__ = ["ClickLog", "ClickAggregate"]
 
 FRAME_COLUMNS = ("session", "qid", "doc", "position", "click")
+
+
+def _index_array(values, name: str) -> np.ndarray:
+    """A 1-D array of integer indices (an empty list is fine); ``ValueError`` for anything else."""
+    arr = np.asarray(values)
+    if arr.size == 0:
+        return arr.astype(np.int64).ravel()
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"{name} must hold integer indices, got dtype {arr.dtype}")
+    if np.issubdtype(arr.dtype, np.unsignedinteger) and arr.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"{name} holds {arr.max()}, beyond the 64-bit signed range")
+    return arr.astype(np.int64, copy=False)
+
+
+def _check_clicks(clicks, name: str, unit: str) -> np.ndarray:
+    """Clicks as a bool array: booleans, or numbers that are exactly 0 or 1 (``ValueError`` naming the first other)."""
+    clicks = np.asarray(clicks)
+    if clicks.dtype == bool:
+        return clicks
+    if clicks.size == 0:
+        return clicks.astype(bool)
+    if not np.issubdtype(clicks.dtype, np.number) or np.iscomplexobj(clicks):
+        raise ValueError(f"{name} must be boolean or 0/1 numbers, got dtype {clicks.dtype}")
+    bad = np.flatnonzero(~((clicks == 0) | (clicks == 1)))
+    if bad.size:
+        raise ValueError(f"{name} must be 0/1 or boolean; {unit} {bad[0]} holds {clicks.ravel()[bad[0]]}")
+    return clicks.astype(bool)
+
+
+def _first_repeated_item(data, offsets, session_query, item_session, item_query, docs):
+    """Index of the first item whose row already appeared earlier in its session, or ``None``.
+
+    Every item's row lies in its session's query (checked before), so the row's place inside the
+    query, ``docs - query start``, is a small integer. Give each session a slot range as long as its
+    query and mark the slots: a repeat marks one slot twice. Linear time, no sort (a sort of the
+    session/row keys dominated simulating large logs).
+    """
+    n_items = len(docs)
+    if n_items == 0:
+        return None
+    span = data.query_lengths[session_query]
+    total = int(span.sum())
+    local = docs - data.query_offsets[:-1][item_query]
+    if total <= 8 * n_items + 1024:
+        key = (np.cumsum(span) - span)[item_session] + local
+        seen = np.zeros(total, dtype=bool)
+        seen[key] = True
+        if np.count_nonzero(seen) == n_items:
+            return None
+    else:
+        # Sessions much shorter than their queries: slots would cost too much memory, sort instead.
+        key = item_session.astype(np.int64) * int(data.query_lengths.max()) + local
+    # (Only reached with a repeat, or for very short sessions.) A stable sort puts each repeat after
+    # its first occurrence; the smallest such item index is the first repeat in item order.
+    order = np.argsort(key, kind="stable")
+    sorted_key = key[order]
+    same = np.flatnonzero(sorted_key[1:] == sorted_key[:-1])
+    return int(order[same + 1].min()) if same.size else None
 
 
 @dataclass(frozen=True)
@@ -90,39 +148,37 @@ class ClickLog:
     def __init__(self, data: RankingDataset, session_query, session_offsets, docs, clicks, session_ids=None):
         if not isinstance(data, RankingDataset):
             raise ValueError(f"data must be a RankingDataset, got {type(data).__name__}")
-        docs = np.asarray(docs)
-        clicks = np.asarray(clicks)
-        session_query = np.asarray(session_query)
+        docs = _index_array(docs, "docs")
+        clicks = _check_clicks(clicks, "clicks", "item")
+        session_query = _index_array(session_query, "session_query")
         if docs.ndim != 1 or clicks.shape != docs.shape:
             raise ValueError(f"docs and clicks must be 1-D of equal length, got {docs.shape} and {clicks.shape}")
         offsets = check_offsets(session_offsets, len(docs))
         n_sessions = len(offsets) - 1
         if session_query.shape != (n_sessions,):
             raise ValueError(f"session_query has shape {session_query.shape}, expected ({n_sessions},) (mismatched lengths)")
-        if docs.size and not np.issubdtype(docs.dtype, np.integer):
-            raise ValueError("docs must hold integer data-set row indices")
         bad = np.flatnonzero((docs < 0) | (docs >= data.n_docs))
         if bad.size:
             raise ValueError(f"item {bad[0]} references row {docs[bad[0]]}, which is missing from the data set "
                              f"({data.n_docs} rows)")
-        if session_query.size and (session_query.min() < 0 or session_query.max() >= data.n_queries):
-            raise ValueError(f"session_query holds a query index outside [0, {data.n_queries})")
+        bad = np.flatnonzero((session_query < 0) | (session_query >= data.n_queries))
+        if bad.size:
+            raise ValueError(f"session_query[{bad[0]}] = {session_query[bad[0]]} is not a query index "
+                             f"in [0, {data.n_queries})")
         item_session = segment_ids(offsets)
-        wrong = np.flatnonzero(data.query_index[docs] != session_query[item_session])
+        item_query = session_query[item_session]
+        wrong = np.flatnonzero(data.query_index[docs] != item_query)
         if wrong.size:
             i = wrong[0]
             raise ValueError(f"session {item_session[i]} shows row {docs[i]}, which is not a document of its "
                              f"query (query index {session_query[item_session[i]]})")
-        key = item_session.astype(np.int64) * data.n_docs + docs
-        if np.unique(key).size != key.size:
-            raise ValueError("a session shows the same row twice")
-        if clicks.dtype != bool:
-            if not np.all((clicks == 0) | (clicks == 1)):
-                raise ValueError("clicks must be 0/1 or boolean")
-            clicks = clicks.astype(bool)
+        repeated = _first_repeated_item(data, offsets, session_query, item_session, item_query, docs)
+        if repeated is not None:
+            raise ValueError(f"session {item_session[repeated]} shows row {docs[repeated]} twice "
+                             "(a session shows each row at most once)")
         if session_ids is None:
             session_ids = np.arange(n_sessions, dtype=np.int64)
-        session_ids = np.asarray(session_ids, dtype=np.int64)
+        session_ids = _check_integer(session_ids, "session_ids")
         if session_ids.shape != (n_sessions,):
             raise ValueError(f"session_ids has shape {session_ids.shape}, expected ({n_sessions},)")
         self.data = data

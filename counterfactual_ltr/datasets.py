@@ -53,6 +53,9 @@ class RankingDataset:
     def __init__(self, X, y, qid, *, name: str | None = None):
         if sp.issparse(X):
             X = X.toarray()
+        X = np.asarray(X)
+        if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool) or np.iscomplexobj(X):
+            raise TypeError(f"X must hold real numbers, got dtype {X.dtype}")
         X = np.ascontiguousarray(X, dtype=np.float64)
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D (n_docs, n_features), got shape {X.shape}")
@@ -170,14 +173,19 @@ def binarize(y, threshold: float = DEFAULT_RELEVANCE_THRESHOLD) -> np.ndarray:
 
 def _check_integer(values, name: str) -> np.ndarray:
     arr = np.asarray(values)
+    if np.issubdtype(arr.dtype, np.unsignedinteger) and arr.size and arr.max() > np.iinfo(np.int64).max:
+        # Casting would wrap to a negative int64 silently.
+        row = int(np.argmax(arr > np.iinfo(np.int64).max))
+        raise ValueError(f"{name} must fit in a 64-bit signed integer; row {row} has {arr[row]}")
     if np.issubdtype(arr.dtype, np.integer):
         return arr.astype(np.int64)
-    if not np.issubdtype(arr.dtype, np.number):
+    if not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
         raise ValueError(f"{name} must be numeric, got dtype {arr.dtype}")
     arr = arr.astype(np.float64)
-    bad = np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)))
+    # 2**63 itself does not fit in an int64; smaller whole floats do.
+    bad = np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)) | (np.abs(arr) >= 2.0**63))
     if bad.size:
-        raise ValueError(f"{name} must hold integers; row {bad[0]} has {arr[bad[0]]}")
+        raise ValueError(f"{name} must hold integers that fit in 64 bits; row {bad[0]} has {arr[bad[0]]}")
     return arr.astype(np.int64)
 
 
