@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from counterfactual_ltr._validation import (check_int, check_optional_int, check_probability, check_random_state,
+                                           check_real)
 from counterfactual_ltr._segments import check_finite_1d, order_within_queries, offsets_from_lengths
 from counterfactual_ltr.clicklog import ClickLog
 from counterfactual_ltr.datasets import DEFAULT_RELEVANCE_THRESHOLD, RankingDataset
@@ -30,13 +32,10 @@ class PositionBasedClickModel:
     """
 
     def __init__(self, eta: float = 1.0, eps_minus: float = 0.1, eps_plus: float = 1.0):
-        for name, value in (("eps_minus", eps_minus), ("eps_plus", eps_plus)):
-            if not (np.isfinite(value) and 0 <= value <= 1):
-                raise ValueError(f"{name} must lie in [0, 1], got {value}")
-        self.examination = PositionBasedPropensity(eta)  # validates eta >= 0
-        self.eta = float(eta)
-        self.eps_minus = float(eps_minus)
-        self.eps_plus = float(eps_plus)
+        self.eta = check_real(eta, "eta", min_value=0.0)
+        self.eps_minus = check_probability(eps_minus, "eps_minus")
+        self.eps_plus = check_probability(eps_plus, "eps_plus")
+        self.examination = PositionBasedPropensity(self.eta)
 
     def propensity_model(self) -> PositionBasedPropensity:
         """The true propensity model of this click model."""
@@ -59,6 +58,10 @@ def ranker_scores(ranker, data: RankingDataset) -> np.ndarray:
         scores = ranker(data.X)
     else:
         scores = ranker
+    kind = np.asarray(scores).dtype.kind
+    if kind not in "biuf":
+        raise TypeError(f"ranker scores must be real numbers, got dtype {np.asarray(scores).dtype} "
+                        f"from {type(ranker).__name__}")
     return check_finite_1d(np.ravel(scores) if np.ndim(scores) > 1 and np.shape(scores)[-1] == 1 else scores,
                            "ranker scores", data.n_docs)
 
@@ -88,26 +91,31 @@ def simulate_clicks(data: RankingDataset, ranker, click_model: PositionBasedClic
     >>> log.n_sessions
     60
     """
+    if not isinstance(data, RankingDataset):
+        raise TypeError(f"data must be a RankingDataset, got {type(data).__name__}")
     if click_model is None:
         click_model = PositionBasedClickModel()
-    n_passes = int(n_passes)
-    if n_passes < 1:
-        raise ValueError(f"n_passes must be >= 1, got {n_passes}")
+    if not callable(getattr(click_model, "click_probability", None)):
+        raise TypeError(f"click_model must be a click model (with click_probability), got {type(click_model).__name__}")
+    n_passes = check_int(n_passes, "n_passes", min_value=1)
+    relevance_threshold = check_real(relevance_threshold, "relevance_threshold")
+    max_shown = check_optional_int(max_shown, "max_shown", min_value=1)
+    rng = check_random_state(random_state)
     scores = ranker_scores(ranker, data)
     order = order_within_queries(scores, data.query_offsets)
     lengths = data.query_lengths
     positions = np.arange(data.n_docs) - np.repeat(data.query_offsets[:-1], lengths) + 1
     if max_shown is not None:
-        if int(max_shown) < 1:
-            raise ValueError(f"max_shown must be >= 1, got {max_shown}")
         keep = positions <= max_shown
         order, positions = order[keep], positions[keep]
         lengths = np.minimum(lengths, max_shown)
     relevant = data.y[order] >= relevance_threshold
     prob = click_model.click_probability(positions, relevant)
-    rng = np.random.default_rng(random_state)
     # One pass at a time keeps memory at one pass of random numbers.
-    clicks = np.concatenate([rng.random(len(order)) < prob for _ in range(n_passes)])
+    n = len(order)
+    clicks = np.empty(n * n_passes, dtype=bool)
+    for p in range(n_passes):
+        np.less(rng.random(n), prob, out=clicks[p * n:(p + 1) * n])
     docs = np.tile(order, n_passes)
     session_query = np.tile(np.arange(data.n_queries), n_passes)
     offsets = offsets_from_lengths(np.tile(lengths, n_passes))

@@ -28,12 +28,14 @@ IPS and the delta method for SNIPS.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
 from ._segments import rank_within_queries
+from ._validation import check_real
 from .clicklog import ClickLog
 from .propensity import as_propensity_model
 
@@ -120,10 +122,15 @@ def session_contributions(log: ClickLog, scores_or_ranker, *, metric="dcg", prop
 
 
 def _estimate(kind, log, scores_or_ranker, metric, propensity, confidence, metric_params):
+    if not isinstance(log, ClickLog):
+        raise TypeError(f"log must be a ClickLog, got {type(log).__name__}")
     if log.n_sessions == 0:
         raise ValueError("the click log has no sessions")
-    if not (0 < confidence < 1):
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    check_real(confidence, "confidence", min_value=0, max_value=1, include_min=False, include_max=False)
+    if log.n_clicks == 0:
+        # Every ranker would score 0 with a zero-width interval: the log says nothing about the ranker.
+        raise ValueError(f"the click log has no clicks ({log.n_sessions} sessions): {kind.upper()} cannot "
+                         "estimate anything from it (every ranker would get 0 with a zero-width interval)")
     X, W, w = session_contributions(log, scores_or_ranker, metric=metric, propensity=propensity, **metric_params)
     n = log.n_sessions
     if kind == "ips":
@@ -303,6 +310,10 @@ def validation_report(rankers: dict, log: ClickLog, *, propensity=None, metrics=
     >>> report.best("dcg") in ("f0", "f1")
     True
     """
+    if not isinstance(rankers, Mapping) or len(rankers) == 0:
+        raise ValueError(f"rankers must be a non-empty dict of name -> ranker or scores, got {rankers!r:.80}")
+    if isinstance(metrics, str) or len(metrics) == 0:
+        raise ValueError(f"metrics must be a non-empty sequence of metric names, got {metrics!r}")
     model = as_propensity_model(propensity)
     rows = []
     for name, ranker in rankers.items():

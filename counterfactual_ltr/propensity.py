@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._validation import check_optional_real, check_real
+
 __all__ = ["PositionBasedPropensity", "TabularPropensity", "TrustBiasPropensity", "check_propensities",
            "as_propensity_model", "affine_parts", "is_affine"]
 
@@ -50,15 +52,9 @@ class PositionBasedPropensity:
     """
 
     def __init__(self, eta: float = 1.0, clip: float | None = None):
-        eta = float(eta)
-        if not np.isfinite(eta) or eta < 0:
-            raise ValueError(f"eta must be a finite number >= 0, got {eta}")
-        if clip is not None:
-            clip = float(clip)
-            if not (0 < clip <= 1):
-                raise ValueError(f"clip (propensity floor) must lie in (0, 1], got {clip}")
-        self.eta = eta
-        self.clip = clip
+        self.eta = check_real(eta, "eta", min_value=0.0)
+        self.clip = check_optional_real(clip, "clip (propensity floor)", min_value=0.0, include_min=False,
+                                        max_value=1.0)
 
     def __call__(self, positions) -> np.ndarray:
         positions = _check_positions(positions)
