@@ -106,6 +106,7 @@ def simulate_clicks(data: RankingDataset, ranker, click_model: PositionBasedClic
     lengths = data.query_lengths
     positions = np.arange(data.n_docs) - np.repeat(data.query_offsets[:-1], lengths) + 1
     if max_shown is not None:
+        max_shown = min(max_shown, int(lengths.max()))  # a huge Python int would overflow the comparison
         keep = positions <= max_shown
         order, positions = order[keep], positions[keep]
         lengths = np.minimum(lengths, max_shown)
@@ -113,6 +114,8 @@ def simulate_clicks(data: RankingDataset, ranker, click_model: PositionBasedClic
     prob = click_model.click_probability(positions, relevant)
     # One pass at a time keeps memory at one pass of random numbers.
     n = len(order)
+    if n * n_passes > 2**40:
+        raise ValueError(f"n_passes={n_passes} would simulate {n * n_passes:.3g} shown documents; too many for memory")
     clicks = np.empty(n * n_passes, dtype=bool)
     for p in range(n_passes):
         np.less(rng.random(n), prob, out=clicks[p * n:(p + 1) * n])

@@ -105,7 +105,9 @@ def run_online(learner, data: RankingDataset, T: int, random_state=None, *,
     for method in ("rank", "update") + (("reset",) if reset else ()):
         if not callable(getattr(learner, method, None)):
             raise TypeError(f"learner {learner!r} has no {method}() method (see counterfactual_ltr.online)")
-    T = check_int(T, "T", min_value=1)
+    # Each round is a Python call to the learner: 10**8 rounds already take hours. The cap turns an
+    # absurd T into a named error before the query stream is allocated.
+    T = check_int(T, "T", min_value=1, max_value=10**8)
     relevance_threshold = check_real(relevance_threshold, "relevance_threshold")
     rng = check_random_state(random_state)
     if reset:

@@ -12,7 +12,8 @@ __all__ = ["make_separable_ranking", "make_ranking"]
 
 
 def _positive_int(value, name: str, minimum: int = 1) -> int:
-    return check_int(value, name, min_value=minimum)
+    # The upper bound keeps absurd sizes a named error instead of a failed allocation deep in NumPy.
+    return check_int(value, name, min_value=minimum, max_value=2**31 - 1)
 
 
 def make_separable_ranking(n_queries: int = 1000, n_docs: int = 20, n_features: int = 20,

@@ -299,7 +299,10 @@ class ClickLog:
                 key = key[0]
             else:
                 raise IndexError("a click log is indexed by sessions only")
-        index = np.arange(self.n_sessions)[key]
+        try:
+            index = np.arange(self.n_sessions)[key]
+        except IndexError as err:
+            raise IndexError(f"cannot select sessions {key!r:.60} of a log of {self.n_sessions} sessions: {err}") from None
         index = np.atleast_1d(index)
         items = segment_gather(self.session_offsets, index)
         lengths = np.diff(self.session_offsets)[index]

@@ -62,6 +62,8 @@ class RankingDataset:
         n = X.shape[0]
         if n == 0:
             raise ValueError("the data set has no documents")
+        if X.shape[1] == 0:
+            raise ValueError("X has no feature columns")
         y = np.asarray(y)
         qid = np.asarray(qid)
         for label, arr in (("y", y), ("qid", qid)):

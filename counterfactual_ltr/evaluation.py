@@ -99,7 +99,10 @@ def _scores_for_log(log: ClickLog, scores_or_ranker) -> np.ndarray:
         scores = np.zeros(data.n_docs)
         scores[rows] = np.ravel(scores_or_ranker.predict(data.X[rows]))
     else:
-        scores = np.asarray(scores_or_ranker, dtype=np.float64)
+        scores = np.asarray(scores_or_ranker)
+        if scores.dtype.kind not in "biuf":
+            raise TypeError(f"scores must be real numbers (or a ranker with predict), got dtype {scores.dtype}")
+        scores = scores.astype(np.float64)
         if scores.shape != (data.n_docs,):
             raise ValueError(f"scores have shape {scores.shape}, expected ({data.n_docs},) (one per data-set row)")
     if not np.all(np.isfinite(scores)):
