@@ -171,10 +171,20 @@ def _line_problem(tokens, n_features, zero_based) -> str | None:
 
 
 def _first_bad_line(path, *, n_features, zero_based) -> str | None:
+    """The first line that is malformed, or whose qid reappears after other queries (non-contiguous)."""
+    finished, current = set(), None
     for number, tokens in _data_lines(path):
         problem = _line_problem(tokens, n_features, zero_based)
         if problem:
             return f"line {number}: {problem}"
+        q = int(tokens[1][4:])
+        if q != current:
+            if q in finished:
+                return (f"line {number}: query ids are not contiguous: qid {q} reappears after rows of other "
+                        "queries")
+            if current is not None:
+                finished.add(current)
+            current = q
     return None
 
 

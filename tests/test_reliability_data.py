@@ -1,0 +1,230 @@
+"""Reliability of the data side: every bad input a clear, located error; never a silent wrong result.
+
+LETOR parsing, click-log construction and frames, Parquet integrity, simulation and online-loop
+inputs, and evaluation on degenerate logs. The hypothesis tests check the property "a ValueError or
+TypeError naming the parameter / line, or a correct result" against independent references.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from click_sim import (PositionBasedClickModel, load_letor, make_ranking, make_separable_ranking, run_online,
+                       simulate_clicks, train_production_ranker)
+from counterfactual_ltr import ClickLog, RankingDataset
+from counterfactual_ltr._segments import offsets_from_lengths
+from counterfactual_ltr._validation import check_random_state
+from counterfactual_ltr.evaluation import ips_estimate, snips_estimate, validation_report
+from counterfactual_ltr.online import RandomRanker
+
+COMPRESSORS = {"": open, ".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+HYPO = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def _write(tmp_path, text: str, suffix: str = "", name: str = "data.txt"):
+    path = tmp_path / (name + suffix)
+    with COMPRESSORS[suffix](path, "wb") as fh:
+        fh.write(text.encode())
+    return path
+
+
+def _letor_error(path, **kwargs) -> str:
+    with pytest.raises(ValueError) as info:
+        load_letor(path, **kwargs)
+    message = str(info.value)
+    assert str(path) in message, message
+    return message
+
+
+# ----------------------------------------------------------------------------- LETOR: indexing
+
+def test_zero_index_in_one_based_file_is_an_error_not_a_shift(tmp_path):
+    path = _write(tmp_path, "2 qid:1 1:0.5 2:1.0\n# c\n0 qid:1 0:7 1:0.1\n")
+    message = _letor_error(path)
+    assert re.search(r"\bline 3\b", message) and "zero_based" in message, message
+    # asked for explicitly, the file is read zero-based: index 0 is the first column
+    data = load_letor(path, zero_based=True)
+    np.testing.assert_array_equal(data.X, [[0.0, 0.5, 1.0], [7.0, 0.1, 0.0]])
+
+
+def test_one_based_file_keeps_its_columns(tmp_path):
+    data = load_letor(_write(tmp_path, "1 qid:1 1:0.5 3:2\n0 qid:1 2:1\n"))
+    np.testing.assert_array_equal(data.X, [[0.5, 0.0, 2.0], [0.0, 1.0, 0.0]])
+
+
+@pytest.mark.parametrize("index", ["10000001", str(2**40), str(2**63), str(2**64 + 1)])
+def test_huge_feature_index_is_a_located_error(tmp_path, index):
+    path = _write(tmp_path, f"1 qid:1 1:0.5\n\n0 qid:1 1:1 {index}:3\n")
+    message = _letor_error(path)
+    assert re.search(r"\bline 3\b", message) and "n_features" in message, message
+
+
+def test_wide_file_loads_with_explicit_n_features(tmp_path):
+    path = _write(tmp_path, "1 qid:1 1:0.5 15000:2\n0 qid:1 2:1\n")
+    _letor_error(path)  # beyond MAX_IMPLICIT_FEATURES without n_features
+    data = load_letor(path, n_features=15000)
+    assert data.X.shape == (2, 15000) and data.X[0, 14999] == 2.0
+    assert re.search(r"\bline 1\b", _letor_error(path, n_features=14999))
+
+
+@pytest.mark.parametrize("kwargs, exc", [
+    (dict(n_features=2.5), ValueError), (dict(n_features="3"), TypeError), (dict(n_features=0), ValueError),
+    (dict(zero_based=1), TypeError), (dict(zero_based="yes"), TypeError),
+])
+def test_load_letor_bad_options(tmp_path, kwargs, exc):
+    path = _write(tmp_path, "1 qid:1 1:0.5\n")
+    with pytest.raises(exc, match=next(iter(kwargs))):
+        load_letor(path, **kwargs)
+
+
+# ----------------------------------------------------------------------------- LETOR: malformed lines
+
+MALFORMED = [
+    ("1 qid:1 1:0.5\n0 1:0.3\n", 2, "qid"),                       # missing qid
+    ("1 qid:1 1:0.5\n0 1:0.3 qid:1\n", 2, "qid"),                 # qid not after the label
+    ("1 qid:1 1:0.5\nx qid:1 1:0.3\n", 2, "label"),               # non-numeric label
+    ("1 qid:1 1:0.5\nnan qid:1 1:0.3\n", 2, "label"),             # NaN label
+    ("1 qid:1 1:0.5\n1.5 qid:1 1:0.3\n", 2, "label"),             # fractional label
+    ("1 qid:1 1:0.5\n-2 qid:1 1:0.3\n", 2, "label"),              # negative label
+    ("1 qid:1 1:0.5\n1 qid:a 1:0.3\n", 2, "qid"),                 # non-integer qid
+    (f"1 qid:{2**63} 1:0.5\n", 1, "qid"),                         # qid beyond int64
+    ("1 qid:1 1:0.5\n1 qid:1 1:nan\n", 2, "finite"),              # NaN value
+    ("1 qid:1 1:0.5\n1 qid:1 2:inf\n", 2, "finite"),              # inf value
+    ("1 qid:1 1:0.5\n1 qid:1 2:1e999\n", 2, "finite"),            # overflowing value
+    ("1 qid:1 1:0.5 1:0.7\n", 1, "repeated"),                     # duplicate index on a line
+    ("1 qid:1 2:0.5 1:0.7\n", 1, "increase"),                     # decreasing indices
+    ("1 qid:1 1:0.5 foo\n", 1, "index:value"),                    # bare token
+    ("1 qid:1 a:0.5\n", 1, "index"),                              # non-integer index
+    ("1 qid:1 -3:0.5\n", 1, "index"),                             # negative index
+    ("1 qid:1 1:\n", 1, "finite"),                                # empty value
+    ("1 qid:1 1:0.5\n0 qid:2 1:1\n0 qid:1 1:2\n", 3, "contiguous"),  # qid groups not contiguous
+]
+
+
+@pytest.mark.parametrize("suffix", list(COMPRESSORS))
+@pytest.mark.parametrize("text, line, word", MALFORMED)
+def test_malformed_line_is_named_in_the_decompressed_text(tmp_path, suffix, text, line, word):
+    # two leading comment/blank lines shift every data line by 2
+    path = _write(tmp_path, "# header\n\n" + text, suffix)
+    message = _letor_error(path)
+    assert re.search(rf"\bline {line + 2}\b", message), message
+    assert word in message, message
+
+
+@pytest.mark.parametrize("suffix", list(COMPRESSORS))
+@pytest.mark.parametrize("text", ["", "# only a comment\n\n"])
+def test_file_without_data_lines(tmp_path, suffix, text):
+    assert "no data lines" in _letor_error(_write(tmp_path, text, suffix))
+
+
+def test_compressed_file_detected_by_content_not_name(tmp_path):
+    path = tmp_path / "no_extension"
+    path.write_bytes(gzip.compress(b"1 qid:4 1:0.5\n0 qid:4 2:0.25\n"))
+    data = load_letor(path)
+    np.testing.assert_array_equal(data.X, [[0.5, 0.0], [0.0, 0.25]])
+
+
+def test_truncated_gz_is_a_named_error(tmp_path):
+    good = gzip.compress(("1 qid:1 1:0.5\n" * 200).encode())
+    path = tmp_path / "cut.txt.gz"
+    path.write_bytes(good[:len(good) // 2])
+    _letor_error(path)
+
+
+# ----------------------------------------------------------------------------- LETOR: hypothesis
+
+_LABELS = ["0", "1", "2", "2.0", "-1", "1.5", "nan", "x", ""]
+_QIDS = ["qid:1", "qid:2", "qid:3", "qid:-4", "qid:x", "qid:1.5", f"qid:{2**64}", "", "qid:"]
+_VALUES = ["0.5", "-1", "2e3", "0", "nan", "inf", "abc", ""]
+
+
+@st.composite
+def _letor_line(draw):
+    kind = draw(st.sampled_from(["data", "data", "data", "comment", "blank"]))
+    if kind == "comment":
+        return "# " + draw(st.sampled_from(["c", "1 qid:1 1:x"]))
+    if kind == "blank":
+        return draw(st.sampled_from(["", "   "]))
+    label = draw(st.sampled_from(_LABELS[:3]) if draw(st.integers(0, 4)) else st.sampled_from(_LABELS))
+    qid = draw(st.sampled_from(_QIDS[:3]) if draw(st.integers(0, 4)) else st.sampled_from(_QIDS))
+    indices = sorted(draw(st.sets(st.integers(1, 6), max_size=4)))
+    if draw(st.integers(0, 5)) == 0:
+        indices.append(draw(st.sampled_from([0, 1, 3, 10**7, 2**40, 2**63])))
+    pairs = []
+    for index in indices:
+        value = draw(st.sampled_from(_VALUES[:4]) if draw(st.integers(0, 5)) else st.sampled_from(_VALUES))
+        pairs.append(f"{index}:{value}")
+    tail = " # note" if draw(st.booleans()) else ""
+    return " ".join(t for t in [label, qid, *pairs] if t) + tail
+
+
+def _reference_parse(lines):
+    """Independent reading of well-formed LETOR lines: (X, y, qid) as lists."""
+    rows = []
+    for line in lines:
+        tokens = line.split("#", 1)[0].split()
+        if not tokens:
+            continue
+        feats = {int(k): float(v) for k, v in (t.split(":") for t in tokens[2:])}
+        rows.append((int(float(tokens[0])), int(tokens[1][4:]), feats))
+    width = max((max(f) for _, _, f in rows if f), default=1)
+    X = np.zeros((len(rows), width))
+    for r, (_, _, feats) in enumerate(rows):
+        for k, v in feats.items():
+            X[r, k - 1] = v
+    return X, [r[0] for r in rows], [r[1] for r in rows]
+
+
+@HYPO
+@given(lines=st.lists(_letor_line(), min_size=0, max_size=8), suffix=st.sampled_from(["", ".gz"]))
+def test_random_letor_text_loads_correctly_or_names_its_first_bad_line(tmp_path_factory, lines, suffix):
+    tmp = tmp_path_factory.mktemp("letor")
+    path = _write(tmp, "\n".join(lines) + "\n", suffix)
+    try:
+        data = load_letor(path)
+    except ValueError as err:
+        message = str(err)
+        assert str(path) in message, message
+        match = re.search(r"\bline (\d+)\b", message)
+        if match is None:
+            assert "no data lines" in message, message
+            event("no data lines")
+            return
+        event("error at a line")
+        n = int(match.group(1))
+        assert 1 <= n <= len(lines) and lines[n - 1].split("#", 1)[0].strip(), message
+        # the named line is the first bad one: everything before it loads (or holds no data)
+        before = _write(tmp, "\n".join(lines[:n - 1]) + "\n", suffix, name="prefix.txt")
+        try:
+            load_letor(before)
+        except ValueError as prefix_err:
+            assert "no data lines" in str(prefix_err), (message, str(prefix_err))
+        return
+    event("loaded")
+    X, y, qid = _reference_parse(lines)
+    assert np.all(np.isfinite(data.X))
+    np.testing.assert_array_equal(data.X, X)
+    assert data.y.tolist() == y and data.qid.tolist() == qid
+
+
+# ----------------------------------------------------------------------------- RankingDataset
+
+@pytest.mark.parametrize("X, y, qid, word", [
+    (np.zeros((2, 1)), [1, 0], np.array([2**64 - 1] * 2, dtype=np.uint64), "qid"),
+    (np.zeros((2, 1)), [1e300, 0], [1, 1], "y"),
+    (np.array([["a"], ["b"]]), [1, 0], [1, 1], "X"),
+    (np.zeros((2, 1)) + 1j, [1, 0], [1, 1], "X"),
+    (np.zeros((2, 0)), [1, 0], [1, 1], "feature"),
+])
+def test_ranking_dataset_refuses_values_it_would_mangle(X, y, qid, word):
+    with pytest.raises((ValueError, TypeError), match=word):
+        RankingDataset(X, y, qid)
