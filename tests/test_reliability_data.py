@@ -228,3 +228,249 @@ def test_random_letor_text_loads_correctly_or_names_its_first_bad_line(tmp_path_
 def test_ranking_dataset_refuses_values_it_would_mangle(X, y, qid, word):
     with pytest.raises((ValueError, TypeError), match=word):
         RankingDataset(X, y, qid)
+
+
+# ----------------------------------------------------------------------------- click logs
+
+@pytest.fixture(scope="module")
+def small():
+    data = make_ranking(n_queries=25, n_docs=(2, 9), random_state=5)
+    log = simulate_clicks(data, data.X[:, 0], n_passes=3, random_state=5)
+    return data, log
+
+
+def _frame_of(log):
+    return {c: log.to_frame()[c].to_numpy() for c in ("session", "qid", "doc", "position", "click")}
+
+
+def test_empty_click_log_is_a_log_not_an_index_error(small):
+    data, _ = small
+    log = ClickLog(data, [], [0], [], [])
+    assert len(log) == 0 and log.n_items == 0 and log.aggregate().n_clicks == 0
+
+
+def test_from_frame_accepts_a_mapping_of_columns(small):
+    data, log = small
+    assert ClickLog.from_frame(_frame_of(log), data).equals(log)
+    with pytest.raises(TypeError, match="frame"):
+        ClickLog.from_frame([[0, 1]], data)
+    with pytest.raises(TypeError, match="data"):
+        ClickLog.from_frame(_frame_of(log), data.X)
+
+
+def test_uint64_session_ids_never_wrap(small):
+    data, log = small
+    columns = _frame_of(log)
+    columns["session"] = columns["session"].astype(np.uint64) + np.uint64(2**63)
+    with pytest.raises(ValueError, match="session.*64-bit"):
+        ClickLog.from_frame(columns, data)
+    columns["session"] = columns["session"] - np.uint64(2**63)  # in range: read unchanged
+    assert ClickLog.from_frame(columns, data).equals(log)
+    with pytest.raises(ValueError, match="session_ids"):
+        ClickLog(data, log.session_query, log.session_offsets, log.docs, log.clicks,
+                 session_ids=np.full(log.n_sessions, 2**64 - 1, dtype=np.uint64))
+
+
+@pytest.mark.parametrize("column, values, word", [
+    ("click", lambda n: pd.array([True, None] + [False] * (n - 2), dtype="boolean"), "missing"),
+    ("click", lambda n: np.r_[0.5, np.zeros(n - 1)], "0/1"),
+    ("click", lambda n: np.r_[np.nan, np.zeros(n - 1)], "missing"),
+    ("click", lambda n: np.array(["yes"] * n, dtype=object), "dtype"),
+    ("session", lambda n: pd.array([None] + [1] * (n - 1), dtype="Int64"), "missing"),
+    ("session", lambda n: np.arange(n) + 0.5, "integers"),
+    ("doc", lambda n: np.array(["0"] * n, dtype=object), "integers"),
+    ("position", lambda n: np.ones(n, dtype=bool), "integers"),
+])
+def test_frame_columns_with_values_that_would_be_mangled(small, column, values, word):
+    data, log = small
+    frame = log.to_frame()
+    frame[column] = values(len(frame))
+    with pytest.raises(ValueError, match=word) as info:
+        ClickLog.from_frame(frame, data)
+    assert repr(column) in str(info.value) or column in str(info.value)
+
+
+def test_nullable_columns_without_missing_values_are_read(small):
+    data, log = small
+    frame = log.to_frame().astype({"session": "Int64", "doc": "Int64", "click": "boolean"})
+    assert ClickLog.from_frame(frame, data).equals(log)
+    float_clicks = log.to_frame().astype({"click": float})
+    assert ClickLog.from_frame(float_clicks, data).equals(log)
+
+
+def test_session_mixing_queries_and_repeated_rows_are_named(small):
+    data, log = small
+    frame = log.to_frame()
+    # session 0 gets, as an extra position, a row of another query (with that query's qid)
+    first = frame[frame.session == 0]
+    other = int(data.rows_of([data.n_queries - 1])[0])
+    extra = pd.DataFrame({"session": [0], "qid": [data.qid[other]], "doc": [other],
+                          "position": [len(first) + 1], "click": [False]})
+    with pytest.raises(ValueError, match="session 0 mixes queries"):
+        ClickLog.from_frame(pd.concat([frame, extra], ignore_index=True), data)
+    # session 1 shows its first row again at an extra position
+    second = frame[frame.session == 1]
+    again = second.iloc[[0]].assign(position=len(second) + 1)
+    with pytest.raises(ValueError, match="session 1 shows row .* twice"):
+        ClickLog.from_frame(pd.concat([frame, again], ignore_index=True), data)
+
+
+@pytest.mark.parametrize("model, word", [
+    (lambda pos: np.ones(len(pos) - 1), "shape"),
+    (lambda pos: 1.0, "shape"),
+    (lambda pos: np.ones((len(pos), 1)), "shape"),
+    (lambda pos: np.array(["1"] * len(pos)), "dtype"),
+    (lambda pos: np.where(pos > 1, np.nan, 1.0), "(0, 1]"),
+])
+def test_bad_propensity_model_is_named_at_the_point_of_use(small, model, word):
+    data, log = small
+    for use in (log.propensities, log.aggregate):
+        with pytest.raises(ValueError, match=re.escape(word)) as info:
+            use(model)
+        assert "propensity model" in str(info.value)
+
+
+@st.composite
+def _sessions(draw):
+    """A data set and sessions over it that may show a row twice (short sessions over long queries too)."""
+    lengths = draw(st.lists(st.integers(1, 30), min_size=1, max_size=4))
+    data = RankingDataset(np.zeros((sum(lengths), 1)), np.zeros(sum(lengths), int),
+                          np.repeat(np.arange(len(lengths)), lengths))
+    sessions, docs = [], []
+    for _ in range(draw(st.integers(1, 6))):
+        q = draw(st.integers(0, len(lengths) - 1))
+        start = int(data.query_offsets[q])
+        shown = draw(st.lists(st.integers(0, lengths[q] - 1), min_size=1, max_size=lengths[q]))
+        sessions.append(q)
+        docs.append([start + i for i in shown])
+    return data, sessions, docs
+
+
+@settings(max_examples=150, deadline=None)
+@given(_sessions())
+def test_repeated_row_check_agrees_with_a_reference(case):
+    data, sessions, docs = case
+    has_repeat = any(len(set(d)) < len(d) for d in docs)
+    build = lambda: ClickLog(data, sessions, offsets_from_lengths([len(d) for d in docs]),  # noqa: E731
+                             np.concatenate(docs), np.zeros(sum(map(len, docs)), bool))
+    if has_repeat:
+        first = next(i for i, d in enumerate(docs) if len(set(d)) < len(d))
+        with pytest.raises(ValueError, match=rf"session {first} shows row \d+ twice"):
+            build()
+    else:
+        assert build().n_items == sum(map(len, docs))
+
+
+_FRAME_EDITS = ["none", "drop_column", "na", "float_column", "uint_big", "string_column", "value",
+                "swap_rows", "duplicate_row", "empty"]
+
+
+def _edit_frame(frame, kind, column, row, delta):
+    frame = frame.copy()
+    if kind == "drop_column":
+        frame = frame.drop(columns=column)
+    elif kind == "na":
+        frame[column] = frame[column].astype("Int64" if column != "click" else "boolean")
+        frame.loc[frame.index[row], column] = pd.NA
+    elif kind == "float_column":
+        frame[column] = frame[column].astype(float) + (0.5 if delta > 0 else 0.0)
+    elif kind == "uint_big" and column != "click":
+        frame[column] = frame[column].astype(np.uint64) + np.uint64(2**63 if delta > 0 else 0)
+    elif kind == "string_column":
+        frame[column] = frame[column].astype(str)
+    elif kind == "value":
+        if column == "click":
+            frame[column] = frame[column].astype(float)
+        frame.loc[frame.index[row], column] = frame[column].iloc[row] + delta if column != "click" else delta
+    elif kind == "swap_rows":
+        frame = frame.sample(frac=1.0, random_state=row)
+    elif kind == "duplicate_row":
+        frame = pd.concat([frame, frame.iloc[[row]]])
+    elif kind == "empty":
+        frame = frame.iloc[:0]
+    return frame
+
+
+@HYPO
+@given(edits=st.lists(st.tuples(st.sampled_from(_FRAME_EDITS), st.sampled_from(
+    ["session", "qid", "doc", "position", "click"]), st.integers(0, 10**6), st.integers(-3, 3)), max_size=3),
+    as_dict=st.booleans())
+def test_random_frames_give_a_clear_error_or_the_frame_itself(small, edits, as_dict):
+    data, log = small
+    frame = log.to_frame()
+    for kind, column, row, delta in edits:
+        if len(frame) == 0 or column not in frame.columns:
+            break
+        row = row % len(frame)
+        try:
+            frame = _edit_frame(frame, kind, column, row, delta)
+        except (TypeError, ValueError):  # pandas refused the edit itself (test harness): skip it
+            continue
+    given_frame = {c: frame[c].to_numpy() for c in frame.columns} if as_dict else frame
+    try:
+        back = ClickLog.from_frame(given_frame, data)
+    except (ValueError, TypeError) as err:
+        assert str(err), "an error without a message"
+        event(f"{type(err).__name__}")
+        return
+    event("rebuilt")
+    # A correct result: the rebuilt log's rows are exactly the frame's rows (in session, position order).
+    expected = frame.sort_values(["session", "position"]).reset_index(drop=True)
+    got = back.to_frame()
+    for c in ("session", "qid", "doc", "position"):
+        np.testing.assert_array_equal(got[c].to_numpy(np.int64), expected[c].to_numpy(np.int64))
+    np.testing.assert_array_equal(got["click"].to_numpy(bool), expected["click"].to_numpy(float) == 1)
+
+
+# ----------------------------------------------------------------------------- Parquet integrity
+
+def test_parquet_has_page_checksums_and_bad_files_are_named(small, tmp_path):
+    import pyarrow.parquet as pq
+
+    data, log = small
+    path = tmp_path / "log.parquet"
+    log.to_parquet(path)
+    assert ClickLog.read_parquet(path, data).equals(log)
+    raw = path.read_bytes()
+    # zero a byte in the middle of the first data page of 'doc': caught by its page checksum
+    meta = pq.ParquetFile(path).metadata.row_group(0).column(2)
+    start = meta.data_page_offset
+    bad = bytearray(raw)
+    bad[start + (meta.total_compressed_size - (start - (meta.dictionary_page_offset or start))) // 2] ^= 0xFF
+    (tmp_path / "flip.parquet").write_bytes(bytes(bad))
+    for name, content in [("flip.parquet", None), ("cut.parquet", raw[: len(raw) // 2]),
+                          ("text.parquet", b"session,qid\n1,2\n"), ("empty.parquet", b"")]:
+        target = tmp_path / name
+        if content is not None:
+            target.write_bytes(content)
+        with pytest.raises(ValueError) as info:
+            ClickLog.read_parquet(target, data)
+        assert str(target) in str(info.value)
+
+
+def test_parquet_single_corruptions_never_give_a_different_log(small, tmp_path):
+    """Seeded single-bit and single-byte corruptions: each read is a named ValueError or the same log."""
+    data, log = small
+    path = tmp_path / "log.parquet"
+    log.to_parquet(path)
+    raw = path.read_bytes()
+    rng = np.random.default_rng(2024)
+    target = tmp_path / "corrupt.parquet"
+    outcomes = {"error": 0, "same": 0}
+    for k in range(200):
+        bad = bytearray(raw)
+        where = int(rng.integers(len(bad)))
+        if k % 2:
+            bad[where] ^= 1 << int(rng.integers(8))
+        else:
+            bad[where] = (bad[where] + int(rng.integers(1, 256))) % 256
+        target.write_bytes(bytes(bad))
+        try:
+            back = ClickLog.read_parquet(target, data)
+        except ValueError as err:
+            assert str(target) in str(err)
+            outcomes["error"] += 1
+            continue
+        assert back.equals(log), f"corruption at byte {where} read back as a different log"
+        outcomes["same"] += 1
+    assert outcomes["error"] > 100  # most corruptions hit data pages or metadata and are caught
