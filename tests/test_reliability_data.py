@@ -474,3 +474,204 @@ def test_parquet_single_corruptions_never_give_a_different_log(small, tmp_path):
         assert back.equals(log), f"corruption at byte {where} read back as a different log"
         outcomes["same"] += 1
     assert outcomes["error"] > 100  # most corruptions hit data pages or metadata and are caught
+
+
+# ----------------------------------------------------------------------------- simulation inputs
+
+@pytest.fixture(scope="module")
+def sim_data():
+    return make_ranking(n_queries=15, n_docs=(2, 8), random_state=1)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(n_passes=2.7), "n_passes"), (dict(n_passes="3"), "n_passes"), (dict(n_passes=0), "n_passes"),
+    (dict(n_passes=np.nan), "n_passes"), (dict(n_passes=True), "n_passes"), (dict(n_passes=10**15), "n_passes"),
+    (dict(relevance_threshold=np.nan), "relevance_threshold"), (dict(relevance_threshold=np.inf), "relevance_threshold"),
+    (dict(relevance_threshold="1"), "relevance_threshold"),
+    (dict(max_shown=2.5), "max_shown"), (dict(max_shown=0), "max_shown"), (dict(max_shown="5"), "max_shown"),
+    (dict(random_state=1.5), "random_state"), (dict(random_state="seed"), "random_state"),
+    (dict(random_state=-1), "random_state"), (dict(random_state=True), "random_state"),
+    (dict(click_model="pbm"), "click_model"),
+])
+def test_simulate_clicks_bad_parameters_are_named(sim_data, kwargs, name):
+    with pytest.raises((ValueError, TypeError), match=name):
+        simulate_clicks(sim_data, sim_data.X[:, 0], **kwargs)
+
+
+def test_simulate_clicks_integral_floats_and_huge_max_shown_are_exact(sim_data):
+    scores = sim_data.X[:, 0]
+    reference = simulate_clicks(sim_data, scores, n_passes=2, random_state=3)
+    assert simulate_clicks(sim_data, scores, n_passes=2.0, random_state=3).equals(reference)
+    assert simulate_clicks(sim_data, scores, n_passes=2, random_state=3, max_shown=2**70).equals(reference)
+
+
+@pytest.mark.parametrize("scores, exc", [
+    (lambda d: d.X[:, 0][:-1], ValueError), (lambda d: d.X[:, :2], ValueError),
+    (lambda d: np.array(["a"] * d.n_docs), TypeError), (lambda d: d.X[:, 0] + 1j, TypeError),
+    (lambda d: np.where(np.arange(d.n_docs) == 3, np.nan, 0.0), ValueError),
+])
+def test_simulate_clicks_bad_scores_are_named(sim_data, scores, exc):
+    with pytest.raises(exc, match="scores"):
+        simulate_clicks(sim_data, scores(sim_data), random_state=0)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(eta=np.nan), "eta"), (dict(eta=-1), "eta"), (dict(eta="1"), "eta"),
+    (dict(eps_minus=np.inf), "eps_minus"), (dict(eps_minus=1.5), "eps_minus"), (dict(eps_plus="1"), "eps_plus"),
+])
+def test_click_model_bad_parameters_are_named(kwargs, name):
+    with pytest.raises((ValueError, TypeError), match=name):
+        PositionBasedClickModel(**kwargs)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: make_ranking(n_queries=2.5), "n_queries"), (lambda: make_ranking(n_queries="10"), "n_queries"),
+    (lambda: make_ranking(noise=np.nan), "noise"), (lambda: make_ranking(noise=np.inf), "noise"),
+    (lambda: make_ranking(noise="1"), "noise"), (lambda: make_ranking(n_docs=(5,)), "n_docs"),
+    (lambda: make_ranking(n_docs=(5, 7.5)), "n_docs"), (lambda: make_ranking(level_shares=(np.nan, 1, 1)), "level_shares"),
+    (lambda: make_ranking(n_queries=2**70), "n_queries"), (lambda: make_ranking(random_state="x"), "random_state"),
+    (lambda: make_separable_ranking(margin=np.nan), "margin"), (lambda: make_separable_ranking(n_docs=2.5), "n_docs"),
+    (lambda: make_separable_ranking(random_state=0.5), "random_state"),
+])
+def test_synthetic_bad_parameters_are_named(call, name):
+    with pytest.raises((ValueError, TypeError), match=name):
+        call()
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(fraction=np.nan), "fraction"), (dict(fraction=0), "fraction"), (dict(fraction="0.1"), "fraction"),
+    (dict(fraction=1.5), "fraction"), (dict(random_state="x"), "random_state"),
+])
+def test_production_ranker_bad_parameters_are_named(sim_data, kwargs, name):
+    with pytest.raises((ValueError, TypeError), match=name):
+        train_production_ranker(sim_data, **kwargs)
+
+
+def test_check_random_state():
+    assert check_random_state(np.random.default_rng(1)).random() >= 0
+    gen = np.random.default_rng(4)
+    assert check_random_state(gen) is gen
+    assert check_random_state(np.int64(3)).random() == np.random.default_rng(3).random()
+    assert isinstance(check_random_state(np.random.RandomState(0)), np.random.Generator)
+    for bad, exc in [(1.0, TypeError), ("1", TypeError), (True, TypeError), ([1, 2], TypeError), (-3, ValueError)]:
+        with pytest.raises(exc, match="random_state"):
+            check_random_state(bad)
+
+
+_ANY_VALUE = st.one_of(st.none(), st.booleans(), st.integers(-3, 12), st.floats(allow_nan=True, allow_infinity=True),
+                       st.sampled_from(["2", "", "nan"]), st.just([1, 2]))
+
+
+def _mostly(valid):
+    """Mostly valid values (so that whole valid calls happen), sometimes anything."""
+    return st.integers(0, 5).flatmap(lambda branch: valid if branch else _ANY_VALUE)
+
+
+@HYPO
+@given(n_passes=_mostly(st.integers(1, 3) | st.just(2.0)), relevance_threshold=_mostly(st.floats(-1, 3)),
+       max_shown=_mostly(st.none() | st.integers(1, 10)), eta=_mostly(st.floats(0, 3)),
+       eps_minus=_mostly(st.floats(0, 1)), random_state=_mostly(st.none() | st.integers(0, 2**32)))
+def test_random_simulation_parameters_clear_error_or_valid_log(sim_data, n_passes, relevance_threshold, max_shown,
+                                                                eta, eps_minus, random_state):
+    try:
+        model = PositionBasedClickModel(eta=eta, eps_minus=eps_minus, eps_plus=1.0)
+        log = simulate_clicks(sim_data, sim_data.X[:, 0], model, n_passes=n_passes, random_state=random_state,
+                              relevance_threshold=relevance_threshold, max_shown=max_shown)
+    except (ValueError, TypeError) as err:
+        named = ("n_passes", "relevance_threshold", "max_shown", "eta", "eps_minus", "random_state")
+        assert any(name in str(err) for name in named), str(err)
+        event("error")
+        return
+    event("log")
+    # a correct result: exactly n_passes passes of every query, top max_shown shown, clicks drawn
+    # only where the model gives a positive probability
+    passes = int(n_passes)
+    assert log.n_sessions == passes * sim_data.n_queries
+    shown = np.minimum(sim_data.query_lengths, sim_data.n_docs if max_shown is None else int(max_shown))
+    np.testing.assert_array_equal(np.diff(log.session_offsets), np.tile(shown, passes))
+    prob = model.click_probability(log.positions, sim_data.y[log.docs] >= relevance_threshold)
+    assert np.all(np.isfinite(prob)) and not np.any(log.clicks & (prob == 0))
+
+
+# ----------------------------------------------------------------------------- online loop
+
+class _FixedLearner:
+    """A learner whose rank() returns whatever ``make(n)`` builds: the loop must check it."""
+
+    feedback_k = None
+
+    def __init__(self, make):
+        self.make = make
+
+    def reset(self, n_features):
+        return self
+
+    def update(self, X, feedback):
+        pass
+
+    def rank(self, X):
+        return self.make(len(X))
+
+    def __repr__(self):
+        return "FixedLearner"
+
+
+@pytest.mark.parametrize("make, word", [
+    (lambda n: np.zeros(n, dtype=int), "repeated"),
+    (lambda n: np.arange(n - 1), "shape"),
+    (lambda n: np.arange(1, n + 1), "outside"),
+    (lambda n: -np.arange(1, n + 1), "outside"),
+    (lambda n: np.arange(n) * 1.0, "integers"),
+    (lambda n: np.arange(n)[None, :], "shape"),
+    (lambda n: np.ones(n, dtype=bool), "integers"),
+    (lambda n: None, "shape"),
+])
+def test_run_online_checks_every_ranking(sim_data, make, word):
+    with pytest.raises(ValueError, match=word) as info:
+        run_online(_FixedLearner(make), sim_data, T=3, random_state=0)
+    message = str(info.value)
+    assert "FixedLearner" in message and "round 0" in message and "query index" in message
+
+
+def test_run_online_accepts_a_list_permutation(sim_data):
+    res = run_online(_FixedLearner(lambda n: list(range(n))[::-1]), sim_data, T=4, random_state=0)
+    assert res.n_rounds == 4 and np.all((res.ndcg >= 0) & (res.ndcg <= 1))
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(T=2.5), "T"), (dict(T="3"), "T"), (dict(T=0), "T"), (dict(T=10**12), "T"),
+    (dict(T=3, random_state="x"), "random_state"), (dict(T=3, relevance_threshold=np.nan), "relevance_threshold"),
+])
+def test_run_online_bad_parameters_are_named(sim_data, kwargs, name):
+    with pytest.raises((ValueError, TypeError), match=name):
+        run_online(RandomRanker(random_state=0), sim_data, **kwargs)
+
+
+def test_run_online_refuses_a_non_learner(sim_data):
+    with pytest.raises(TypeError, match="rank"):
+        run_online(object(), sim_data, T=2)
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+def test_ips_and_snips_refuse_a_log_without_clicks(sim_data):
+    model = PositionBasedClickModel(eta=1.0, eps_minus=0.0, eps_plus=0.0)
+    log = simulate_clicks(sim_data, sim_data.X[:, 0], model, n_passes=2, random_state=0)
+    assert log.n_clicks == 0
+    for estimate in (ips_estimate, snips_estimate):
+        with pytest.raises(ValueError, match="no clicks"):
+            estimate(log, sim_data.X[:, 0])
+
+
+def test_validation_report_needs_rankers_and_metrics(sim_data):
+    log = simulate_clicks(sim_data, sim_data.X[:, 0], n_passes=5, random_state=0)
+    with pytest.raises(ValueError, match="rankers"):
+        validation_report({}, log)
+    with pytest.raises(ValueError, match="rankers"):
+        validation_report([sim_data.X[:, 0]], log)
+    with pytest.raises(ValueError, match="metrics"):
+        validation_report({"a": sim_data.X[:, 0]}, log, metrics=())
+    with pytest.raises(TypeError, match="scores"):
+        ips_estimate(log, sim_data.X[:, 0] + 1j)
+    with pytest.raises(ValueError, match="confidence"):
+        ips_estimate(log, sim_data.X[:, 0], confidence=np.nan)
