@@ -33,6 +33,7 @@ def train_production_ranker(data: RankingDataset, fraction: float = 0.01, random
     if not isinstance(data, RankingDataset):
         raise TypeError(f"data must be a RankingDataset, got {type(data).__name__}")
     fraction = check_real(fraction, "fraction", min_value=0.0, include_min=False, max_value=1.0)
+    C = check_real(C, "C", min_value=0.0, include_min=False)
     rng = check_random_state(random_state)
     q_index = data.query_index
     y_min = np.full(data.n_queries, np.iinfo(np.int64).max)

@@ -540,7 +540,7 @@ def test_synthetic_bad_parameters_are_named(call, name):
 
 @pytest.mark.parametrize("kwargs, name", [
     (dict(fraction=np.nan), "fraction"), (dict(fraction=0), "fraction"), (dict(fraction="0.1"), "fraction"),
-    (dict(fraction=1.5), "fraction"), (dict(random_state="x"), "random_state"),
+    (dict(fraction=1.5), "fraction"), (dict(random_state="x"), "random_state"), (dict(C="1"), "C"),
 ])
 def test_production_ranker_bad_parameters_are_named(sim_data, kwargs, name):
     with pytest.raises((ValueError, TypeError), match=name):
