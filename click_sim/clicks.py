@@ -43,7 +43,10 @@ class PositionBasedClickModel:
 
     def click_probability(self, positions, relevant) -> np.ndarray:
         """``p_r * (eps_plus if relevant else eps_minus)``, elementwise."""
-        relevant = np.asarray(relevant).astype(bool)
+        relevant = np.asarray(relevant)
+        if relevant.dtype.kind not in "biuf" or not np.all(np.isfinite(relevant)):
+            raise ValueError("relevant must hold booleans or finite numbers (non-zero = relevant)")
+        relevant = relevant.astype(bool)
         return self.examination(positions) * np.where(relevant, self.eps_plus, self.eps_minus)
 
     def __repr__(self) -> str:

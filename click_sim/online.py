@@ -72,6 +72,8 @@ def _check_ranking(ranking, n: int, learner, t: int, q: int) -> np.ndarray:
 
 def query_stream(n_queries: int, T: int, rng: np.random.Generator) -> np.ndarray:
     """``T`` query indices: random permutations of all queries, one after another."""
+    n_queries = check_int(n_queries, "n_queries", min_value=1)
+    T = check_int(T, "T", min_value=1, max_value=10**8)
     n_epochs = -(-T // n_queries)
     return np.concatenate([rng.permutation(n_queries) for _ in range(n_epochs)])[:T]
 

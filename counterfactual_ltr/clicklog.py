@@ -447,7 +447,7 @@ class ClickLog:
 
     def equals(self, other: "ClickLog") -> bool:
         """Same sessions, shown rows, positions and clicks (and the same data set object)."""
-        return (other.data is self.data and np.array_equal(self.session_ids, other.session_ids)
+        return (isinstance(other, ClickLog) and other.data is self.data and np.array_equal(self.session_ids, other.session_ids)
                 and np.array_equal(self.session_offsets, other.session_offsets)
                 and np.array_equal(self.docs, other.docs) and np.array_equal(self.clicks, other.clicks)
                 and np.array_equal(self.session_query, other.session_query))

@@ -11,6 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._segments import segment_gather, segment_ids
+from ._validation import check_real
 
 __all__ = ["RankingDataset", "binarize", "DEFAULT_RELEVANCE_THRESHOLD"]
 
@@ -169,7 +170,8 @@ class RankingDataset:
 
 
 def binarize(y, threshold: float = DEFAULT_RELEVANCE_THRESHOLD) -> np.ndarray:
-    """Binary relevance ``1[y >= threshold]`` as int64."""
+    """Binary relevance ``1[y >= threshold]`` as int64 (``threshold`` finite: NaN would make nothing relevant)."""
+    threshold = check_real(threshold, "threshold")
     return (np.asarray(y) >= threshold).astype(np.int64)
 
 

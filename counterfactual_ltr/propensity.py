@@ -17,12 +17,20 @@ __all__ = ["PositionBasedPropensity", "TabularPropensity", "TrustBiasPropensity"
 
 def check_propensities(q, where: str = "propensities") -> np.ndarray:
     """``q`` as float64, or ``ValueError`` if any value is outside (0, 1] or not finite."""
-    q = np.asarray(q, dtype=np.float64)
+    q = _real_array(q, where)
     bad = np.flatnonzero(~(np.isfinite(q) & (q > 0) & (q <= 1)))
     if bad.size:
         i = int(bad[0])
         raise ValueError(f"{where} must lie in (0, 1]; index {i} holds {q.ravel()[i]}")
     return q
+
+
+def _real_array(values, name: str) -> np.ndarray:
+    """``values`` as float64, or ``TypeError`` naming ``name`` (strings, objects and complex numbers are refused)."""
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    return arr.astype(np.float64)
 
 
 def _check_positions(positions) -> np.ndarray:
@@ -99,7 +107,7 @@ class TabularPropensity:
 
 
 def _per_position(values, name: str, *, low_open: bool) -> np.ndarray:
-    values = np.atleast_1d(np.asarray(values, dtype=np.float64))
+    values = np.atleast_1d(_real_array(values, name))
     if values.ndim != 1 or values.size == 0:
         raise ValueError(f"{name} must be a scalar or a non-empty 1-D sequence per position")
     bad = np.flatnonzero(~(np.isfinite(values) & ((values > 0) if low_open else (values >= 0)) & (values <= 1)))
