@@ -95,6 +95,11 @@ def load_letor(path, *, n_features: int | None = None, name: str | None = None,
     if len(qid) != X.shape[0] or (n_features is None and X.shape[1] > MAX_IMPLICIT_FEATURES):
         # A line without qid, or an index too large to densify: both are found line by line.
         raise ValueError(f"{path}: {_first_bad_line(path, **checks)}")
+    if _contains(path, b"_"):
+        # Python's int()/float(), which the parser uses, read "1_0" as 10: look for such a token.
+        problem = _first_bad_line(path, **checks)
+        if problem:
+            raise ValueError(f"{path}: {problem}")
     if name is None:
         name = os.path.basename(os.path.dirname(path)) + "/" + os.path.basename(path)
     try:
@@ -111,6 +116,17 @@ def _open(path):
         if head.startswith(magic):
             return opener(path, "rb")
     return open(path, "rb")
+
+
+def _contains(path, needle: bytes) -> bool:
+    """Whether the (decompressed) file holds ``needle``; read in large chunks at C speed."""
+    with _open(path) as fh:
+        tail = b""
+        for chunk in iter(lambda: fh.read(1 << 24), b""):
+            if needle in tail + chunk[:len(needle)] or needle in chunk:
+                return True
+            tail = chunk[-len(needle) + 1:] if len(needle) > 1 else b""
+    return False
 
 
 def _data_lines(path):
@@ -131,6 +147,9 @@ def _is_finite_number(text: str) -> bool:
 
 def _line_problem(tokens, n_features, zero_based) -> str | None:
     """What is wrong with one data line (``None`` if nothing)."""
+    for token in tokens:
+        if "_" in token:  # int("1_0") == 10 in Python; not a number in a LETOR file
+            return f"token {token!r} holds an underscore, which is not part of a LETOR number"
     label = tokens[0]
     if not _is_finite_number(label) or float(label) < 0 or float(label) != int(float(label)):
         return f"label {label!r} is not a non-negative integer grade"

@@ -187,6 +187,8 @@ class ClickLog:
         session_query = _index_array(session_query, "session_query")
         if docs.ndim != 1 or clicks.shape != docs.shape:
             raise ValueError(f"docs and clicks must be 1-D of equal length, got {docs.shape} and {clicks.shape}")
+        if np.asarray(session_offsets).dtype.kind not in "iuf":
+            raise ValueError(f"session_offsets must hold integers, got dtype {np.asarray(session_offsets).dtype}")
         try:
             offsets = check_offsets(session_offsets, len(docs))
         except ValueError as err:  # the shared check speaks of queries; here the segments are sessions

@@ -97,7 +97,11 @@ def _scores_for_log(log: ClickLog, scores_or_ranker) -> np.ndarray:
         queries = np.unique(log.session_query)
         rows = data.rows_of(queries)
         scores = np.zeros(data.n_docs)
-        scores[rows] = np.ravel(scores_or_ranker.predict(data.X[rows]))
+        predicted = np.asarray(scores_or_ranker.predict(data.X[rows]))
+        if predicted.dtype.kind not in "biuf" or predicted.size != rows.size:
+            raise ValueError(f"{type(scores_or_ranker).__name__}.predict returned {predicted.shape} values of dtype "
+                             f"{predicted.dtype} for {rows.size} rows; expected one real score per row")
+        scores[rows] = predicted.ravel()
     else:
         scores = np.asarray(scores_or_ranker)
         if scores.dtype.kind not in "biuf":
@@ -343,6 +347,8 @@ def true_values(log: ClickLog, scores_or_ranker, relevance, *, metric="dcg", **m
     c = np.asarray(relevance, dtype=np.float64)
     if c.shape != (data.n_docs,):
         raise ValueError(f"relevance has shape {c.shape}, expected ({data.n_docs},)")
+    if not np.all(np.isfinite(c)):
+        raise ValueError(f"relevance holds a non-finite value at row {np.flatnonzero(~np.isfinite(c))[0]}")
     scores = _scores_for_log(log, scores_or_ranker)
     ranks = rank_within_queries(scores, data.query_offsets)
     m = metric_weight(metric, **metric_params)(ranks)

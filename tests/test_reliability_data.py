@@ -107,6 +107,8 @@ MALFORMED = [
     ("1 qid:1 -3:0.5\n", 1, "index"),                             # negative index
     ("1 qid:1 1:\n", 1, "finite"),                                # empty value
     ("1 qid:1 1:0.5\n0 qid:2 1:1\n0 qid:1 1:2\n", 3, "contiguous"),  # qid groups not contiguous
+    ("1 qid:1 1:0.5\n0 qid:1 1_0:1\n", 2, "underscore"),        # int("1_0") would read index 10
+    ("1 qid:1 1:0.5\n1_0 qid:1 1:1\n", 2, "underscore"),        # ... and label 10
 ]
 
 
@@ -142,9 +144,9 @@ def test_truncated_gz_is_a_named_error(tmp_path):
 
 # ----------------------------------------------------------------------------- LETOR: hypothesis
 
-_LABELS = ["0", "1", "2", "2.0", "-1", "1.5", "nan", "x", ""]
+_LABELS = ["0", "1", "2", "2.0", "-1", "1.5", "nan", "x", "", "1_0"]
 _QIDS = ["qid:1", "qid:2", "qid:3", "qid:-4", "qid:x", "qid:1.5", f"qid:{2**64}", "", "qid:"]
-_VALUES = ["0.5", "-1", "2e3", "0", "nan", "inf", "abc", ""]
+_VALUES = ["0.5", "-1", "2e3", "0", "nan", "inf", "abc", "", "1_5"]
 
 
 @st.composite
@@ -675,3 +677,23 @@ def test_validation_report_needs_rankers_and_metrics(sim_data):
         ips_estimate(log, sim_data.X[:, 0] + 1j)
     with pytest.raises(ValueError, match="confidence"):
         ips_estimate(log, sim_data.X[:, 0], confidence=np.nan)
+
+
+def test_other_silent_corners_are_errors(small):
+    from counterfactual_ltr.evaluation import true_values
+    from counterfactual_ltr.propensity import TabularPropensity, TrustBiasPropensity
+
+    data, log = small
+    with pytest.raises(ValueError, match="threshold"):
+        data.relevance(np.nan)
+    with pytest.raises(ValueError, match="relevance"):
+        true_values(log, data.X[:, 0], np.full(data.n_docs, np.nan))
+    with pytest.raises(TypeError, match="TabularPropensity"):
+        TabularPropensity(["0.5"])
+    with pytest.raises(TypeError, match="examination"):
+        TrustBiasPropensity("a")
+    with pytest.raises(ValueError, match="relevant"):
+        PositionBasedClickModel().click_probability([1, 2], [np.nan, 1])
+    with pytest.raises(ValueError, match="session_offsets"):
+        ClickLog(data, [0], ["0", "1"], [0], [1])
+    assert not log.equals(None) and log.equals(log)
