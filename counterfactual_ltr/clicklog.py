@@ -287,7 +287,8 @@ class ClickLog:
         positions = self.positions
         q = np.asarray(model(positions))
         if q.dtype.kind not in "iuf":
-            raise ValueError(f"the propensity model {model!r} returned values of dtype {q.dtype}, expected real numbers")
+            raise ValueError(f"the propensity model {model!r} returned values of dtype {q.dtype}, "
+                             "expected real numbers")
         if q.shape != positions.shape:
             raise ValueError(f"the propensity model {model!r} returned shape {q.shape} for {positions.shape[0]} "
                              "positions; it must return one propensity per position")
@@ -304,7 +305,8 @@ class ClickLog:
         try:
             index = np.arange(self.n_sessions)[key]
         except IndexError as err:
-            raise IndexError(f"cannot select sessions {key!r:.60} of a log of {self.n_sessions} sessions: {err}") from None
+            raise IndexError(f"cannot select sessions {key!r:.60} of a log of {self.n_sessions} sessions: "
+                             f"{err}") from None
         index = np.atleast_1d(index)
         items = segment_gather(self.session_offsets, index)
         lengths = np.diff(self.session_offsets)[index]
@@ -449,7 +451,8 @@ class ClickLog:
 
     def equals(self, other: "ClickLog") -> bool:
         """Same sessions, shown rows, positions and clicks (and the same data set object)."""
-        return (isinstance(other, ClickLog) and other.data is self.data and np.array_equal(self.session_ids, other.session_ids)
+        return (isinstance(other, ClickLog) and other.data is self.data
+                and np.array_equal(self.session_ids, other.session_ids)
                 and np.array_equal(self.session_offsets, other.session_offsets)
                 and np.array_equal(self.docs, other.docs) and np.array_equal(self.clicks, other.clicks)
                 and np.array_equal(self.session_query, other.session_query))

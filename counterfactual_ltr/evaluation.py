@@ -161,6 +161,9 @@ def ips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=No
                  **metric_params) -> Estimate:
     """IPS estimate of ``metric`` for a ranker (object with ``predict``) or scores per data-set row.
 
+    A log without any click is a ``ValueError``: every ranker would get 0 with a zero-width interval,
+    a certainty the log does not give (as SNIPS, which is undefined there).
+
     Examples
     --------
     >>> from click_sim import make_ranking, simulate_clicks, PositionBasedClickModel

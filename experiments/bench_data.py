@@ -104,8 +104,8 @@ def bench_simulation_targets(data, repeats: int = 3) -> dict:
         log, seconds = _timed(simulate_clicks, data, scores, model, n_passes=n_passes, random_state=0,
                               repeats=repeats)
         verdict = "meets" if seconds < limit else "MISSES"
-        print(f"  simulate {n_passes:3d} passes  {seconds:8.3f} s   ({log.n_sessions:,} sessions, {log.n_items:,} items; "
-              f"target < {limit:.0f} s: {verdict})")
+        print(f"  simulate {n_passes:3d} passes  {seconds:8.3f} s   ({log.n_sessions:,} sessions, "
+              f"{log.n_items:,} items; target < {limit:.0f} s: {verdict})")
         out[f"simulate_{n_passes}_s"] = seconds
     return out
 
