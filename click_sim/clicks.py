@@ -7,7 +7,8 @@ import numpy as np
 from counterfactual_ltr._progress import progress
 from counterfactual_ltr._segments import (check_finite_1d, offsets_from_lengths, order_within_queries,
                                           segment_gather, segment_ids)
-from counterfactual_ltr._validation import check_int, check_probability
+from counterfactual_ltr._validation import (check_int, check_optional_int, check_probability, check_random_state,
+                                           check_real)
 from counterfactual_ltr.clicklog import ClickLog
 from counterfactual_ltr.datasets import DEFAULT_RELEVANCE_THRESHOLD, RankingDataset
 from counterfactual_ltr.propensity import PositionBasedPropensity, TabularPropensity, TrustBiasPropensity
@@ -17,7 +18,10 @@ __all__ = ["PositionBasedClickModel", "SwapIntervention", "TopNShuffle", "simula
 
 def _per_position(value, name: str) -> np.ndarray:
     """A scalar or a 1-D sequence of probabilities in [0, 1], as a float64 array (scalars stay 0-d)."""
-    arr = np.asarray(value, dtype=np.float64)
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a number or a sequence of numbers, got {value!r}")
+    arr = arr.astype(np.float64)
     if arr.ndim > 1 or (arr.ndim == 1 and arr.size == 0):
         raise ValueError(f"{name} must be a scalar or a non-empty 1-D sequence per position")
     bad = np.flatnonzero(~(np.isfinite(arr.ravel()) & (arr.ravel() >= 0) & (arr.ravel() <= 1)))
@@ -84,8 +88,8 @@ class PositionBasedClickModel:
         if self.eps_plus.ndim == 0:
             self.eps_plus = float(self.eps_plus)
         if examination is None:
-            self.examination = PositionBasedPropensity(eta)  # validates eta >= 0
-            self.eta = float(eta)
+            self.eta = check_real(eta, "eta", min_value=0.0)
+            self.examination = PositionBasedPropensity(self.eta)
         else:
             self.examination = TabularPropensity(examination)  # validates (0, 1]
             self.eta = None
@@ -117,7 +121,10 @@ class PositionBasedClickModel:
     def click_probability(self, positions, relevant) -> np.ndarray:
         """``theta_r * (eps_plus_r if relevant else eps_minus_r)``, elementwise."""
         positions = np.asarray(positions)
-        relevant = np.asarray(relevant).astype(bool)
+        relevant = np.asarray(relevant)
+        if relevant.dtype.kind not in "biuf" or not np.all(np.isfinite(relevant)):
+            raise ValueError("relevant must hold booleans or finite numbers (non-zero = relevant)")
+        relevant = relevant.astype(bool)
         plus = _lookup(np.asarray(self.eps_plus), positions)
         minus = _lookup(np.asarray(self.eps_minus), positions)
         return self.examination(positions) * np.where(relevant, plus, minus)
@@ -154,6 +161,10 @@ def ranker_scores(ranker, data: RankingDataset) -> np.ndarray:
         scores = ranker(data.X)
     else:
         scores = ranker
+    kind = np.asarray(scores).dtype.kind
+    if kind not in "biuf":
+        raise TypeError(f"ranker scores must be real numbers, got dtype {np.asarray(scores).dtype} "
+                        f"from {type(ranker).__name__}")
     return check_finite_1d(np.ravel(scores) if np.ndim(scores) > 1 and np.shape(scores)[-1] == 1 else scores,
                            "ranker scores", data.n_docs)
 
@@ -326,18 +337,26 @@ def simulate_clicks(data: RankingDataset, ranker, click_model: PositionBasedClic
     >>> sorted(set(log.logger.tolist())), bool((log.intervention > 0).any())
     ([0, 1], True)
     """
+    if not isinstance(data, RankingDataset):
+        raise TypeError(f"data must be a RankingDataset, got {type(data).__name__}")
     if click_model is None:
         click_model = PositionBasedClickModel()
-    if not isinstance(click_model, PositionBasedClickModel):
-        raise TypeError(f"click_model must be a PositionBasedClickModel, got {type(click_model).__name__}")
+    if not callable(getattr(click_model, "click_probability", None)):
+        raise TypeError(f"click_model must be a click model (with click_probability), got {type(click_model).__name__}")
     n_passes = check_int(n_passes, "n_passes", min_value=1)
+    relevance_threshold = check_real(relevance_threshold, "relevance_threshold")
+    max_shown = check_optional_int(max_shown, "max_shown", min_value=1)
     if max_shown is not None:
-        max_shown = check_int(max_shown, "max_shown", min_value=1)
+        max_shown = min(max_shown, int(data.query_lengths.max()))  # a huge Python int would overflow NumPy
     if intervention is not None and not hasattr(intervention, "apply"):
         raise TypeError(f"intervention must be a SwapIntervention or TopNShuffle, got {intervention!r}")
     rankers = _as_rankers(ranker)
     p = _logger_shares(shares, len(rankers))
-    rng = np.random.default_rng(random_state)
+    rng = check_random_state(random_state)
+    shown = int(data.query_lengths.sum() if max_shown is None else np.minimum(data.query_lengths, max_shown).sum())
+    if shown * n_passes > 2**40:
+        raise ValueError(f"n_passes={n_passes} would simulate {shown * n_passes:.3g} shown documents; too many for "
+                         "memory")
     session_query = np.tile(np.arange(data.n_queries), n_passes)
     n_sessions = len(session_query)
     lengths = data.query_lengths[session_query]

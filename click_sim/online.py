@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from counterfactual_ltr._segments import offsets_from_lengths
+from counterfactual_ltr._validation import check_int, check_optional_int, check_random_state, check_real
 from counterfactual_ltr.datasets import DEFAULT_RELEVANCE_THRESHOLD, RankingDataset
 from counterfactual_ltr.online import Feedback
 
@@ -63,6 +64,27 @@ class OnlineResult:
         return np.cumsum(1.0 - self.ndcg)
 
 
+def _check_ranking(ranking, n: int, learner, t: int, q: int) -> np.ndarray:
+    """``ranking`` as an int64 array if it is a permutation of ``0 .. n-1``, else ``ValueError`` naming who and when."""
+    ranking = np.asarray(ranking)
+    where = f"learner {learner!r}, round {t}, query index {q}"
+    if ranking.ndim != 1 or ranking.shape[0] != n:
+        raise ValueError(f"{where}: rank() returned shape {ranking.shape}; it must rank all {n} rows of the query "
+                         "(a 1-D permutation of 0..n-1)")
+    if n and not np.issubdtype(ranking.dtype, np.integer):
+        raise ValueError(f"{where}: rank() returned dtype {ranking.dtype}; row indices must be integers")
+    ranking = ranking.astype(np.int64, copy=False)
+    if n and (ranking.min() < 0 or ranking.max() >= n):
+        bad = ranking[(ranking < 0) | (ranking >= n)][0]
+        raise ValueError(f"{where}: rank() returned row {bad}, outside 0..{n - 1}")
+    seen = np.zeros(n, dtype=bool)
+    seen[ranking] = True
+    if not seen.all():
+        raise ValueError(f"{where}: rank() returned a repeated row (row {int(np.flatnonzero(~seen)[0])} is missing); "
+                         "a ranking must be a permutation of the query's rows")
+    return ranking
+
+
 def query_stream(n_queries: int, T: int, rng: np.random.Generator) -> np.ndarray:
     """``T`` query indices: random permutations of all queries, one after another.
 
@@ -82,6 +104,8 @@ def query_stream(n_queries: int, T: int, rng: np.random.Generator) -> np.ndarray
     >>> sorted(query_stream(3, 6, np.random.default_rng(0)).tolist())
     [0, 0, 1, 1, 2, 2]
     """
+    n_queries = check_int(n_queries, "n_queries", min_value=1)
+    T = check_int(T, "T", min_value=1, max_value=10**8)
     n_epochs = -(-T // n_queries)
     return np.concatenate([rng.permutation(n_queries) for _ in range(n_epochs)])[:T]
 
@@ -125,10 +149,16 @@ def run_online(learner, data: RankingDataset, T: int, random_state=None, *,
 
     from counterfactual_ltr.metrics import average_precision, ndcg
 
-    T = int(T)
-    if T < 1:
-        raise ValueError(f"T must be >= 1, got {T}")
-    rng = np.random.default_rng(random_state)
+    if not isinstance(data, RankingDataset):
+        raise TypeError(f"data must be a RankingDataset, got {type(data).__name__}")
+    for method in ("rank", "update") + (("reset",) if reset else ()):
+        if not callable(getattr(learner, method, None)):
+            raise TypeError(f"learner {learner!r} has no {method}() method (see counterfactual_ltr.online)")
+    # Each round is a Python call to the learner: 10**8 rounds already take hours. The cap turns an
+    # absurd T into a named error before the query stream is allocated.
+    T = check_int(T, "T", min_value=1, max_value=10**8)
+    relevance_threshold = check_real(relevance_threshold, "relevance_threshold")
+    rng = check_random_state(random_state)
     if reset:
         learner.reset(data.n_features)
     queries = query_stream(data.n_queries, T, rng)
@@ -137,13 +167,13 @@ def run_online(learner, data: RankingDataset, T: int, random_state=None, *,
     ranking_offsets = offsets_from_lengths(lengths)
     rankings = np.empty(ranking_offsets[-1], dtype=np.int64)
     X_all, y_all = data.X, data.y
-    k = learner.feedback_k
+    k = check_optional_int(learner.feedback_k, f"feedback_k of learner {learner!r}", min_value=0)
     start_time = time.perf_counter()
     for t, q in enumerate(queries):
         s, e = offsets[q], offsets[q + 1]
         X = X_all[s:e]
-        ranking = learner.rank(X)
-        shown = min(len(ranking), e - s) if k is None else min(k, e - s)
+        ranking = _check_ranking(learner.rank(X), e - s, learner, t, q)
+        shown = e - s if k is None else min(k, e - s)
         learner.update(X, Feedback(ranking, y_all[s + ranking[:shown]]))
         rankings[ranking_offsets[t]:ranking_offsets[t + 1]] = s + ranking
     seconds = time.perf_counter() - start_time

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from counterfactual_ltr._validation import check_random_state, check_real
 from counterfactual_ltr.datasets import RankingDataset
 
 __all__ = ["train_production_ranker"]
@@ -41,9 +42,11 @@ def train_production_ranker(data: RankingDataset, fraction: float = 0.01, random
     """
     from counterfactual_ltr.estimators import RankSVM
 
-    if not (0 < fraction <= 1):
-        raise ValueError(f"fraction must lie in (0, 1], got {fraction}")
-    rng = np.random.default_rng(random_state)
+    if not isinstance(data, RankingDataset):
+        raise TypeError(f"data must be a RankingDataset, got {type(data).__name__}")
+    fraction = check_real(fraction, "fraction", min_value=0.0, include_min=False, max_value=1.0)
+    C = check_real(C, "C", min_value=0.0, include_min=False)
+    rng = check_random_state(random_state)
     q_index = data.query_index
     y_min = np.full(data.n_queries, np.iinfo(np.int64).max)
     y_max = np.full(data.n_queries, np.iinfo(np.int64).min)

@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from counterfactual_ltr._segments import offsets_from_lengths
+from counterfactual_ltr._validation import check_int, check_random_state, check_real
 from counterfactual_ltr.datasets import RankingDataset
 
 __all__ = ["make_separable_ranking", "make_ranking"]
 
 
 def _positive_int(value, name: str, minimum: int = 1) -> int:
-    if int(value) != value or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
-    return int(value)
+    # The upper bound keeps absurd sizes a named error instead of a failed allocation deep in NumPy.
+    return check_int(value, name, min_value=minimum, max_value=2**31 - 1)
 
 
 def make_separable_ranking(n_queries: int = 1000, n_docs: int = 20, n_features: int = 20,
@@ -61,9 +61,8 @@ def make_separable_ranking(n_queries: int = 1000, n_docs: int = 20, n_features: 
     n_docs = _positive_int(n_docs, "n_docs", 2)
     n_features = _positive_int(n_features, "n_features")
     n_levels = _positive_int(n_levels, "n_levels", 2)
-    if not np.isfinite(margin) or margin <= 0:
-        raise ValueError(f"margin must be > 0, got {margin}")
-    rng = np.random.default_rng(random_state)
+    margin = check_real(margin, "margin", min_value=0.0, include_min=False)
+    rng = check_random_state(random_state)
     w = rng.standard_normal(n_features)
     w /= np.linalg.norm(w)
     level_means = rng.standard_normal((n_levels, n_features))
@@ -118,16 +117,22 @@ def make_ranking(n_queries: int = 200, n_docs=(5, 40), n_features: int = 10, n_l
     n_queries = _positive_int(n_queries, "n_queries")
     n_features = _positive_int(n_features, "n_features")
     n_levels = _positive_int(n_levels, "n_levels", 2)
-    shares = np.asarray(level_shares, dtype=np.float64)
-    if shares.shape != (n_levels,) or np.any(shares <= 0):
-        raise ValueError(f"level_shares must hold {n_levels} positive shares, got {level_shares}")
-    if noise < 0:
-        raise ValueError(f"noise must be >= 0, got {noise}")
-    lo, hi = (n_docs, n_docs) if np.isscalar(n_docs) else n_docs
-    lo, hi = _positive_int(lo, "n_docs"), _positive_int(hi, "n_docs")
+    shares = np.asarray(level_shares)
+    if shares.dtype.kind not in "iuf":
+        raise TypeError(f"level_shares must hold numbers, got {level_shares!r}")
+    shares = shares.astype(np.float64)
+    if shares.shape != (n_levels,) or not np.all(np.isfinite(shares) & (shares > 0)):
+        raise ValueError(f"level_shares must hold {n_levels} finite positive shares, got {level_shares}")
+    noise = check_real(noise, "noise", min_value=0.0)
+    if np.ndim(n_docs) == 0:
+        lo = hi = _positive_int(n_docs, "n_docs")
+    else:
+        if len(n_docs) != 2:
+            raise ValueError(f"n_docs must be an int or a (min, max) pair, got {n_docs!r}")
+        lo, hi = _positive_int(n_docs[0], "n_docs[0]"), _positive_int(n_docs[1], "n_docs[1]")
     if hi < lo:
         raise ValueError(f"n_docs range is empty: {n_docs}")
-    rng = np.random.default_rng(random_state)
+    rng = check_random_state(random_state)
     lengths = rng.integers(lo, hi + 1, size=n_queries)
     offsets = offsets_from_lengths(lengths)
     n = int(offsets[-1])

@@ -29,7 +29,8 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_int", "check_real", "check_probability", "check_optional_int", "check_optional_real"]
+__all__ = ["check_int", "check_real", "check_probability", "check_optional_int", "check_optional_real",
+           "check_random_state"]
 
 
 def _describe(value) -> str:
@@ -94,3 +95,30 @@ def check_optional_int(value, name: str, **bounds):
 def check_optional_real(value, name: str, **bounds):
     """``None`` passes through; anything else goes through :func:`check_real`."""
     return None if value is None else check_real(value, name, **bounds)
+
+
+def check_random_state(random_state, name: str = "random_state") -> np.random.Generator:
+    """A NumPy ``Generator`` from ``None``, a non-negative int, a ``Generator``, ``SeedSequence``,
+    ``BitGenerator`` or a legacy ``RandomState`` (which seeds a new generator); ``TypeError`` for
+    anything else (a float, a string, a bool), ``ValueError`` for a negative seed.
+
+    >>> import numpy as np
+    >>> float(check_random_state(0).random()) == float(np.random.default_rng(0).random())
+    True
+    >>> check_random_state("0")
+    Traceback (most recent call last):
+    ...
+    TypeError: random_state must be None, a non-negative int or a numpy Generator, got str '0'
+    """
+    if random_state is None or isinstance(random_state, (np.random.Generator, np.random.SeedSequence,
+                                                         np.random.BitGenerator)):
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(int(random_state.randint(0, 2**31 - 1)))
+    if isinstance(random_state, np.ndarray) and random_state.ndim == 0:
+        random_state = random_state.item()
+    if isinstance(random_state, (bool, np.bool_)) or not isinstance(random_state, numbers.Integral):
+        raise TypeError(f"{name} must be None, a non-negative int or a numpy Generator, got {_describe(random_state)}")
+    if random_state < 0:
+        raise ValueError(f"{name} must be a non-negative int, got {random_state}")
+    return np.random.default_rng(int(random_state))

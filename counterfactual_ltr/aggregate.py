@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .datasets import RankingDataset
-from .propensity import affine_parts, as_propensity_model, check_propensities, is_affine
+from .propensity import affine_parts, as_propensity_model, is_affine, propensities_at
 
 __all__ = ["ClickAggregate", "aggregate_clicks", "count_table"]
 
@@ -178,11 +178,7 @@ class ClickAggregate:
             alpha, beta = affine_parts(model, positions)
             weights = np.bincount(docs, weights=(clicks - beta * impressions) / alpha, minlength=n)
         else:
-            q = np.asarray(model(positions[clicked]))
-            if q.shape != clicked.shape:
-                raise ValueError(f"the propensity model {model!r} returned shape {q.shape} for {clicked.size} "
-                                 "positions")
-            q = check_propensities(q, f"propensities from {model!r}")
+            q = propensities_at(model, positions[clicked])
             weights = np.bincount(docs[clicked], weights=clicks[clicked] / q, minlength=n)
         counts = np.bincount(docs[clicked], weights=clicks[clicked], minlength=n).astype(np.int64)
         queries = np.unique(data.query_index[np.flatnonzero(weights)])

@@ -15,18 +15,111 @@ for ``GroupKFold``.
 
 from __future__ import annotations
 
+import os
+import re
+from collections.abc import Mapping
+
 import numpy as np
 
 from ._segments import check_offsets, offsets_from_lengths, segment_gather, segment_ids
 from .aggregate import ClickAggregate, count_table
-from .datasets import RankingDataset
-from .propensity import as_propensity_model, check_propensities, is_affine
+from .datasets import RankingDataset, _check_integer
+from .propensity import as_propensity_model, is_affine, propensities_at
 
 __all__ = ["ClickLog", "ClickAggregate"]
 
 FRAME_COLUMNS = ("session", "qid", "doc", "position", "click")
 # Optional per-session columns: absent from a user's frame, they default to 0 (one logger, no intervention).
 SESSION_COLUMNS = ("logger", "intervention")
+
+
+def _index_array(values, name: str) -> np.ndarray:
+    """A 1-D array of integer indices (an empty list is fine); ``ValueError`` for anything else."""
+    arr = np.asarray(values)
+    if arr.size == 0:
+        return arr.astype(np.int64).ravel()
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"{name} must hold integer indices, got dtype {arr.dtype}")
+    if np.issubdtype(arr.dtype, np.unsignedinteger) and arr.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"{name} holds {arr.max()}, beyond the 64-bit signed range")
+    return arr.astype(np.int64, copy=False)
+
+
+def _check_clicks(clicks, name: str, unit: str) -> np.ndarray:
+    """Clicks as a bool array: booleans, or numbers that are exactly 0 or 1 (``ValueError`` naming the first other)."""
+    clicks = np.asarray(clicks)
+    if clicks.dtype == bool:
+        return clicks
+    if clicks.size == 0:
+        return clicks.astype(bool)
+    if not np.issubdtype(clicks.dtype, np.number) or np.iscomplexobj(clicks):
+        raise ValueError(f"{name} must be boolean or 0/1 numbers, got dtype {clicks.dtype}")
+    bad = np.flatnonzero(~((clicks == 0) | (clicks == 1)))
+    if bad.size:
+        raise ValueError(f"{name} must be 0/1 or boolean; {unit} {bad[0]} holds {clicks.ravel()[bad[0]]}")
+    return clicks.astype(bool)
+
+
+def _first_repeated_item(data, offsets, session_query, item_session, item_query, docs):
+    """Index of the first item whose row already appeared earlier in its session, or ``None``.
+
+    Every item's row lies in its session's query (checked before), so the row's place inside the
+    query, ``docs - query start``, is a small integer. Give each session a slot range as long as its
+    query and mark the slots: a repeat marks one slot twice. Linear time, no sort (a sort of the
+    session/row keys dominated simulating large logs).
+    """
+    n_items = len(docs)
+    if n_items == 0:
+        return None
+    span = data.query_lengths[session_query]
+    total = int(span.sum())
+    local = docs - data.query_offsets[:-1][item_query]
+    if total <= 8 * n_items + 1024:
+        key = (np.cumsum(span) - span)[item_session] + local
+        seen = np.zeros(total, dtype=bool)
+        seen[key] = True
+        if np.count_nonzero(seen) == n_items:
+            return None
+    else:
+        # Sessions much shorter than their queries: slots would cost too much memory, sort instead.
+        key = item_session.astype(np.int64) * int(data.query_lengths.max()) + local
+    # (Only reached with a repeat, or for very short sessions.) A stable sort puts each repeat after
+    # its first occurrence; the smallest such item index is the first repeat in item order.
+    order = np.argsort(key, kind="stable")
+    sorted_key = key[order]
+    same = np.flatnonzero(sorted_key[1:] == sorted_key[:-1])
+    return int(order[same + 1].min()) if same.size else None
+
+
+def _frame_column(frame, name: str) -> np.ndarray:
+    """Column ``name`` of a click-log frame as a NumPy array, or ``ValueError`` naming the column and row."""
+    import pandas as pd
+
+    column = frame[name]
+    missing = column.isna().to_numpy()
+    if missing.any():
+        raise ValueError(f"column {name!r} has a missing value at frame row {frame.index[np.argmax(missing)]!r}")
+    dtype = column.dtype
+    if name == "click":
+        if pd.api.types.is_bool_dtype(dtype) or (pd.api.types.is_numeric_dtype(dtype)
+                                                  and not pd.api.types.is_complex_dtype(dtype)):
+            values = column.to_numpy(dtype=bool if pd.api.types.is_bool_dtype(dtype) else np.float64)
+            bad = np.flatnonzero(~((values == 0) | (values == 1)))
+            if bad.size:
+                raise ValueError(f"column 'click' must hold booleans or 0/1; frame row {frame.index[bad[0]]!r} "
+                                 f"holds {column.iloc[bad[0]]}")
+            return values.astype(bool)
+        raise ValueError(f"column 'click' must hold booleans or 0/1, got dtype {dtype}")
+    if not pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
+        raise ValueError(f"column {name!r} must hold integers, got dtype {dtype}")
+    values = column.to_numpy(dtype=np.uint64 if pd.api.types.is_unsigned_integer_dtype(dtype) else np.int64)
+    if values.dtype == np.uint64:
+        big = np.flatnonzero(values > np.iinfo(np.int64).max)
+        if big.size:
+            raise ValueError(f"column {name!r} holds {values[big[0]]} at frame row {frame.index[big[0]]!r}, "
+                             "beyond the 64-bit signed range (it would wrap to a negative number)")
+        values = values.astype(np.int64)
+    return values
 
 
 class ClickLog:
@@ -69,40 +162,43 @@ class ClickLog:
                  logger=None, intervention=None):
         if not isinstance(data, RankingDataset):
             raise ValueError(f"data must be a RankingDataset, got {type(data).__name__}")
-        docs = np.asarray(docs)
-        clicks = np.asarray(clicks)
-        session_query = np.asarray(session_query)
+        docs = _index_array(docs, "docs")
+        clicks = _check_clicks(clicks, "clicks", "item")
+        session_query = _index_array(session_query, "session_query")
         if docs.ndim != 1 or clicks.shape != docs.shape:
             raise ValueError(f"docs and clicks must be 1-D of equal length, got {docs.shape} and {clicks.shape}")
-        offsets = check_offsets(session_offsets, len(docs))
+        if np.asarray(session_offsets).dtype.kind not in "iuf":
+            raise ValueError(f"session_offsets must hold integers, got dtype {np.asarray(session_offsets).dtype}")
+        try:
+            offsets = check_offsets(session_offsets, len(docs))
+        except ValueError as err:  # the shared check speaks of queries; here the segments are sessions
+            raise ValueError(str(err).replace("query_offsets", "session_offsets").replace("query ", "session ")
+                             .replace("n_queries", "n_sessions").replace("documents", "items")) from None
         n_sessions = len(offsets) - 1
         if session_query.shape != (n_sessions,):
             raise ValueError(f"session_query has shape {session_query.shape}, expected ({n_sessions},) (mismatched lengths)")
-        if docs.size and not np.issubdtype(docs.dtype, np.integer):
-            raise ValueError("docs must hold integer data-set row indices")
         bad = np.flatnonzero((docs < 0) | (docs >= data.n_docs))
         if bad.size:
             raise ValueError(f"item {bad[0]} references row {docs[bad[0]]}, which is missing from the data set "
                              f"({data.n_docs} rows)")
-        if session_query.size and (session_query.min() < 0 or session_query.max() >= data.n_queries):
-            raise ValueError(f"session_query holds a query index outside [0, {data.n_queries})")
+        bad = np.flatnonzero((session_query < 0) | (session_query >= data.n_queries))
+        if bad.size:
+            raise ValueError(f"session_query[{bad[0]}] = {session_query[bad[0]]} is not a query index "
+                             f"in [0, {data.n_queries})")
         item_session = segment_ids(offsets)
-        wrong = np.flatnonzero(data.query_index[docs] != session_query[item_session])
+        item_query = session_query[item_session]
+        wrong = np.flatnonzero(data.query_index[docs] != item_query)
         if wrong.size:
             i = wrong[0]
             raise ValueError(f"session {item_session[i]} shows row {docs[i]}, which is not a document of its "
                              f"query (query index {session_query[item_session[i]]})")
-        key = item_session.astype(np.int64) * data.n_docs + docs
-        key.sort()  # a sort then a neighbour comparison: much faster than np.unique's hashing on large logs
-        if np.any(key[1:] == key[:-1]):
-            raise ValueError("a session shows the same row twice")
-        if clicks.dtype != bool:
-            if not np.all((clicks == 0) | (clicks == 1)):
-                raise ValueError("clicks must be 0/1 or boolean")
-            clicks = clicks.astype(bool)
+        repeated = _first_repeated_item(data, offsets, session_query, item_session, item_query, docs)
+        if repeated is not None:
+            raise ValueError(f"session {item_session[repeated]} shows row {docs[repeated]} twice "
+                             "(a session shows each row at most once)")
         if session_ids is None:
             session_ids = np.arange(n_sessions, dtype=np.int64)
-        session_ids = np.asarray(session_ids, dtype=np.int64)
+        session_ids = _check_integer(session_ids, "session_ids")
         if session_ids.shape != (n_sessions,):
             raise ValueError(f"session_ids has shape {session_ids.shape}, expected ({n_sessions},)")
         logger = _session_column(logger, "logger", n_sessions)
@@ -181,7 +277,7 @@ class ClickLog:
         if is_affine(model):
             raise ValueError(f"{model!r} is a trust-bias (affine) click model: this computation divides clicks by "
                              "a propensity and cannot apply its affine correction")
-        return check_propensities(model(self.positions), "propensities from the propensity model")
+        return propensities_at(model, self.positions)
 
     # ----------------------------------------------------------- selection
     def __getitem__(self, key) -> "ClickLog":
@@ -191,7 +287,11 @@ class ClickLog:
                 key = key[0]
             else:
                 raise IndexError("a click log is indexed by sessions only")
-        index = np.arange(self.n_sessions)[key]
+        try:
+            index = np.arange(self.n_sessions)[key]
+        except IndexError as err:
+            raise IndexError(f"cannot select sessions {key!r:.60} of a log of {self.n_sessions} sessions: "
+                             f"{err}") from None
         index = np.atleast_1d(index)
         items = segment_gather(self.session_offsets, index)
         lengths = np.diff(self.session_offsets)[index]
@@ -230,70 +330,130 @@ class ClickLog:
     def from_frame(cls, frame, data: RankingDataset) -> "ClickLog":
         """Rebuild a log from a frame with columns ``session, qid, doc, position, click``.
 
+        ``frame`` is a pandas DataFrame or a mapping of column name to values.
         Optional columns ``logger`` and ``intervention`` (constant within a
         session) default to 0: one logger, no intervention.
 
         Rows may come in any order; within a session the positions must be
-        ``1..n`` without gaps, and ``qid`` must match the data set's qid of ``doc``.
-        The rebuilt log holds the sessions sorted by their ``session`` id, so a
+        ``1..n`` without gaps or repeats, every row of a session must carry the
+        same ``qid``, and ``qid`` must match the data set's qid of ``doc``.
+        ``session``, ``qid``, ``doc`` and ``position`` hold integers (64-bit
+        signed: larger unsigned ids are refused rather than wrapped); ``click``
+        holds booleans or the numbers 0 and 1. Missing values are errors. The
+        rebuilt log holds the sessions sorted by their ``session`` id, so a
         frame from ``to_frame()`` round-trips exactly.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from counterfactual_ltr import RankingDataset
+        >>> data = RankingDataset(np.eye(3), [1, 0, 1], [5, 5, 5])
+        >>> log = ClickLog.from_frame({"session": [7, 7], "qid": [5, 5], "doc": [2, 0],
+        ...                            "position": [1, 2], "click": [True, False]}, data)
+        >>> log.session_ids.tolist(), log.docs.tolist(), log.n_clicks
+        ([7], [2, 0], 1)
         """
+        import pandas as pd
+
+        if not isinstance(data, RankingDataset):
+            raise TypeError(f"data must be a RankingDataset, got {type(data).__name__}")
+        if isinstance(frame, Mapping):
+            try:
+                frame = pd.DataFrame(dict(frame))
+            except (ValueError, TypeError) as err:
+                raise ValueError(f"cannot build a frame from the mapping of columns: {err}") from err
+        if not isinstance(frame, pd.DataFrame):
+            raise TypeError(f"frame must be a pandas DataFrame or a mapping of columns, got {type(frame).__name__}")
         missing = [c for c in FRAME_COLUMNS if c not in frame.columns]
         if missing:
             raise ValueError(f"the frame lacks the columns {missing}")
+        repeated = [c for c in FRAME_COLUMNS if np.count_nonzero(frame.columns == c) > 1]
+        if repeated:
+            raise ValueError(f"the frame has more than one column named {repeated[0]!r}")
         if len(frame) == 0:
             raise ValueError("the frame has no rows")
-        arrays = {}
-        for c in FRAME_COLUMNS:
-            col = frame[c].to_numpy()
-            if c != "click" and not np.issubdtype(col.dtype, np.integer):
-                raise ValueError(f"column {c!r} must hold integers, got dtype {col.dtype}")
-            arrays[c] = col
+        arrays = {c: _frame_column(frame, c) for c in FRAME_COLUMNS}
         order = np.lexsort((arrays["position"], arrays["session"]))
         session, doc = arrays["session"][order], arrays["doc"][order]
         position, click, qid = arrays["position"][order], arrays["click"][order], arrays["qid"][order]
+
+        def where(i):  # the frame's own label of sorted row i
+            return f"frame row {frame.index[order[i]]!r}"
+
         starts = np.flatnonzero(np.r_[True, session[1:] != session[:-1]])
         offsets = np.r_[starts, len(session)].astype(np.int64)
         expected = np.arange(len(session)) - np.repeat(starts, np.diff(offsets)) + 1
         bad = np.flatnonzero(position != expected)
         if bad.size:
             raise ValueError(f"session {session[bad[0]]}: positions must run 1..n without gaps or repeats "
-                             f"(found {position[bad[0]]} where {expected[bad[0]]} was expected)")
-        if doc.min() < 0 or doc.max() >= data.n_docs:
-            raise ValueError(f"column 'doc' references rows missing from the data set ({data.n_docs} rows)")
+                             f"(found {position[bad[0]]} where {expected[bad[0]]} was expected, {where(bad[0])})")
+        bad = np.flatnonzero((doc < 0) | (doc >= data.n_docs))
+        if bad.size:
+            raise ValueError(f"column 'doc' holds {doc[bad[0]]} ({where(bad[0])}), a row missing from the data "
+                             f"set ({data.n_docs} rows)")
         wrong = np.flatnonzero(data.qid[doc] != qid)
         if wrong.size:
             raise ValueError(f"row {doc[wrong[0]]} has qid {data.qid[doc[wrong[0]]]} in the data set but "
-                             f"{qid[wrong[0]]} in the frame")
+                             f"{qid[wrong[0]]} in the frame ({where(wrong[0])})")
+        mixed = np.flatnonzero(qid != np.repeat(qid[starts], np.diff(offsets)))
+        if mixed.size:
+            raise ValueError(f"session {session[mixed[0]]} mixes queries: qid {qid[mixed[0]]} ({where(mixed[0])}) "
+                             f"after qid {qid[starts[np.searchsorted(starts, mixed[0], side='right') - 1]]}")
         extra = {}
         for c in SESSION_COLUMNS:
             if c not in frame.columns:
                 continue
-            col = frame[c].to_numpy()
-            if not np.issubdtype(col.dtype, np.integer):
-                raise ValueError(f"column {c!r} must hold integers, got dtype {col.dtype}")
-            col = col[order]
+            col = _frame_column(frame, c)[order]
             varies = np.flatnonzero(col != np.repeat(col[starts], np.diff(offsets)))
             if varies.size:
                 raise ValueError(f"column {c!r} must be constant within a session; session {session[varies[0]]} "
                                  f"holds several values")
             extra[c] = col[starts]
-        return cls(data, data.query_index[doc[starts]], offsets, doc, click, session_ids=session[starts], **extra)
+        try:
+            return cls(data, data.query_index[doc[starts]], offsets, doc, click, session_ids=session[starts], **extra)
+        except ValueError as err:  # e.g. a row shown twice: name the session by its id, not its index
+            message = re.sub(r"session (\d+)", lambda m: f"session {session[starts[int(m.group(1))]]}", str(err))
+            raise ValueError(message) from err
 
     def to_parquet(self, path) -> None:
-        """Write the frame of :meth:`to_frame` to a Parquet file."""
-        self.to_frame().to_parquet(path, index=False)
+        """Write the frame of :meth:`to_frame` to a Parquet file, with page checksums.
+
+        The checksums (CRC-32 of every data page) let :meth:`read_parquet`
+        detect a corrupted file instead of reading back a different log.
+        """
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(self.to_frame(), preserve_index=False)
+        pq.write_table(table, path, write_page_checksum=True)
 
     @classmethod
     def read_parquet(cls, path, data: RankingDataset) -> "ClickLog":
-        """Read a log written by :meth:`to_parquet` (or any frame with the same columns)."""
-        import pandas as pd
+        """Read a log written by :meth:`to_parquet` (or any Parquet file with the same columns).
 
-        return cls.from_frame(pd.read_parquet(path), data)
+        Page checksums are verified when the file has them. A file that is
+        not Parquet, is truncated or corrupted, or does not hold a valid log
+        raises ``ValueError`` naming the file.
+        """
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        name = os.fspath(path)
+        try:
+            frame = pq.read_table(path, page_checksum_verification=True).to_pandas()
+        except (FileNotFoundError, IsADirectoryError, PermissionError):
+            raise
+        except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError, MemoryError) as err:
+            raise ValueError(f"{name}: not a readable Parquet click log ({type(err).__name__}: {err})") from err
+        try:
+            return cls.from_frame(frame, data)
+        except (ValueError, TypeError) as err:
+            raise type(err)(f"{name}: {err}") from err
 
     def equals(self, other: "ClickLog") -> bool:
         """Same sessions, shown rows, positions, clicks, loggers and interventions (and the same data set object)."""
-        return (other.data is self.data and np.array_equal(self.session_ids, other.session_ids)
+        return (isinstance(other, ClickLog) and other.data is self.data
+                and np.array_equal(self.session_ids, other.session_ids)
                 and np.array_equal(self.session_offsets, other.session_offsets)
                 and np.array_equal(self.docs, other.docs) and np.array_equal(self.clicks, other.clicks)
                 and np.array_equal(self.session_query, other.session_query)

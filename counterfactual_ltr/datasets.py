@@ -11,6 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._segments import segment_gather, segment_ids
+from ._validation import check_real
 
 __all__ = ["RankingDataset", "binarize", "DEFAULT_RELEVANCE_THRESHOLD"]
 
@@ -53,12 +54,17 @@ class RankingDataset:
     def __init__(self, X, y, qid, *, name: str | None = None):
         if sp.issparse(X):
             X = X.toarray()
+        X = np.asarray(X)
+        if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool) or np.iscomplexobj(X):
+            raise TypeError(f"X must hold real numbers, got dtype {X.dtype}")
         X = np.ascontiguousarray(X, dtype=np.float64)
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D (n_docs, n_features), got shape {X.shape}")
         n = X.shape[0]
         if n == 0:
             raise ValueError("the data set has no documents")
+        if X.shape[1] == 0:
+            raise ValueError("X has no feature columns")
         y = np.asarray(y)
         qid = np.asarray(qid)
         for label, arr in (("y", y), ("qid", qid)):
@@ -164,7 +170,7 @@ class RankingDataset:
 
 
 def binarize(y, threshold: float = DEFAULT_RELEVANCE_THRESHOLD) -> np.ndarray:
-    """Binary relevance ``1[y >= threshold]`` as int64.
+    """Binary relevance ``1[y >= threshold]`` as int64 (``threshold`` finite: NaN would make nothing relevant).
 
     Parameters
     ----------
@@ -180,19 +186,25 @@ def binarize(y, threshold: float = DEFAULT_RELEVANCE_THRESHOLD) -> np.ndarray:
     >>> binarize([0, 1, 2]).tolist()
     [0, 1, 1]
     """
+    threshold = check_real(threshold, "threshold")
     return (np.asarray(y) >= threshold).astype(np.int64)
 
 
 def _check_integer(values, name: str) -> np.ndarray:
     arr = np.asarray(values)
+    if np.issubdtype(arr.dtype, np.unsignedinteger) and arr.size and arr.max() > np.iinfo(np.int64).max:
+        # Casting would wrap to a negative int64 silently.
+        row = int(np.argmax(arr > np.iinfo(np.int64).max))
+        raise ValueError(f"{name} must fit in a 64-bit signed integer; row {row} has {arr[row]}")
     if np.issubdtype(arr.dtype, np.integer):
         return arr.astype(np.int64)
-    if not np.issubdtype(arr.dtype, np.number):
+    if not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
         raise ValueError(f"{name} must be numeric, got dtype {arr.dtype}")
     arr = arr.astype(np.float64)
-    bad = np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)))
+    # 2**63 itself does not fit in an int64; smaller whole floats do.
+    bad = np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)) | (np.abs(arr) >= 2.0**63))
     if bad.size:
-        raise ValueError(f"{name} must hold integers; row {bad[0]} has {arr[bad[0]]}")
+        raise ValueError(f"{name} must hold integers that fit in 64 bits; row {bad[0]} has {arr[bad[0]]}")
     return arr.astype(np.int64)
 
 

@@ -28,12 +28,14 @@ IPS and the delta method for SNIPS.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
 from ._segments import rank_within_queries
+from ._validation import check_real
 from .clicklog import ClickLog
 from .propensity import as_propensity_model
 
@@ -96,9 +98,16 @@ def _scores_for_log(log: ClickLog, scores_or_ranker) -> np.ndarray:
         queries = np.unique(log.session_query)
         rows = data.rows_of(queries)
         scores = np.zeros(data.n_docs)
-        scores[rows] = np.ravel(scores_or_ranker.predict(data.X[rows]))
+        predicted = np.asarray(scores_or_ranker.predict(data.X[rows]))
+        if predicted.dtype.kind not in "biuf" or predicted.size != rows.size:
+            raise ValueError(f"{type(scores_or_ranker).__name__}.predict returned {predicted.shape} values of dtype "
+                             f"{predicted.dtype} for {rows.size} rows; expected one real score per row")
+        scores[rows] = predicted.ravel()
     else:
-        scores = np.asarray(scores_or_ranker, dtype=np.float64)
+        scores = np.asarray(scores_or_ranker)
+        if scores.dtype.kind not in "biuf":
+            raise TypeError(f"scores must be real numbers (or a ranker with predict), got dtype {scores.dtype}")
+        scores = scores.astype(np.float64)
         if scores.shape != (data.n_docs,):
             raise ValueError(f"scores have shape {scores.shape}, expected ({data.n_docs},) (one per data-set row)")
     if not np.all(np.isfinite(scores)):
@@ -121,10 +130,15 @@ def session_contributions(log: ClickLog, scores_or_ranker, *, metric="dcg", prop
 
 
 def _estimate(kind, log, scores_or_ranker, metric, propensity, confidence, metric_params):
+    if not isinstance(log, ClickLog):
+        raise TypeError(f"log must be a ClickLog, got {type(log).__name__}")
     if log.n_sessions == 0:
         raise ValueError("the click log has no sessions")
-    if not (0 < confidence < 1):
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    check_real(confidence, "confidence", min_value=0, max_value=1, include_min=False, include_max=False)
+    if log.n_clicks == 0:
+        # Every ranker would score 0 with a zero-width interval: the log says nothing about the ranker.
+        raise ValueError(f"the click log has no clicks ({log.n_sessions} sessions): {kind.upper()} cannot "
+                         "estimate anything from it (every ranker would get 0 with a zero-width interval)")
     X, W, w = session_contributions(log, scores_or_ranker, metric=metric, propensity=propensity, **metric_params)
     n = log.n_sessions
     if kind == "ips":
@@ -147,6 +161,9 @@ def _estimate(kind, log, scores_or_ranker, metric, propensity, confidence, metri
 def ips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=None, confidence=0.95,
                  **metric_params) -> Estimate:
     """IPS estimate of ``metric`` for a ranker (object with ``predict``) or scores per data-set row.
+
+    A log without any click is a ``ValueError``: every ranker would get 0 with a zero-width interval,
+    a certainty the log does not give (as SNIPS, which is undefined there).
 
     Examples
     --------
@@ -305,6 +322,10 @@ def validation_report(rankers: dict, log: ClickLog, *, propensity=None, metrics=
     >>> report.best("dcg") in ("f0", "f1")
     True
     """
+    if not isinstance(rankers, Mapping) or len(rankers) == 0:
+        raise ValueError(f"rankers must be a non-empty dict of name -> ranker or scores, got {rankers!r:.80}")
+    if isinstance(metrics, str) or len(metrics) == 0:
+        raise ValueError(f"metrics must be a non-empty sequence of metric names, got {metrics!r}")
     model = as_propensity_model(propensity)
     rows = []
     for name, ranker in rankers.items():
@@ -331,6 +352,8 @@ def true_values(log: ClickLog, scores_or_ranker, relevance, *, metric="dcg", **m
     c = np.asarray(relevance, dtype=np.float64)
     if c.shape != (data.n_docs,):
         raise ValueError(f"relevance has shape {c.shape}, expected ({data.n_docs},)")
+    if not np.all(np.isfinite(c)):
+        raise ValueError(f"relevance holds a non-finite value at row {np.flatnonzero(~np.isfinite(c))[0]}")
     scores = _scores_for_log(log, scores_or_ranker)
     ranks = rank_within_queries(scores, data.query_offsets)
     m = metric_weight(metric, **metric_params)(ranks)

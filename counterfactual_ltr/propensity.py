@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._validation import check_optional_real, check_real
+
 __all__ = ["PositionBasedPropensity", "TabularPropensity", "TrustBiasPropensity", "check_propensities",
+           "propensities_at",
            "as_propensity_model", "affine_parts", "is_affine"]
 
 
@@ -31,12 +34,20 @@ def check_propensities(q, where: str = "propensities") -> np.ndarray:
     >>> check_propensities([1.0, 0.5]).tolist()
     [1.0, 0.5]
     """
-    q = np.asarray(q, dtype=np.float64)
+    q = _real_array(q, where)
     bad = np.flatnonzero(~(np.isfinite(q) & (q > 0) & (q <= 1)))
     if bad.size:
         i = int(bad[0])
         raise ValueError(f"{where} must lie in (0, 1]; index {i} holds {q.ravel()[i]}")
     return q
+
+
+def _real_array(values, name: str) -> np.ndarray:
+    """``values`` as float64, or ``TypeError`` naming ``name`` (strings, objects and complex numbers are refused)."""
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    return arr.astype(np.float64)
 
 
 def _check_positions(positions) -> np.ndarray:
@@ -66,15 +77,9 @@ class PositionBasedPropensity:
     """
 
     def __init__(self, eta: float = 1.0, clip: float | None = None):
-        eta = float(eta)
-        if not np.isfinite(eta) or eta < 0:
-            raise ValueError(f"eta must be a finite number >= 0, got {eta}")
-        if clip is not None:
-            clip = float(clip)
-            if not (0 < clip <= 1):
-                raise ValueError(f"clip (propensity floor) must lie in (0, 1], got {clip}")
-        self.eta = eta
-        self.clip = clip
+        self.eta = check_real(eta, "eta", min_value=0.0)
+        self.clip = check_optional_real(clip, "clip (propensity floor)", min_value=0.0, include_min=False,
+                                        max_value=1.0)
 
     def __call__(self, positions) -> np.ndarray:
         positions = _check_positions(positions)
@@ -124,7 +129,7 @@ class TabularPropensity:
 
 
 def _per_position(values, name: str, *, low_open: bool) -> np.ndarray:
-    values = np.atleast_1d(np.asarray(values, dtype=np.float64))
+    values = np.atleast_1d(_real_array(values, name))
     if values.ndim != 1 or values.size == 0:
         raise ValueError(f"{name} must be a scalar or a non-empty 1-D sequence per position")
     bad = np.flatnonzero(~(np.isfinite(values) & ((values > 0) if low_open else (values >= 0)) & (values <= 1)))
@@ -204,6 +209,33 @@ class TrustBiasPropensity:
     def __repr__(self) -> str:
         return (f"TrustBiasPropensity({self.examination.tolist()}, eps_plus={self.eps_plus.tolist()}, "
                 f"eps_minus={self.eps_minus.tolist()})")
+
+
+def propensities_at(model, positions) -> np.ndarray:
+    """``model(positions)`` checked: one real propensity in (0, 1] per position, errors naming the model.
+
+    Parameters
+    ----------
+    model : callable propensity model
+    positions : array of int (1-based)
+
+    Returns
+    -------
+    array of float64, the shape of ``positions``
+
+    Examples
+    --------
+    >>> propensities_at(PositionBasedPropensity(1.0), [1, 4]).tolist()
+    [1.0, 0.25]
+    """
+    positions = np.asarray(positions)
+    q = np.asarray(model(positions))
+    if q.dtype.kind not in "iuf":
+        raise ValueError(f"the propensity model {model!r} returned values of dtype {q.dtype}, expected real numbers")
+    if q.shape != positions.shape:
+        raise ValueError(f"the propensity model {model!r} returned shape {q.shape} for {positions.shape[0]} "
+                         "positions; it must return one propensity per position")
+    return check_propensities(q, f"propensities from the propensity model {model!r}")
 
 
 def is_affine(model) -> bool:
