@@ -25,6 +25,10 @@ by :func:`counterfactual_ltr.solvers.solve_pairwise_hinge`.
   is never worse than the warm start, so monotonicity holds regardless.
 * :class:`SVMPropRBP`: rank-biased precision, concave, through the same CCP.
 
+A fit whose weights are exactly 0 (all scores tie) warns and says why: no pair
+to rank (every click on a one-document query; then ``converged_`` is False and
+``n_iter_`` 0), features equal within every pair, or ``C`` too small.
+
 ``n`` is the number of clicks in the log, as in the paper. The paper writes
 ``log`` without a base for DCG; base 2 only rescales ``C``.
 """
@@ -40,6 +44,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .._segments import segment_gather, within_query_pairs
+from .._validation import check_int, check_probability, check_real
 from ..clicklog import ClickLog
 from ..datasets import RankingDataset
 from ..propensity import as_propensity_model
@@ -50,10 +55,27 @@ __all__ = ["RankSVM", "SVMPropRank", "SVMPropDCG", "SVMPropRBP", "click_pairs"]
 
 
 def _check_C(C) -> float:
-    C = float(C)
-    if not np.isfinite(C) or C <= 0:
-        raise ValueError(f"C must be a positive finite number, got {C}")
-    return C
+    return check_real(C, "C", min_value=0.0, include_min=False)
+
+
+def _check_solver_params(est, tol_name: str) -> tuple[float, int]:
+    """The solver's tolerance (``tol_name``: ``tol`` or ``solver_tol``) and ``max_iter``, checked."""
+    tol = check_real(getattr(est, tol_name), tol_name, min_value=0.0)
+    return tol, check_int(est.max_iter, "max_iter", min_value=1)
+
+
+def _warn_zero_coef(est, n_pairs: int, X, i, j):
+    """Warn when the fitted weights are exactly 0 (all scores tie), saying why."""
+    name = type(est).__name__
+    if n_pairs == 0:
+        why = ("every click (or graded pair) is on a query with a single candidate document, so there is no "
+               "pair to rank: nothing can be learned (converged_ is False, n_iter_ is 0)")
+    elif not np.any(X[i] != X[j]):
+        why = "the features do not differ between any two documents of a pair, so no weight changes a hinge"
+    else:
+        why = (f"w = 0 is optimal to within the solver tolerance at C = {est.C}: C is too small for the clicks "
+               "to move the weights (all scores tie); try a larger C")
+    warnings.warn(f"{name}: the solution is coef_ = 0: {why}", UserWarning, stacklevel=3)
 
 
 def click_pairs(data: RankingDataset, weights: np.ndarray):
@@ -119,6 +141,7 @@ class RankSVM(_LinearRanker):
 
     def fit(self, X, y=None, qid=None):
         C = _check_C(self.C)
+        tol, max_iter = _check_solver_params(self, "tol")
         if isinstance(X, ClickLog):
             agg = X.aggregate(lambda positions: np.ones(len(positions)))
             if agg.n_clicks == 0:
@@ -133,13 +156,15 @@ class RankSVM(_LinearRanker):
             if i.size == 0:
                 raise ValueError("no pair of documents with different grades in the same query")
             Xl, w, scale = data.X, np.ones(i.size), data.n_queries
-        result = solve_pairwise_hinge(Xl, i, j, w, C / scale, tol=self.tol, max_iter=self.max_iter)
+        result = solve_pairwise_hinge(Xl, i, j, w, C / scale, tol=tol, max_iter=max_iter)
         self.coef_ = result.coef
         self.n_iter_ = result.n_iter
         self.objective_ = result.objective
         self.duality_gap_ = result.gap
-        self.converged_ = result.converged
+        self.converged_ = result.converged and i.size > 0
         self.n_features_in_ = Xl.shape[1]
+        if not np.any(self.coef_):
+            _warn_zero_coef(self, i.size, Xl, i, j)
         return self
 
 
@@ -177,21 +202,22 @@ class _PropensitySVM(_LinearRanker):
 
     def fit(self, log, y=None):
         lam = self._lambda()
+        tol = check_real(self.tol, "tol", min_value=0.0)
+        solver_tol, max_iter = _check_solver_params(self, "solver_tol")
+        max_ccp_iter = check_int(self.max_ccp_iter, "max_ccp_iter", min_value=1)
         C_n, agg, Xl, i, j, w, owner, clicked = self._prepare(log)
         W = agg.weights[clicked]
         linear = lam.concave is True and lam.convex is True  # affine lambda: one QP
         if not linear and lam.concave is not True:
             raise ValueError(f"rank weight {lam.name!r} is not concave: the convex-concave procedure does not apply")
-        max_ccp = 1 if linear else int(self.max_ccp_iter)
-        if max_ccp < 1:
-            raise ValueError(f"max_ccp_iter must be >= 1, got {max_ccp}")
+        max_ccp = 1 if linear or i.size == 0 else max_ccp_iter
         coef = np.zeros(Xl.shape[1])
         history, snips_history, iters, seconds, tols = [], [], [], [], []
         history.append(self._objective(coef, Xl, i, j, owner, W, lam, C_n))
         converged_ccp = False
-        inner_tol = self.solver_tol
+        inner_tol = solver_tol
         if max_ccp > 1:  # a lone step is solved exactly; a first step of many only loosely
-            inner_tol = max(self.solver_tol, min(_CCP_FIRST_INNER_TOL, 0.1 * self.tol))
+            inner_tol = max(solver_tol, min(_CCP_FIRST_INNER_TOL, 0.1 * tol))
         for _ in range(max_ccp):
             # Linearise lambda at the current hinge sums: PropRank weights W_j * lambda'(1 + H_j).
             H = self._bound(Xl @ coef, i, j, owner, len(W))
@@ -199,7 +225,7 @@ class _PropensitySVM(_LinearRanker):
             tols.append(inner_tol)
             t0 = time.perf_counter()
             result = solve_pairwise_hinge(Xl, i, j, pair_w, C_n, w0=coef if iters else None, tol=inner_tol,
-                                          max_iter=self.max_iter)
+                                          max_iter=max_iter)
             seconds.append(time.perf_counter() - t0)
             coef = result.coef
             iters.append(result.n_iter)
@@ -207,21 +233,21 @@ class _PropensitySVM(_LinearRanker):
             snips_history.append(self._train_snips(coef, agg, lam))
             previous = history[-1]
             history.append(objective)
-            if linear:
+            if linear or i.size == 0:
                 converged_ccp = result.converged
                 break
             change = abs(previous - objective) / max(abs(objective), 1e-12)
-            if change <= self.tol:
+            if change <= tol:
                 converged_ccp = True
                 break
             # Inexact CCP: a step far from the fixed point needs no exact QP. The solver
             # returns its best iterate, never worse than the warm start where the majoriser
             # touches the objective, so the objective stays non-increasing; the tolerance
             # tightens with the objective change down to ``solver_tol``.
-            inner_tol = max(self.solver_tol, min(inner_tol, 0.01 * change))
-        if not converged_ccp and not linear:
+            inner_tol = max(solver_tol, min(inner_tol, 0.01 * change))
+        if not converged_ccp and not linear and i.size:
             warnings.warn(f"{type(self).__name__}: the convex-concave procedure stopped after {max_ccp} "
-                          f"iterations with relative objective change above tol={self.tol}", ConvergenceWarning)
+                          f"iterations with relative objective change above tol={tol}", ConvergenceWarning)
         self.coef_ = coef
         self.objective_ = history[-1]
         self.objective_history_ = np.asarray(history)
@@ -230,9 +256,11 @@ class _PropensitySVM(_LinearRanker):
         self.n_ccp_iter_ = len(iters)
         self.solve_seconds_ = np.asarray(seconds)
         self.inner_tol_ = np.asarray(tols)        # relative duality gap asked of each subproblem
-        self.converged_ = bool(converged_ccp and result.converged)
+        self.converged_ = bool(converged_ccp and result.converged and i.size > 0)
         self.duality_gap_ = result.gap
         self.n_features_in_ = Xl.shape[1]
+        if not np.any(coef):
+            _warn_zero_coef(self, i.size, Xl, i, j)
         return self
 
     def _objective(self, coef, Xl, i, j, owner, W, lam, C_n):
@@ -324,4 +352,4 @@ class SVMPropRBP(SVMPropDCG):
         self.p = p
 
     def _metric_params(self):
-        return {"p": self.p}
+        return {"p": check_probability(self.p, "p", include_zero=False, include_one=False)}

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._validation import check_real
+
 __all__ = ["Feedback", "OnlineLearner", "RandomRanker", "check_learning_rate", "make_schedule"]
 
 
@@ -74,10 +76,7 @@ class RandomRanker(OnlineLearner):
 
 def check_learning_rate(value, name: str = "eta") -> float:
     """A positive finite learning rate, or ``ValueError``."""
-    value = float(value)
-    if not np.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive finite number, got {value}")
-    return value
+    return check_real(value, name, min_value=0.0, include_min=False)
 
 
 def make_schedule(value, power: float = 0.0, name: str = "eta"):
@@ -88,8 +87,7 @@ def make_schedule(value, power: float = 0.0, name: str = "eta"):
     if callable(value):
         return value
     c = check_learning_rate(value, name)
-    if power < 0:
-        raise ValueError(f"{name} schedule power must be >= 0, got {power}")
+    power = check_real(power, f"{name} schedule power ({name}_power)", min_value=0.0)
     if power == 0:
         return lambda t: c
-    return lambda t: c / t**power
+    return lambda t: c * float(t) ** -power   # never overflows (t >= 1); may underflow to 0

@@ -59,11 +59,11 @@ class OnlineListNet(_LinearPerceptron):
         self._validate()
 
     def _validate(self):
-        if self.schedule not in _SCHEDULES:
+        if not isinstance(self.schedule, str) or self.schedule not in _SCHEDULES:
             raise ValueError(f"schedule must be one of {tuple(_SCHEDULES)}, got {self.schedule!r}")
-        if self.target not in LISTNET_TARGETS:
+        if not isinstance(self.target, str) or self.target not in LISTNET_TARGETS:
             raise ValueError(f"target must be one of {LISTNET_TARGETS}, got {self.target!r}")
-        power = _SCHEDULES[self.schedule] if self.eta_power is None else float(self.eta_power)
+        power = _SCHEDULES[self.schedule] if self.eta_power is None else self.eta_power
         return make_schedule(self.eta, power, "eta")
 
     def reset(self, n_features: int) -> "OnlineListNet":
