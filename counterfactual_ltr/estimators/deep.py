@@ -321,8 +321,12 @@ class DeepPropDCG(BaseEstimator):
         validator = None if validation_log is None else _Validator(validation_log, propensity,
                                                                      self._validation_metric(), dtype)
         # The objective of the initial parameters: the yardstick of divergence (see _DIVERGENCE_FACTOR).
-        initial_loss, _ = deep_propdcg_objective(model, X, W, offsets, alpha=alpha, n_clicks=agg.n_clicks,
-                                                 metric=metric, margin=margin)
+        try:
+            initial_loss, _ = deep_propdcg_objective(model, X, W, offsets, alpha=alpha, n_clicks=agg.n_clicks,
+                                                     metric=metric, margin=margin)
+        except DivergenceError as err:
+            raise ValueError(f"{type(self).__name__}: the objective of the initial parameters is not finite ({err}): "
+                             f"alpha={self.alpha!r} or margin={self.margin!r} is too large for float64") from None
         model.clear_cache()
         blow_up = initial_loss + _DIVERGENCE_FACTOR * max(1.0, abs(initial_loss))
         train_best = (np.inf, None)   # lowest epoch loss and the parameters the epoch started from
@@ -353,7 +357,7 @@ class DeepPropDCG(BaseEstimator):
                                                         margin=margin)
                 except DivergenceError as err:
                     raise DivergenceError(f"{type(self).__name__} diverged at epoch {epoch} (batch {b + 1}, "
-                                          f"learning rate {lr:g}): {err}; lower learning_rate") from None
+                                          f"learning rate {lr:g}): {err}; lower learning_rate (or alpha)") from None
                 total += obj * n_clicks_b
                 with np.errstate(over="ignore", invalid="ignore"):
                     optimizer.step(grads, lr)
@@ -361,7 +365,7 @@ class DeepPropDCG(BaseEstimator):
             epoch_loss = total / agg.n_clicks
             if not (np.isfinite(epoch_loss) and model.all_finite()):
                 raise DivergenceError(f"{type(self).__name__} diverged at epoch {epoch} (learning rate {lr:g}): "
-                                      "non-finite loss or parameters; lower learning_rate")
+                                      "non-finite loss or parameters; lower learning_rate (or alpha)")
             loss_curve.append(epoch_loss)
             lrs.append(lr)
             seconds.append(time.perf_counter() - t0)
@@ -448,7 +452,8 @@ def query_batches(query_offsets, batch_size: int) -> np.ndarray:
     [0, 2, 4, 5]
     """
     offsets = np.asarray(query_offsets, dtype=np.int64)
-    block = offsets[:-1] // int(batch_size)
+    # A batch larger than all documents is one batch (and keeps huge sizes within int64).
+    block = offsets[:-1] // min(int(batch_size), int(offsets[-1]) + 1)
     return np.flatnonzero(np.r_[True, block[1:] != block[:-1], True])
 
 

@@ -181,7 +181,13 @@ class SLAMRanker(BaseEstimator):
             per_query, g = _slam_core(Xm @ w, labels, v, offsets, margin)
             return float(per_query.sum()) / n, (g @ Xm) / n
 
-        result = solve_regularized(oracle, Xm.shape[1], C, tol=tol, max_iter=max_iter)
+        try:
+            result = solve_regularized(oracle, Xm.shape[1], C, tol=tol, max_iter=max_iter)
+        except ValueError as err:
+            if "non-finite" not in str(err):
+                raise
+            raise ValueError(f"{type(self).__name__}: the SLAM loss overflows float64 at margin={margin:g}, C={C:g} "
+                             f"({err}); use a smaller margin or C") from None
         self.coef_ = np.asarray(result.coef, dtype=np.float64)
         self.objective_ = float(result.objective)
         self.n_iter_ = int(result.n_iter)
