@@ -99,9 +99,19 @@ def _check_activation(activation) -> str:
 
 
 def _rng(random_state) -> np.random.Generator:
+    """A Generator from ``random_state`` (None, int >= 0, Generator, RandomState), or a TypeError naming it."""
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
-    return np.random.default_rng(random_state)
+    if isinstance(random_state, (bool, np.bool_, float, str, bytes)):
+        # default_rng would take a bool as 0/1 and fail on the others without naming the parameter.
+        raise TypeError(f"random_state must be None, an int >= 0, a Generator or a RandomState, "
+                        f"got {type(random_state).__name__} {random_state!r}")
+    try:
+        return np.random.default_rng(random_state)
+    except (TypeError, ValueError) as err:
+        kind = ValueError if isinstance(random_state, (int, np.integer)) else TypeError  # e.g. a negative seed
+        raise kind(f"random_state must be None, an int >= 0, a Generator or a RandomState, "
+                   f"got {type(random_state).__name__} {random_state!r} ({err})") from None
 
 
 class _Model:

@@ -84,11 +84,22 @@ def _clear_error_or_finite(make, name):
     (lambda: DeepPropDCG(hidden_layer_sizes=(2.5,)), "hidden_layer_sizes", ValueError),
     (lambda: DeepPropDCG(hidden_layer_sizes="ab"), "hidden_layer_sizes", TypeError),
     (lambda: DeepPropDCG(random_state="seed"), "random_state", TypeError),
+    (lambda: DeepPropDCG(hidden_layer_sizes=(2,), max_epochs=1, alpha=1e308), "alpha", ValueError),
+    (lambda: SLAMRanker(margin=1e308), "margin", ValueError),
 ])
 def test_bad_estimator_parameter_is_a_named_error(make, name, kind):
     est = make()
     with pytest.raises(kind, match=name):
         _fit(est)
+
+
+def test_huge_batch_size_is_one_batch():
+    from counterfactual_ltr.estimators.deep import query_batches
+
+    assert query_batches([0, 4, 8, 9], 2**70).tolist() == query_batches([0, 4, 8, 9], 9).tolist() == [0, 3]
+    a = DeepPropDCG(hidden_layer_sizes=(2,), max_epochs=2, batch_size=2**70, random_state=0).fit(LOG)
+    b = DeepPropDCG(hidden_layer_sizes=(2,), max_epochs=2, batch_size=LOG.data.n_docs, random_state=0).fit(LOG)
+    np.testing.assert_array_equal(a.predict(DATA.X), b.predict(DATA.X))
 
 
 def test_whole_float_counts_are_accepted_unchanged():
@@ -107,6 +118,8 @@ def test_whole_float_counts_are_accepted_unchanged():
     (lambda: TopKFeedbackRanker(gamma="0.1"), "gamma", TypeError),
     (lambda: TopKFeedbackRanker(eta_power=float("nan")), "eta", ValueError),
     (lambda: TopKFeedbackRanker(surrogate=["squared"]), "surrogate", ValueError),
+    (lambda: TopKFeedbackRanker(random_state="seed").reset(3), "random_state", TypeError),
+    (lambda: TopKFeedbackRanker(random_state=-1).reset(3), "random_state", ValueError),
     (lambda: SLAMPerceptron(weights="ndcg@k", k=2.5), "k", ValueError),
     (lambda: SLAMPerceptron(threshold="1"), "threshold", TypeError),
     (lambda: MaxPairPerceptron(margin=float("inf")), "margin", ValueError),

@@ -34,7 +34,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._segments import offsets_from_lengths, segment_gather, segment_ids
 from ..clicklog import ClickLog
-from ..models import MLP, Adam, _check_activation
+from ..models import MLP, Adam, _check_activation, _rng
 from ..propensity import as_propensity_model
 from .._validation import check_int, check_real
 from ._base import prediction_matrix
@@ -283,12 +283,7 @@ class DeepPropDCG(BaseEstimator):
         propensity = as_propensity_model(self.propensity)
         if log.n_clicks == 0:
             raise ValueError("the click log has no clicks: nothing to learn from")
-        try:
-            seed_rng = np.random.default_rng(_seed_source(self.random_state))
-        except (TypeError, ValueError) as err:
-            raise TypeError(f"random_state must be None, an int >= 0, a Generator or a RandomState, "
-                            f"got {self.random_state!r} ({err})") from None
-        seeds = seed_rng.integers(0, 2**63 - 1, size=3)
+        seeds = _rng(self.random_state).integers(0, 2**63 - 1, size=3)
         init_rng, shuffle_rng, split_rng = (np.random.default_rng(int(s)) for s in seeds)
         train_log = log
         if validation_log is None and self.early_stopping:
@@ -455,12 +450,6 @@ def query_batches(query_offsets, batch_size: int) -> np.ndarray:
     # A batch larger than all documents is one batch (and keeps huge sizes within int64).
     block = offsets[:-1] // min(int(batch_size), int(offsets[-1]) + 1)
     return np.flatnonzero(np.r_[True, block[1:] != block[:-1], True])
-
-
-def _seed_source(random_state):
-    if isinstance(random_state, np.random.RandomState):
-        return random_state.randint(np.iinfo(np.int32).max)
-    return random_state
 
 
 def _predict_chunked(model, X, chunk: int = 65536) -> np.ndarray:

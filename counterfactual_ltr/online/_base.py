@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_real
+from ..models import _rng
 
 __all__ = ["Feedback", "OnlineLearner", "RandomRanker", "check_learning_rate", "make_schedule"]
 
@@ -62,7 +63,7 @@ class RandomRanker(OnlineLearner):
         self.random_state = random_state
 
     def reset(self, n_features: int) -> "RandomRanker":
-        self._rng = np.random.default_rng(self.random_state)
+        self._rng = _rng(self.random_state)
         return self
 
     def rank(self, X):

@@ -50,6 +50,7 @@ import numpy as np
 from .._segments import check_finite_1d, offsets_from_lengths
 from .._validation import check_int, check_real
 from ..surrogates.pairwise import pairwise_hinge
+from ..models import _rng
 from ._base import Feedback, OnlineLearner, make_schedule
 
 __all__ = [
@@ -372,7 +373,7 @@ class TopKFeedbackRanker(OnlineLearner):
     def reset(self, n_features: int) -> "TopKFeedbackRanker":
         self._eta_t, self._gamma_t, self._radius, self._epsilon = self._validate()
         self._k = int(self.feedback_k)
-        self._rng = np.random.default_rng(self.random_state)
+        self._rng = _rng(self.random_state)
         self.coef_ = np.zeros(check_int(n_features, "n_features", min_value=1))
         self.t_ = 1
         self.n_explored_ = 0
