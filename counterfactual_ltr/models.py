@@ -92,6 +92,8 @@ _ALIASES = {"logistic": "sigmoid", "linear": "identity"}
 
 
 def _check_activation(activation) -> str:
+    if not isinstance(activation, str):
+        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
     name = _ALIASES.get(activation, activation)
     if name not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")

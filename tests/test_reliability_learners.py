@@ -86,6 +86,10 @@ def _clear_error_or_finite(make, name):
     (lambda: DeepPropDCG(random_state="seed"), "random_state", TypeError),
     (lambda: DeepPropDCG(hidden_layer_sizes=(2,), max_epochs=1, alpha=1e308), "alpha", ValueError),
     (lambda: SLAMRanker(margin=1e308), "margin", ValueError),
+    (lambda: DeepPropDCG(activation=["relu"]), "activation", ValueError),
+    (lambda: DeepPropDCG(metric_params=5), "metric_params", TypeError),
+    (lambda: DeepPropDCG(lr_schedule=np.array([1.0, 2.0])), "lr_schedule", ValueError),
+    (lambda: SVMPropRBP(p=0.5, C=[1.0]), "C", TypeError),
 ])
 def test_bad_estimator_parameter_is_a_named_error(make, name, kind):
     est = make()

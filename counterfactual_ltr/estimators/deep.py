@@ -234,7 +234,8 @@ class DeepPropDCG(BaseEstimator):
         check_real(self.epsilon, "epsilon", min_value=0.0, include_min=False)
         for name in ("batch_size", "max_epochs", "n_iter_no_change"):
             check_int(getattr(self, name), name, min_value=1)
-        if not (self.lr_schedule is None or self.lr_schedule == "paper" or callable(self.lr_schedule)):
+        if not (self.lr_schedule is None or isinstance(self.lr_schedule, str) and self.lr_schedule == "paper"
+                or callable(self.lr_schedule)):
             raise ValueError(f"lr_schedule must be None, 'paper' or a callable, got {self.lr_schedule!r}")
         _check_activation(self.activation)
         MLP(self.hidden_layer_sizes, self.activation)  # validates the layer sizes
@@ -244,6 +245,8 @@ class DeepPropDCG(BaseEstimator):
                              "Deep PropDCG needs a differentiable rank weight")
 
     def _metric_params(self) -> dict:
+        if self.metric_params is not None and not isinstance(self.metric_params, dict):
+            raise TypeError(f"metric_params must be a dict or None, got {type(self.metric_params).__name__}")
         return dict(self.metric_params or {})
 
     def _lambda(self):
