@@ -271,6 +271,17 @@ def test_deep_propdcg_divergence_warns_stops_and_keeps_finite_weights(learning_r
         abs(min(model.loss_curve_) - model.initial_loss_) + 1.0
 
 
+def test_deep_propdcg_divergence_in_the_first_epoch_restores_the_initial_parameters():
+    # Several batches per epoch: the first epoch's own steps blow up; the initial parameters come back.
+    data = make_ranking(n_queries=40, random_state=0)
+    log = simulate_clicks(data, data.X[:, 0], n_passes=5, random_state=0)
+    model = DeepPropDCG(hidden_layer_sizes=(8,), learning_rate=1e6, batch_size=50, max_epochs=5, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="diverged at epoch 1"):
+        model.fit(log)
+    assert model.n_iter_ == 1 and model.converged_ is False
+    assert model.objective(log) == pytest.approx(model.initial_loss_, rel=1e-12)
+
+
 def test_deep_propdcg_sane_fit_converges_without_warning():
     data = make_ranking(n_queries=40, random_state=0)
     log = simulate_clicks(data, data.X[:, 0], n_passes=5, random_state=0)

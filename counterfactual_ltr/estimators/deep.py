@@ -369,10 +369,10 @@ class DeepPropDCG(BaseEstimator):
             seconds.append(time.perf_counter() - t0)
             if epoch_loss > blow_up:
                 diverged = True
-                warnings.warn(f"{type(self).__name__} diverged at epoch {epoch} (learning rate {lr:g}): the training "
-                              f"loss {epoch_loss:.4g} is far above the initial {initial_loss:.4g}; training stopped "
-                              "and the parameters the lowest-loss epoch started from restored (converged_ is False); lower "
-                              "learning_rate", ConvergenceWarning, stacklevel=2)
+                warnings.warn(f"{type(self).__name__} diverged at epoch {epoch} (learning rate {lr:g}): the "
+                              f"training loss {epoch_loss:.4g} is far above the initial {initial_loss:.4g}; training "
+                              "stopped and the parameters the lowest-loss epoch started from restored (converged_ "
+                              "is False); lower learning_rate", ConvergenceWarning, stacklevel=2)
                 break
             if epoch_loss < train_best[0]:
                 train_best = (epoch_loss, start_params)
@@ -391,8 +391,8 @@ class DeepPropDCG(BaseEstimator):
                 print(f"epoch {epoch}: loss {epoch_loss:.6f}", flush=True)
         if self.early_stopping and best_params is not None:
             model.set_parameters(best_params)
-        elif diverged:
-            model.set_parameters(train_best[1])
+        elif diverged:  # a first epoch that diverges restores the initial parameters
+            model.set_parameters(train_best[1] if train_best[1] is not None else start_params)
         elif loss_curve[-1] > initial_loss + 1e-9 * max(1.0, abs(initial_loss)):
             warnings.warn(f"{type(self).__name__}: training ended with loss {loss_curve[-1]:.4g}, above the initial "
                           f"{initial_loss:.4g} (converged_ is False); lower learning_rate", ConvergenceWarning,
