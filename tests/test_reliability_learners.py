@@ -135,6 +135,22 @@ def test_bad_online_parameter_is_a_named_error(make, name, kind):
         make()
 
 
+@pytest.mark.parametrize("make", [lambda: TopKFeedbackRanker(), lambda: SLAMPerceptron(),
+                                  lambda: MaxPairPerceptron(), lambda: OnlineListNet()])
+def test_online_learner_never_resets_silently_on_another_width(make):
+    learner = _run_rounds(make())
+    before = learner.coef_.copy()
+    with pytest.raises(ValueError, match="reset"):
+        learner.rank(np.zeros((4, DATA.n_features + 1)))
+    np.testing.assert_array_equal(learner.coef_, before)
+    with pytest.raises(ValueError, match="shape"):
+        learner.predict(np.zeros((4, DATA.n_features + 1)))
+    with pytest.raises(ValueError, match="non-finite"):
+        learner.predict(np.full((2, DATA.n_features), np.nan))
+    with pytest.raises(ValueError, match="no weights"):
+        make().predict(DATA.X)
+
+
 X6 = np.random.default_rng(0).normal(size=(6, 3))
 
 

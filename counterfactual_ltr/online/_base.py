@@ -53,6 +53,22 @@ class OnlineLearner:
     def update(self, X: np.ndarray, feedback: Feedback) -> "OnlineLearner":
         raise NotImplementedError
 
+    def _check_width(self, X) -> None:
+        """Start at ``w = 0`` on first use; a list of another width is an error, never a silent reset."""
+        if getattr(self, "coef_", None) is None:
+            self.reset(X.shape[1])
+        elif self.coef_.shape[0] != X.shape[1]:
+            raise ValueError(f"X has {X.shape[1]} features but {type(self).__name__} holds weights for "
+                             f"{self.coef_.shape[0]}: call reset(n_features) to start over")
+
+    def predict(self, X) -> np.ndarray:
+        """Scores ``X @ coef_`` (higher is better) of a finite ``(n, n_features)`` array."""
+        from ..estimators._base import prediction_matrix
+
+        if getattr(self, "coef_", None) is None:
+            raise ValueError(f"{type(self).__name__} has no weights yet: call reset(n_features) or run it first")
+        return prediction_matrix(X, self.coef_.shape[0]) @ self.coef_
+
 
 class RandomRanker(OnlineLearner):
     """Shows a uniformly random permutation every round and learns nothing (baseline)."""

@@ -66,21 +66,15 @@ class _LinearPerceptron(OnlineLearner):
 
     feedback_k = None
 
-    def predict(self, X) -> np.ndarray:
-        """Scores ``X @ coef_`` (higher is better)."""
-        return np.asarray(X, dtype=np.float64) @ self.coef_
-
     def rank(self, X) -> np.ndarray:
-        if not hasattr(self, "coef_") or self.coef_.shape[0] != X.shape[1]:
-            self.reset(X.shape[1])
+        self._check_width(X)
         s = X @ self.coef_
         self._last = (X, s)
         return np.argsort(-s, kind="stable")
 
     def _scores_and_labels(self, X, feedback: Feedback):
         """Scores of the ranked list (cached by ``rank``) and its labels in row order."""
-        if not hasattr(self, "coef_") or self.coef_.shape[0] != X.shape[1]:
-            self.reset(X.shape[1])
+        self._check_width(X)
         m = X.shape[0]
         ranking, labels = feedback.ranking, feedback.labels
         if len(ranking) != m:

@@ -380,10 +380,6 @@ class TopKFeedbackRanker(OnlineLearner):
         self._last = None
         return self
 
-    def predict(self, X) -> np.ndarray:
-        """Scores ``X @ coef_`` (higher is better)."""
-        return np.asarray(X, dtype=np.float64) @ self.coef_
-
     def _gamma_now(self) -> float:
         g = self._gamma_t(self.t_)
         if not (0.0 < g < 0.5):
@@ -396,8 +392,7 @@ class TopKFeedbackRanker(OnlineLearner):
                              f"a list needs at least k documents")
 
     def rank(self, X) -> np.ndarray:
-        if not hasattr(self, "coef_") or self.coef_.shape[0] != X.shape[1]:
-            self.reset(X.shape[1])
+        self._check_width(X)
         m = X.shape[0]
         self._check_length(m)
         s = X @ self.coef_
@@ -412,8 +407,7 @@ class TopKFeedbackRanker(OnlineLearner):
         return shown
 
     def update(self, X, feedback: Feedback) -> "TopKFeedbackRanker":
-        if not hasattr(self, "coef_"):
-            self.reset(X.shape[1])
+        self._check_width(X)
         m = X.shape[0]
         k = self._k
         self._check_length(m)
