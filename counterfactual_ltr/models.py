@@ -328,10 +328,14 @@ class MLP(_Model):
         sizes = (n_features,) + self.hidden_layer_sizes + (1,)
         factor = 2.0 if self.activation == "sigmoid" else 6.0
         params = []
-        for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
-            bound = np.sqrt(factor / (fan_in + fan_out))
-            params.append(rng.uniform(-bound, bound, (fan_in, fan_out)).astype(self.dtype))
-            params.append(np.zeros(fan_out, dtype=self.dtype))
+        try:
+            for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+                bound = np.sqrt(factor / (fan_in + fan_out))
+                params.append(rng.uniform(-bound, bound, (fan_in, fan_out)).astype(self.dtype))
+                params.append(np.zeros(fan_out, dtype=self.dtype))
+        except (ValueError, MemoryError, OverflowError) as err:
+            raise ValueError(f"hidden_layer_sizes={self.hidden_layer_sizes} with {n_features} inputs: the weight "
+                             f"matrices cannot be allocated ({type(err).__name__}: {err})") from None
         self.params = params
         self._cache = None
         return self

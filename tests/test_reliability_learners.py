@@ -124,6 +124,7 @@ def test_whole_float_counts_are_accepted_unchanged():
     (lambda: TopKFeedbackRanker(surrogate=["squared"]), "surrogate", ValueError),
     (lambda: TopKFeedbackRanker(random_state="seed").reset(3), "random_state", TypeError),
     (lambda: TopKFeedbackRanker(random_state=-1).reset(3), "random_state", ValueError),
+    (lambda: TopKFeedbackRanker(k=np.array(2.5)).feedback_k, "k", ValueError),
     (lambda: SLAMPerceptron(weights="ndcg@k", k=2.5), "k", ValueError),
     (lambda: SLAMPerceptron(threshold="1"), "threshold", TypeError),
     (lambda: MaxPairPerceptron(margin=float("inf")), "margin", ValueError),
@@ -149,6 +150,24 @@ def test_online_learner_never_resets_silently_on_another_width(make):
         learner.predict(np.full((2, DATA.n_features), np.nan))
     with pytest.raises(ValueError, match="no weights"):
         make().predict(DATA.X)
+
+
+@pytest.mark.parametrize("make", [lambda: TopKFeedbackRanker(eta=1e308), lambda: SLAMPerceptron(eta=1e308),
+                                  lambda: MaxPairPerceptron(eta=1e308), lambda: OnlineListNet(eta=1e308),
+                                  lambda: TopKFeedbackRanker("ranksvm", eta=1e308)])
+def test_online_overflow_is_an_error_never_nan_weights(make):
+    learner = make()
+    try:
+        _run_rounds(learner, rounds=8)
+    except ValueError as err:
+        assert "eta" in str(err)
+    assert np.all(np.isfinite(learner.coef_))
+
+
+def test_topk_projection_of_an_overflowing_step_is_exact():
+    # With eta = 1e308 the projected step lands on the sphere of radius U along -z, as the algebra says.
+    learner = _run_rounds(TopKFeedbackRanker("ranksvm", eta=1e308, radius=2.0), rounds=8)
+    assert np.linalg.norm(learner.coef_) == pytest.approx(2.0) or not np.any(learner.coef_)
 
 
 X6 = np.random.default_rng(0).normal(size=(6, 3))

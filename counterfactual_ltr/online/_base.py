@@ -61,6 +61,13 @@ class OnlineLearner:
             raise ValueError(f"X has {X.shape[1]} features but {type(self).__name__} holds weights for "
                              f"{self.coef_.shape[0]}: call reset(n_features) to start over")
 
+    def _take_step(self, w_new, rate_name: str = "eta") -> None:
+        """Accept new weights only if finite: an overflowing step is an error, never NaN weights."""
+        if not np.all(np.isfinite(w_new)):
+            raise ValueError(f"{type(self).__name__}: the weights overflowed at round {getattr(self, 't_', '?')}; "
+                             f"lower {rate_name} (the weights of the previous round are kept)")
+        self.coef_ = w_new
+
     def predict(self, X) -> np.ndarray:
         """Scores ``X @ coef_`` (higher is better) of a finite ``(n, n_features)`` array."""
         from ..estimators._base import prediction_matrix

@@ -68,7 +68,11 @@ class _LinearPerceptron(OnlineLearner):
 
     def rank(self, X) -> np.ndarray:
         self._check_width(X)
-        s = X @ self.coef_
+        with np.errstate(over="ignore", invalid="ignore"):
+            s = X @ self.coef_
+        if not np.all(np.isfinite(s)):
+            raise ValueError(f"{type(self).__name__}: non-finite scores at round {self.t_} (|coef_| up to "
+                             f"{np.max(np.abs(self.coef_)):.3g}, or X not finite); lower eta")
         self._last = (X, s)
         return np.argsort(-s, kind="stable")
 
@@ -184,7 +188,9 @@ class SLAMPerceptron(_LinearPerceptron):
             else:
                 v, y, lv = cached
             _, g = _slam_core(s, y, v, off, self._margin, lv)
-            self.coef_ = self.coef_ - self._eta * (g @ X)
+            with np.errstate(over="ignore", invalid="ignore"):
+                w = self.coef_ - self._eta * (g @ X)
+            self._take_step(w)
             self.n_updates_ += 1
         self.t_ += 1
         return self
@@ -245,7 +251,9 @@ class MaxPairPerceptron(_LinearPerceptron):
             if self.measure == "ap":
                 y = (y >= self._threshold).astype(np.float64)
             _, g = _max_pair_core(s, y, self._offsets(X.shape[0]), self._margin)
-            self.coef_ = self.coef_ - self._eta * (g @ X)
+            with np.errstate(over="ignore", invalid="ignore"):
+                w = self.coef_ - self._eta * (g @ X)
+            self._take_step(w)
             self.n_updates_ += 1
         self.t_ += 1
         return self

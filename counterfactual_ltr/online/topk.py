@@ -349,7 +349,7 @@ class TopKFeedbackRanker(OnlineLearner):
     def feedback_k(self) -> int:
         if self.k is None:
             return SURROGATE_MIN_K.get(self.surrogate, 1) if isinstance(self.surrogate, str) else 1
-        return self.k
+        return check_int(self.k, "k", min_value=1)
 
     def _validate(self):
         if not isinstance(self.surrogate, str) or self.surrogate not in SURROGATE_MIN_K:
@@ -383,7 +383,8 @@ class TopKFeedbackRanker(OnlineLearner):
     def _gamma_now(self) -> float:
         g = self._gamma_t(self.t_)
         if not (0.0 < g < 0.5):
-            raise ValueError(f"gamma_t must lie in (0, 1/2), got {g} at round {self.t_}")
+            raise ValueError(f"gamma_t must lie in (0, 1/2), got {g} at round {self.t_} "
+                             f"(gamma={self.gamma!r}, gamma_power={self.gamma_power!r})")
         return g
 
     def _check_length(self, m: int):
@@ -424,12 +425,23 @@ class TopKFeedbackRanker(OnlineLearner):
         self._last = None
         z = self._w_gradient(X, s, order, ranking, labels, g, m, k)
         if z is not None:
-            w = self.coef_ - self._eta_t(self.t_) * z
-            sq = w @ w
+            rate = self._eta_t(self.t_)
+            if not (rate > 0 and np.isfinite(rate)):
+                raise ValueError(f"eta_t must be a positive finite number, got {rate} at round {self.t_} "
+                                 f"(eta={self.eta!r}, eta_power={self.eta_power!r})")
+            with np.errstate(over="ignore", invalid="ignore"):
+                w = self.coef_ - rate * z
+                sq = w @ w
             U = self._radius
-            if sq > U * U:
-                w *= U / math.sqrt(sq)
-            self.coef_ = w
+            if not np.isfinite(sq):
+                # The step overflowed (its norm is far beyond U), but its projection is exact:
+                # w / ||w|| = d / ||d|| with d = w / eta_t.
+                w = self.coef_ / rate - z
+                sq = w @ w
+                w = w * (U / math.sqrt(sq)) if sq > 0 else self.coef_
+            elif sq > U * U:
+                w = w * (U / math.sqrt(sq))
+            self._take_step(w)
         self.t_ += 1
         return self
 
