@@ -582,7 +582,14 @@ def solve_regularized(oracle, n_features, C, *, w0=None, tol=1e-6, max_iter=1000
     C = _check_C(C)
     d = check_int(n_features, "n_features", min_value=1)
     tol, max_iter = _check_tol(tol), _check_iter(max_iter)
-    w = _check_w0(w0, d)
+    try:
+        w = _check_w0(w0, d)
+    except (MemoryError, OverflowError) as err:
+        raise ValueError(f"n_features = {d:.3g}: the weight vector cannot be allocated ({type(err).__name__})") from None
+    except ValueError as err:
+        if "n_features" in str(err) or "w0" in str(err):
+            raise
+        raise ValueError(f"n_features = {d:.3g}: the weight vector cannot be allocated ({err})") from None
 
     planes_a = np.empty((0, d))
     planes_b = np.empty(0)
@@ -593,8 +600,16 @@ def solve_regularized(oracle, n_features, C, *, w0=None, tol=1e-6, max_iter=1000
     converged = False
     it = 0
     while True:
-        L, g = oracle(w)
-        g = np.asarray(g, dtype=np.float64).reshape(d)
+        try:
+            L, g = oracle(w)
+        except (TypeError, ValueError) as err:
+            if it:
+                raise
+            raise type(err)(f"the oracle failed on a weight vector of n_features = {d} entries: {err}") from err
+        g = np.asarray(g, dtype=np.float64)
+        if g.size != d:
+            raise ValueError(f"the oracle's subgradient has {g.size} entries but n_features = {d}")
+        g = g.reshape(d)
         L = float(L)
         if not np.isfinite(L) or not np.all(np.isfinite(g)):
             raise ValueError(f"the oracle returned a non-finite value or subgradient at iteration {it} "

@@ -188,6 +188,13 @@ def test_bad_solver_parameter_is_a_named_error(kwargs, name, kind):
             solvers.solve_regularized(oracle, 3, **{"C": 1.0, **kwargs})
 
 
+@pytest.mark.parametrize("n_features", [1e308, 2**70, np.array(2.0), 4])
+def test_regularized_solver_names_a_wrong_n_features(n_features):
+    oracle = solvers.pairwise_hinge_oracle(X6, [0, 1], [2, 3], [1.0, 1.0])
+    with pytest.raises(ValueError, match="n_features"):
+        solvers.solve_regularized(oracle, n_features, 1.0)
+
+
 def test_solver_c_beyond_float_range_is_a_named_error():
     with pytest.raises(ValueError, match="C = 1e"):
         solvers.solve_pairwise_hinge(X6, [0, 1], [2, 3], [1.0, 1.0], 1e300)
