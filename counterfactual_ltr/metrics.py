@@ -60,7 +60,6 @@ convexity) used by the surrogates, the SVM / deep estimators and IPS evaluation.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -68,6 +67,7 @@ import numpy as np
 
 from ._segments import (check_finite_1d, check_offsets, offsets_from_qid, order_within_queries, rank_within_queries,
                         segment_ids)
+from ._validation import check_int, check_probability, check_real
 
 __all__ = [
     "ranks",
@@ -148,11 +148,11 @@ def _sort(scores, labels, query_offsets, qid=None) -> _Sorted:
 
 
 def _check_k(k, required: bool = False):
-    if k is None and not required:
+    if k is None:
+        if required:
+            raise ValueError("k must be a positive integer, got None")
         return None
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-        raise ValueError(f"k must be a positive integer{'' if required else ' or None'}, got {k!r}")
-    return int(k)
+    return check_int(k, "k", min_value=1)
 
 
 def _cutoff(pos, k):
@@ -161,15 +161,12 @@ def _cutoff(pos, k):
 
 
 def _relevant(labels, threshold) -> np.ndarray:
-    if not np.isfinite(threshold):
-        raise ValueError(f"threshold must be finite, got {threshold!r}")
+    threshold = check_real(threshold, "threshold")
     return (labels >= threshold).astype(np.float64)
 
 
 def _check_p(p) -> float:
-    if not (isinstance(p, numbers.Real) and 0.0 < p < 1.0):
-        raise ValueError(f"p must be in (0, 1), got {p!r}")
-    return float(p)
+    return check_probability(p, "p", include_zero=False, include_one=False)
 
 
 def _reduce(per_query, reduce, valid=None):
@@ -197,9 +194,8 @@ def _undefined(per_query, defined, no_relevant, reduce):
         if not defined.any():
             raise ValueError("no_relevant='skip' but no query has a relevant document: nothing to average")
         return _reduce(per_query, reduce, valid=defined)
-    if not (isinstance(no_relevant, numbers.Real) and np.isfinite(no_relevant)):
-        raise ValueError(f"no_relevant must be a finite float or 'skip', got {no_relevant!r}")
-    return _reduce(np.where(defined, per_query, float(no_relevant)), reduce)
+    no_relevant = check_real(no_relevant, "no_relevant (a finite float or 'skip')")
+    return _reduce(np.where(defined, per_query, no_relevant), reduce)
 
 
 # ----------------------------------------------------------------------------- ranks

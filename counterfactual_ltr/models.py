@@ -40,6 +40,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
+from ._validation import check_int, check_real
+
 __all__ = ["LinearModel", "MLP", "Adam", "ACTIVATIONS"]
 
 
@@ -90,6 +92,8 @@ _ALIASES = {"logistic": "sigmoid", "linear": "identity"}
 
 
 def _check_activation(activation) -> str:
+    if not isinstance(activation, str):
+        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
     name = _ALIASES.get(activation, activation)
     if name not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
@@ -97,9 +101,19 @@ def _check_activation(activation) -> str:
 
 
 def _rng(random_state) -> np.random.Generator:
+    """A Generator from ``random_state`` (None, int >= 0, Generator, RandomState), or a TypeError naming it."""
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
-    return np.random.default_rng(random_state)
+    if isinstance(random_state, (bool, np.bool_, float, str, bytes)):
+        # default_rng would take a bool as 0/1 and fail on the others without naming the parameter.
+        raise TypeError(f"random_state must be None, an int >= 0, a Generator or a RandomState, "
+                        f"got {type(random_state).__name__} {random_state!r}")
+    try:
+        return np.random.default_rng(random_state)
+    except (TypeError, ValueError) as err:
+        kind = ValueError if isinstance(random_state, (int, np.integer)) else TypeError  # e.g. a negative seed
+        raise kind(f"random_state must be None, an int >= 0, a Generator or a RandomState, "
+                   f"got {type(random_state).__name__} {random_state!r} ({err})") from None
 
 
 class _Model:
@@ -295,9 +309,13 @@ class MLP(_Model):
 
     def __init__(self, hidden_layer_sizes=(200,), activation: str = "sigmoid", random_state=None,
                  dtype=np.float64, *, n_features: int | None = None):
-        sizes = tuple(int(h) for h in np.atleast_1d(np.asarray(hidden_layer_sizes, dtype=np.int64)))
-        if any(h < 1 for h in sizes):
-            raise ValueError(f"hidden_layer_sizes must hold positive integers, got {hidden_layer_sizes}")
+        if isinstance(hidden_layer_sizes, (str, bytes)):
+            raise TypeError(f"hidden_layer_sizes must be a tuple of positive integers, got {hidden_layer_sizes!r}")
+        layers = np.atleast_1d(np.asarray(hidden_layer_sizes, dtype=object))
+        if layers.ndim != 1:
+            raise ValueError(f"hidden_layer_sizes must be a flat tuple of positive integers, got {hidden_layer_sizes}")
+        # No truncation: (2.5,) is an error, not two units.
+        sizes = tuple(check_int(h, f"hidden_layer_sizes[{n}]", min_value=1) for n, h in enumerate(layers))
         self.hidden_layer_sizes = sizes
         self.activation = _check_activation(activation)
         self.random_state = random_state
@@ -321,10 +339,14 @@ class MLP(_Model):
         sizes = (n_features,) + self.hidden_layer_sizes + (1,)
         factor = 2.0 if self.activation == "sigmoid" else 6.0
         params = []
-        for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
-            bound = np.sqrt(factor / (fan_in + fan_out))
-            params.append(rng.uniform(-bound, bound, (fan_in, fan_out)).astype(self.dtype))
-            params.append(np.zeros(fan_out, dtype=self.dtype))
+        try:
+            for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+                bound = np.sqrt(factor / (fan_in + fan_out))
+                params.append(rng.uniform(-bound, bound, (fan_in, fan_out)).astype(self.dtype))
+                params.append(np.zeros(fan_out, dtype=self.dtype))
+        except (ValueError, MemoryError, OverflowError) as err:
+            raise ValueError(f"hidden_layer_sizes={self.hidden_layer_sizes} with {n_features} inputs: the weight "
+                             f"matrices cannot be allocated ({type(err).__name__}: {err})") from None
         self.params = params
         self._cache = None
         return self
@@ -392,13 +414,10 @@ class Adam:
 
     def __init__(self, params, learning_rate: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999,
                  epsilon: float = 1e-8):
-        learning_rate = float(learning_rate)
-        if not (np.isfinite(learning_rate) and learning_rate > 0):
-            raise ValueError(f"learning_rate must be a positive finite number, got {learning_rate}")
-        if not (0 <= beta1 < 1 and 0 <= beta2 < 1):
-            raise ValueError(f"beta1 and beta2 must lie in [0, 1), got {beta1}, {beta2}")
-        if not epsilon > 0:
-            raise ValueError(f"epsilon must be > 0, got {epsilon}")
+        learning_rate = check_real(learning_rate, "learning_rate", min_value=0.0, include_min=False)
+        beta1 = check_real(beta1, "beta1", min_value=0.0, max_value=1.0, include_max=False)
+        beta2 = check_real(beta2, "beta2", min_value=0.0, max_value=1.0, include_max=False)
+        epsilon = check_real(epsilon, "epsilon", min_value=0.0, include_min=False)
         self.params = params
         self.learning_rate = learning_rate
         self.beta1, self.beta2, self.epsilon = float(beta1), float(beta2), float(epsilon)

@@ -108,6 +108,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from ._segments import check_finite_1d
+from ._validation import check_int, check_real
 
 __all__ = ["SolverResult", "solve_pairwise_hinge", "solve_regularized", "pairwise_hinge_oracle"]
 
@@ -148,13 +149,7 @@ class SolverResult:
 
 # --------------------------------------------------------------------------- validation
 def _check_C(C) -> float:
-    try:
-        C = float(C)
-    except (TypeError, ValueError):
-        raise ValueError(f"C must be a positive finite number, got {C!r}") from None
-    if not np.isfinite(C) or C <= 0:
-        raise ValueError(f"C must be a positive finite number, got {C}")
-    return C
+    return check_real(C, "C", min_value=0.0, include_min=False)
 
 
 def _check_X(X) -> np.ndarray:
@@ -195,16 +190,19 @@ def _check_w0(w0, d: int) -> np.ndarray:
 
 
 def _check_iter(max_iter) -> int:
-    if int(max_iter) != max_iter or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter}")
-    return int(max_iter)
+    return check_int(max_iter, "max_iter", min_value=1)
 
 
 def _check_tol(tol) -> float:
-    tol = float(tol)
-    if not np.isfinite(tol) or tol < 0:
-        raise ValueError(f"tol must be a finite number >= 0, got {tol}")
-    return tol
+    return check_real(tol, "tol", min_value=0.0)
+
+
+# Smallest useful smoothing, relative to the margin.
+_MU_FLOOR = 1e-14
+
+# Above this bound on ||w*|| (C * sum of the pair weights * largest pair difference), squares
+# of weights and objective values leave float64's range: no meaningful solution exists.
+_MAX_WEIGHT_BOUND = 1e100
 
 
 def _finish(name, w, P, D, n_iter, converged, history, tol):
@@ -354,9 +352,7 @@ def solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin=1.0, w0
     if c.size and c.min() < 0:
         k = int(np.argmin(c))
         raise ValueError(f"pair_weights must be >= 0, got {c[k]} at index {k}")
-    margin = float(margin)
-    if not np.isfinite(margin):
-        raise ValueError(f"margin must be finite, got {margin}")
+    margin = check_real(margin, "margin")
     tol, max_iter = _check_tol(tol), _check_iter(max_iter)
     w = _check_w0(w0, d)
 
@@ -364,6 +360,13 @@ def solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin=1.0, w0
     if not keep.all():
         i, j, c = i[keep], j[keep], c[keep]
     Cc = C * c                                   # upper bounds of the dual variables
+    if i.size:
+        # ||w*|| = ||X^T g(alpha*)|| <= sum(C c) * max ||x_i - x_j|| <= sum(C c) * 2 max ||x||.
+        bound = float(Cc.sum()) * 2.0 * float(np.sqrt(np.max(np.einsum("ij,ij->i", X, X))))
+        if not bound <= _MAX_WEIGHT_BOUND:
+            raise ValueError(f"C = {C:g} is too large for these pair weights and features: the weights could reach "
+                             f"norm {bound:.3g}, beyond float64 arithmetic (C * sum(pair_weights) * max row norm "
+                             f"must stay below {_MAX_WEIGHT_BOUND:g})")
     all_i, all_j, all_Cc = i, j, Cc
     # Pairs leave the working set when their dual value is fixed: state 1 = violated
     # (alpha = C c, a linear term), 2 = idle (alpha = 0). The working arrays i, j, Cc and
@@ -499,12 +502,25 @@ def solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin=1.0, w0
         if smooth_gap <= _SWITCH * gap:
             mu *= float(np.clip(0.5 * target / gap, _MU_MIN_FACTOR, _MU_MAX_FACTOR))
             it += 1
+            if mu < _MU_FLOOR * max(abs(margin), 1e-12):
+                # Hinge arguments carry rounding errors far above such a smoothing (huge C or
+                # tol below float64 resolution): further levels would only divide by ~0.
+                warnings.warn(f"solve_pairwise_hinge: smoothing mu = {mu:.3g} fell below float64 resolution "
+                              f"at C = {C:g}, gap {gap:.3g}; stopping early", ConvergenceWarning, stacklevel=2)
+                break
             continue
         grad = w - v
         band = (a > 0.0) & (a < 1.0)
         H = _band_hessian(X, i[band], j[band], Cc[band] / mu)
         H[np.diag_indices_from(H)] += 1.0
-        u = -scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, overwrite_a=True), grad)
+        try:
+            u = -scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, overwrite_a=True), grad)
+        except (np.linalg.LinAlgError, ValueError):
+            # C / mu so large that the identity is lost in rounding: stop with the best
+            # certified point (the warning of ``_finish`` reports the gap).
+            warnings.warn(f"solve_pairwise_hinge: the Newton system is numerically singular at C = {C:g} "
+                          f"(smoothing mu = {mu:.3g}); stopping early", ConvergenceWarning, stacklevel=2)
+            break
         Xu = X @ u
         delta = Xu[i] - Xu[j]
         t = _line_search(w, u, float(grad @ u), z, delta, Cc, mu, fixed_slope=float(u @ fixed_v))
@@ -626,11 +642,16 @@ def solve_regularized(oracle, n_features, C, *, w0=None, tol=1e-6, max_iter=1000
     import osqp
 
     C = _check_C(C)
-    d = int(n_features)
-    if d < 1:
-        raise ValueError(f"n_features must be >= 1, got {n_features}")
+    d = check_int(n_features, "n_features", min_value=1)
     tol, max_iter = _check_tol(tol), _check_iter(max_iter)
-    w = _check_w0(w0, d)
+    try:
+        w = _check_w0(w0, d)
+    except (MemoryError, OverflowError) as err:
+        raise ValueError(f"n_features = {d:.3g}: the weight vector cannot be allocated ({type(err).__name__})") from None
+    except ValueError as err:
+        if "n_features" in str(err) or "w0" in str(err):
+            raise
+        raise ValueError(f"n_features = {d:.3g}: the weight vector cannot be allocated ({err})") from None
 
     planes_a = np.empty((0, d))
     planes_b = np.empty(0)
@@ -641,11 +662,25 @@ def solve_regularized(oracle, n_features, C, *, w0=None, tol=1e-6, max_iter=1000
     converged = False
     it = 0
     while True:
-        L, g = oracle(w)
-        g = np.asarray(g, dtype=np.float64).reshape(d)
+        try:
+            L, g = oracle(w)
+        except (TypeError, ValueError) as err:
+            if it:
+                raise
+            raise type(err)(f"the oracle failed on a weight vector of n_features = {d} entries: {err}") from err
+        g = np.asarray(g, dtype=np.float64)
+        if g.size != d:
+            raise ValueError(f"the oracle's subgradient has {g.size} entries but n_features = {d}")
+        g = g.reshape(d)
         L = float(L)
         if not np.isfinite(L) or not np.all(np.isfinite(g)):
-            raise ValueError(f"the oracle returned a non-finite value or subgradient at iteration {it}")
+            raise ValueError(f"the oracle returned a non-finite value or subgradient at iteration {it} "
+                             f"(at a point of norm {np.linalg.norm(w):.3g}; C = {C:g})")
+        if it == 0 and not C * float(np.linalg.norm(g)) <= _MAX_WEIGHT_BOUND:
+            # The iterates are -C A^T beta: their norm reaches C times the subgradients' norm.
+            raise ValueError(f"C = {C:g} is too large for this loss: C times the subgradient norm "
+                             f"{np.linalg.norm(g):.3g} leaves float64 arithmetic (must stay below "
+                             f"{_MAX_WEIGHT_BOUND:g})")
         P = 0.5 * float(w @ w) + C * L
         if P < best_P:
             best_P, best_w = P, w.copy()

@@ -11,8 +11,23 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
-import pytest
+# One BLAS/OpenMP thread per test process, set before NumPy loads its BLAS. On a busy 2-core
+# machine a second BLAS thread only competes with the other processes for the same cores (and
+# OpenBLAS threads spin while they wait); the tests' matrices are too small to gain from it.
+# An explicit setting in the environment wins.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+
+def pytest_configure(config):
+    # Libraries loaded before this file (a plugin importing NumPy) ignore the variables above.
+    if os.environ.get("OPENBLAS_NUM_THREADS") == "1":
+        from threadpoolctl import threadpool_limits
+
+        config._cltr_thread_limits = threadpool_limits(limits=1)
 
 REPO = Path(__file__).resolve().parents[1]
 

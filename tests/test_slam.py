@@ -365,6 +365,7 @@ def test_slam_ranker_sklearn_conventions_and_bad_input():
         SLAMRanker().fit(X, y[:5], qid=qid)
 
 
+@pytest.mark.slow  # ~6 s: two BMRM fits to 1e-6
 def test_slam_ranker_learns_and_fits_click_logs():
     pytest.importorskip("counterfactual_ltr.solvers")
     from click_sim import make_ranking, simulate_clicks

@@ -39,7 +39,10 @@ def prediction_matrix(X, n_features: int) -> np.ndarray:
         X = X.X
     elif isinstance(X, (ClickLog, ClickAggregate)):
         X = X.data.X
-    X = np.asarray(X, dtype=np.float64)
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"X must be a numeric (n, {n_features}) array, a RankingDataset or a ClickLog ({err})") from None
     if X.ndim != 2 or X.shape[1] != n_features:
         raise ValueError(f"X has shape {X.shape}, expected (n, {n_features})")
     bad = np.argwhere(~np.isfinite(X))

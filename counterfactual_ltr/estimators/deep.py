@@ -25,16 +25,19 @@ clicks (the per-click mean, an estimate of the ``1/n`` objective).
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .._progress import progress
-from .._segments import offsets_from_lengths, segment_gather
+from .._segments import offsets_from_lengths, segment_gather, segment_ids
 from ..clicklog import ClickLog
-from ..models import MLP, Adam, _check_activation
+from ..models import MLP, Adam, _check_activation, _rng
 from ..propensity import as_propensity_model
+from .._validation import check_int, check_real
 from ._base import RankerMixin, transform_log
 
 __all__ = ["DeepPropDCG", "deep_propdcg_objective", "paper_lr_schedule", "query_batches", "DivergenceError"]
@@ -42,9 +45,14 @@ __all__ = ["DeepPropDCG", "deep_propdcg_objective", "paper_lr_schedule", "query_
 #: Learning-rate schedule of the paper (sec. 5.8) for 750 epochs: (fraction of the epochs, lr factor).
 PAPER_SCHEDULE = ((300 / 750, 1.0), (500 / 750, 0.1), (1.0, 0.01))
 
-_FITTED = ("model_", "n_features_in_", "loss_curve_", "n_iter_", "validation_scores_", "best_validation_score_",
-           "best_epoch_", "learning_rates_", "preprocessor_", "n_train_clicks_", "n_train_queries_", "t_",
-           "epoch_seconds_")
+#: Training stops as diverged when an epoch's loss exceeds the initial loss ``J0`` by more than this many
+#: ``max(1, |J0|)``. The DCG/RBP data term lies in ``[-max W, 0]``, so such a loss comes from exploding
+#: weights (weight decay) or scores (avg_rank): e.g. loss 1e7 at learning_rate=1e6.
+_DIVERGENCE_FACTOR = 100.0
+
+_FITTED = ("model_", "converged_", "initial_loss_",
+           "n_features_in_", "loss_curve_", "n_iter_", "validation_scores_", "best_validation_score_",
+           "best_epoch_", "learning_rates_", "preprocessor_", "n_train_clicks_", "n_train_queries_", "t_", "epoch_seconds_")
 
 
 class DivergenceError(FloatingPointError, ValueError):
@@ -211,7 +219,13 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
     validation_scores_ : list of float or None
         Validation SNIPS estimate of ``metric`` after every epoch (when validation clicks exist).
     best_validation_score_, best_epoch_ (1-based; the kept parameters with early stopping)
-    n_iter_ : int, epochs run
+    n_iter_ : int, epochs run (fewer than ``max_epochs`` after early stopping or divergence)
+    converged_ : bool
+        False when training diverged -- an epoch's loss above ``initial_loss_ + 100 max(1, |initial_loss_|)``:
+        a ``ConvergenceWarning``, training stops and the parameters the lowest-loss epoch started from
+        are restored -- or when the last epoch's loss is still above ``initial_loss_`` (also warned).
+        Non-finite losses or parameters raise :class:`DivergenceError` instead.
+    initial_loss_ : float, training objective of the initial parameters
     learning_rates_ : list of float, learning rate of every epoch
     t_ : int, Adam steps
     epoch_seconds_ : list of float, wall time of every epoch's training pass (validation excluded)
@@ -260,31 +274,19 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ checks
     def _check_params(self):
-        def number(name, ok, what):
-            value = getattr(self, name)
-            try:
-                value = float(value)
-            except (TypeError, ValueError):
-                raise ValueError(f"{name} must be a number, got {value!r}") from None
-            if not (np.isfinite(value) and ok(value)):
-                raise ValueError(f"{name} must be {what}, got {value}")
-            return value
-
-        def integer(name, minimum):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-                raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-            return int(value)
-
-        number("alpha", lambda v: v >= 0, "a finite number >= 0")
-        number("learning_rate", lambda v: v > 0, "a positive finite number")
-        number("margin", lambda v: v > 0, "a positive finite number")
-        number("tol", lambda v: v >= 0, "a finite number >= 0")
-        number("validation_fraction", lambda v: 0 < v < 1, "in (0, 1)")
-        integer("batch_size", 1)
-        integer("max_epochs", 1)
-        integer("n_iter_no_change", 1)
-        if not (self.lr_schedule is None or self.lr_schedule == "paper" or callable(self.lr_schedule)):
+        check_real(self.alpha, "alpha", min_value=0.0)
+        check_real(self.learning_rate, "learning_rate", min_value=0.0, include_min=False)
+        check_real(self.margin, "margin", min_value=0.0, include_min=False)
+        check_real(self.tol, "tol", min_value=0.0)
+        check_real(self.validation_fraction, "validation_fraction", min_value=0.0, max_value=1.0,
+                   include_min=False, include_max=False)
+        for name in ("beta1", "beta2"):
+            check_real(getattr(self, name), name, min_value=0.0, max_value=1.0, include_max=False)
+        check_real(self.epsilon, "epsilon", min_value=0.0, include_min=False)
+        for name in ("batch_size", "max_epochs", "n_iter_no_change"):
+            check_int(getattr(self, name), name, min_value=1)
+        if not (self.lr_schedule is None or isinstance(self.lr_schedule, str) and self.lr_schedule == "paper"
+                or callable(self.lr_schedule)):
             raise ValueError(f"lr_schedule must be None, 'paper' or a callable, got {self.lr_schedule!r}")
         _check_activation(self.activation)
         MLP(self.hidden_layer_sizes, self.activation)  # validates the layer sizes
@@ -294,6 +296,8 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
                              "Deep PropDCG needs a differentiable rank weight")
 
     def _metric_params(self) -> dict:
+        if self.metric_params is not None and not isinstance(self.metric_params, dict):
+            raise TypeError(f"metric_params must be a dict or None, got {type(self.metric_params).__name__}")
         return dict(self.metric_params or {})
 
     def _lambda(self):
@@ -348,7 +352,7 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
         log, _, _ = self._begin_fit(log)
         if validation_log is not None and self.preprocessor_ is not None:
             validation_log, _ = transform_log(validation_log, self.preprocessor_)
-        seeds = np.random.default_rng(_seed_source(self.random_state)).integers(0, 2**63 - 1, size=3)
+        seeds = _rng(self.random_state).integers(0, 2**63 - 1, size=3)
         init_rng, shuffle_rng, split_rng = (np.random.default_rng(int(s)) for s in seeds)
         train_log = log
         if validation_log is None and self.early_stopping:
@@ -380,12 +384,25 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
 
         validator = None if validation_log is None else _Validator(validation_log, propensity,
                                                                      self._validation_metric(), dtype)
+        # The objective of the initial parameters: the yardstick of divergence (see _DIVERGENCE_FACTOR).
+        try:
+            initial_loss, _ = deep_propdcg_objective(model, X, W, offsets, alpha=alpha, n_clicks=agg.n_clicks,
+                                                     metric=metric, margin=margin)
+        except DivergenceError as err:
+            raise ValueError(f"{type(self).__name__}: the objective of the initial parameters is not finite ({err}): "
+                             f"alpha={self.alpha!r} or margin={self.margin!r} is too large for float64") from None
+        model.clear_cache()
+        blow_up = initial_loss + _DIVERGENCE_FACTOR * max(1.0, abs(initial_loss))
+        train_best = (np.inf, None)   # lowest epoch loss and the parameters the epoch started from
+        diverged = False
         loss_curve, val_scores, lrs, seconds = [], [], [], []
         best_score, best_epoch, best_params, stall = -np.inf, 0, None, 0
         epoch = 0
         bar = progress(range(1, int(self.max_epochs) + 1), desc=type(self).__name__, unit="epoch", leave=False)
         for epoch in bar:
             t0 = time.perf_counter()
+            # An epoch's loss is measured along its steps, so it speaks for the parameters it started from.
+            start_params = model.get_parameters()
             lr = self._lr(epoch - 1)
             if not (np.isfinite(lr) and lr > 0):
                 raise ValueError(f"the learning-rate schedule gave {lr} at epoch {epoch}")
@@ -405,7 +422,7 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
                                                         margin=margin)
                 except DivergenceError as err:
                     raise DivergenceError(f"{type(self).__name__} diverged at epoch {epoch} (batch {b + 1}, "
-                                          f"learning rate {lr:g}): {err}; lower learning_rate") from None
+                                          f"learning rate {lr:g}): {err}; lower learning_rate (or alpha)") from None
                 total += obj * n_clicks_b
                 with np.errstate(over="ignore", invalid="ignore"):
                     optimizer.step(grads, lr)
@@ -413,10 +430,19 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
             epoch_loss = total / agg.n_clicks
             if not (np.isfinite(epoch_loss) and model.all_finite()):
                 raise DivergenceError(f"{type(self).__name__} diverged at epoch {epoch} (learning rate {lr:g}): "
-                                      "non-finite loss or parameters; lower learning_rate")
+                                      "non-finite loss or parameters; lower learning_rate (or alpha)")
             loss_curve.append(epoch_loss)
             lrs.append(lr)
             seconds.append(time.perf_counter() - t0)
+            if epoch_loss > blow_up:
+                diverged = True
+                warnings.warn(f"{type(self).__name__} diverged at epoch {epoch} (learning rate {lr:g}): the "
+                              f"training loss {epoch_loss:.4g} is far above the initial {initial_loss:.4g}; training "
+                              "stopped and the parameters the lowest-loss epoch started from restored (converged_ "
+                              "is False); lower learning_rate", ConvergenceWarning, stacklevel=2)
+                break
+            if epoch_loss < train_best[0]:
+                train_best = (epoch_loss, start_params)
             if validator is not None:
                 score = validator.score(model)
                 val_scores.append(score)
@@ -433,7 +459,15 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
         bar.close()
         if self.early_stopping and best_params is not None:
             model.set_parameters(best_params)
+        elif diverged:  # a first epoch that diverges restores the initial parameters
+            model.set_parameters(train_best[1] if train_best[1] is not None else start_params)
+        elif loss_curve[-1] > initial_loss + 1e-9 * max(1.0, abs(initial_loss)):
+            warnings.warn(f"{type(self).__name__}: training ended with loss {loss_curve[-1]:.4g}, above the initial "
+                          f"{initial_loss:.4g} (converged_ is False); lower learning_rate", ConvergenceWarning,
+                          stacklevel=2)
         model.clear_cache()
+        self.converged_ = not diverged and loss_curve[-1] <= initial_loss + 1e-9 * max(1.0, abs(initial_loss))
+        self.initial_loss_ = initial_loss
         self.model_ = model
         self.n_features_in_ = X.shape[1]
         self.loss_curve_ = loss_curve
@@ -507,14 +541,9 @@ def query_batches(query_offsets, batch_size: int) -> np.ndarray:
     [0, 2, 4, 5]
     """
     offsets = np.asarray(query_offsets, dtype=np.int64)
-    block = offsets[:-1] // int(batch_size)
+    # A batch larger than all documents is one batch (and keeps huge sizes within int64).
+    block = offsets[:-1] // min(int(batch_size), int(offsets[-1]) + 1)
     return np.flatnonzero(np.r_[True, block[1:] != block[:-1], True])
-
-
-def _seed_source(random_state):
-    if isinstance(random_state, np.random.RandomState):
-        return random_state.randint(np.iinfo(np.int32).max)
-    return random_state
 
 
 def _predict_chunked(model, X, chunk: int = 65536) -> np.ndarray:
@@ -525,10 +554,16 @@ def _predict_chunked(model, X, chunk: int = 65536) -> np.ndarray:
 
 
 def _split_by_query(log: ClickLog, fraction: float, rng) -> tuple[ClickLog, ClickLog]:
-    """Hold out the sessions of a random ``fraction`` of the log's queries (sessions of a query stay together)."""
-    queries = np.unique(log.session_query)
+    """Hold out the sessions of a random ``fraction`` of the log's queries (sessions of a query stay together).
+
+    Only queries with clicks are held out: the others carry no SNIPS signal, and a validation part
+    without clicks would leave early stopping undefined.
+    """
+    clicked_sessions = np.unique(segment_ids(log.session_offsets)[np.flatnonzero(log.clicks)])
+    queries = np.unique(log.session_query[clicked_sessions])
     if len(queries) < 2:
-        raise ValueError("early stopping needs at least two queries in the log to hold some out for validation")
+        raise ValueError("early stopping needs at least two queries with clicks in the log to hold some out for "
+                         "validation (early_stopping=True)")
     n_val = min(max(1, int(round(fraction * len(queries)))), len(queries) - 1)
     held = rng.choice(queries, size=n_val, replace=False)
     is_val = np.isin(log.session_query, held)

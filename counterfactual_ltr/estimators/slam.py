@@ -38,6 +38,7 @@ from ..aggregate import ClickAggregate
 from ..clicklog import ClickLog
 from ..datasets import DEFAULT_RELEVANCE_THRESHOLD, RankingDataset
 from ..propensity import as_propensity_model
+from .._validation import check_int, check_real
 from ._base import RankerMixin, click_aggregate
 from ..surrogates.slam import SLAM_WEIGHT_KINDS, _check_kind, _check_margin, _slam_core, _weights_core
 
@@ -129,19 +130,15 @@ class SLAMRanker(RankerMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ checks
     def _check_params(self):
-        C = float(self.C)
-        if not np.isfinite(C) or C <= 0:
-            raise ValueError(f"C must be a positive finite number, got {self.C}")
-        if self.weights not in SLAM_WEIGHT_KINDS:
+        C = check_real(self.C, "C", min_value=0.0, include_min=False)
+        if not isinstance(self.weights, str) or self.weights not in SLAM_WEIGHT_KINDS:
             raise ValueError(f"weights must be one of {SLAM_WEIGHT_KINDS}, got {self.weights!r}")
         k = _check_kind(self.weights, self.k)
         margin = _check_margin(self.margin)
-        tol = float(self.tol)
-        if not np.isfinite(tol) or tol <= 0:
-            raise ValueError(f"tol must be a positive finite number, got {self.tol}")
-        if isinstance(self.max_iter, bool) or int(self.max_iter) != self.max_iter or self.max_iter < 1:
-            raise ValueError(f"max_iter must be an integer >= 1, got {self.max_iter}")
-        return C, k, margin, tol, int(self.max_iter)
+        tol = check_real(self.tol, "tol", min_value=0.0, include_min=False)
+        max_iter = check_int(self.max_iter, "max_iter", min_value=1)
+        check_real(self.threshold, "threshold")
+        return C, k, margin, tol, max_iter
 
     # --------------------------------------------------------------------- fit
     def fit(self, X, y=None, qid=None):
@@ -202,7 +199,13 @@ class SLAMRanker(RankerMixin, BaseEstimator):
             per_query, g = _slam_core(Xm @ w, labels, v, offsets, margin)
             return float(per_query.sum()) / n, (g @ Xm) / n
 
-        result = solve_regularized(oracle, Xm.shape[1], C, tol=tol, max_iter=max_iter)
+        try:
+            result = solve_regularized(oracle, Xm.shape[1], C, tol=tol, max_iter=max_iter)
+        except ValueError as err:
+            if "non-finite" not in str(err):
+                raise
+            raise ValueError(f"{type(self).__name__}: the SLAM loss overflows float64 at margin={margin:g}, C={C:g} "
+                             f"({err}); use a smaller margin or C") from None
         self.coef_ = np.asarray(result.coef, dtype=np.float64)
         self.objective_ = float(result.objective)
         self.n_iter_ = int(result.n_iter)

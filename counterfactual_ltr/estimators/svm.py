@@ -25,6 +25,10 @@ by :func:`counterfactual_ltr.solvers.solve_pairwise_hinge`.
   is never worse than the warm start, so monotonicity holds regardless.
 * :class:`SVMPropRBP`: rank-biased precision, concave, through the same CCP.
 
+A fit whose weights are exactly 0 (all scores tie) warns and says why: no pair
+to rank (every click on a one-document query; then ``converged_`` is False and
+``n_iter_`` 0), features equal within every pair, or ``C`` too small.
+
 ``n`` is the number of clicks in the log, as in the paper. The paper writes
 ``log`` without a base for DCG; base 2 only rescales ``C``.
 
@@ -59,6 +63,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._progress import progress
 from .._segments import segment_gather, within_query_pairs
+from .._validation import check_int, check_probability, check_real
 from ..clicklog import ClickLog
 from ..datasets import RankingDataset
 from ..propensity import as_propensity_model
@@ -70,10 +75,27 @@ __all__ = ["RankSVM", "SVMPropRank", "SVMPropDCG", "SVMPropRBP", "click_pairs", 
 
 
 def _check_C(C) -> float:
-    C = float(C)
-    if not np.isfinite(C) or C <= 0:
-        raise ValueError(f"C must be a positive finite number, got {C}")
-    return C
+    return check_real(C, "C", min_value=0.0, include_min=False)
+
+
+def _check_solver_params(est, tol_name: str) -> tuple[float, int]:
+    """The solver's tolerance (``tol_name``: ``tol`` or ``solver_tol``) and ``max_iter``, checked."""
+    tol = check_real(getattr(est, tol_name), tol_name, min_value=0.0)
+    return tol, check_int(est.max_iter, "max_iter", min_value=1)
+
+
+def _warn_zero_coef(est, n_pairs: int, X, i, j):
+    """Warn when the fitted weights are exactly 0 (all scores tie), saying why."""
+    name = type(est).__name__
+    if n_pairs == 0:
+        why = ("every click (or graded pair) is on a query with a single candidate document, so there is no "
+               "pair to rank: nothing can be learned (converged_ is False, n_iter_ is 0)")
+    elif not np.any(X[i] != X[j]):
+        why = "the features do not differ between any two documents of a pair, so no weight changes a hinge"
+    else:
+        why = (f"w = 0 is optimal to within the solver tolerance at C = {est.C}: C is too small for the clicks "
+               "to move the weights (all scores tie); try a larger C")
+    warnings.warn(f"{name}: the solution is coef_ = 0: {why}", UserWarning, stacklevel=3)
 
 
 def click_pairs(data: RankingDataset, weights: np.ndarray):
@@ -236,6 +258,7 @@ class RankSVM(_LinearRanker):
         self
         """
         C = _check_C(self.C)
+        tol, max_iter = _check_solver_params(self, "tol")
         X, y, qid = self._begin_fit(X, y, qid)
         if isinstance(X, (ClickLog, ClickAggregate)):
             agg = click_aggregate(X, lambda positions: np.ones(len(positions)), type(self).__name__)
@@ -249,13 +272,15 @@ class RankSVM(_LinearRanker):
             if i.size == 0:
                 raise ValueError("no pair of documents with different grades in the same query")
             Xl, w, scale = data.X, np.ones(i.size), data.n_queries
-        result = solve_pairwise_hinge(Xl, i, j, w, C / scale, tol=self.tol, max_iter=self.max_iter)
+        result = solve_pairwise_hinge(Xl, i, j, w, C / scale, tol=tol, max_iter=max_iter)
         self.coef_ = result.coef
         self.n_iter_ = result.n_iter
         self.objective_ = result.objective
         self.duality_gap_ = result.gap
-        self.converged_ = result.converged
+        self.converged_ = result.converged and i.size > 0
         self.n_features_in_ = Xl.shape[1]
+        if not np.any(self.coef_):
+            _warn_zero_coef(self, i.size, Xl, i, j)
         return self._end_fit()
 
 
@@ -305,6 +330,9 @@ class _PropensitySVM(_LinearRanker):
         if not isinstance(log, (ClickLog, ClickAggregate)):
             raise ValueError(f"{type(self).__name__}.fit needs a ClickLog or a ClickAggregate, got "
                              f"{type(log).__name__}")
+        tol = check_real(self.tol, "tol", min_value=0.0)
+        solver_tol, max_iter = _check_solver_params(self, "solver_tol")
+        max_ccp_iter = check_int(self.max_ccp_iter, "max_ccp_iter", min_value=1)
         log, _, _ = self._begin_fit(log)
         C_n, agg, Xl, i, j, w, owner, clicked = self._prepare(log)
         W = agg.weights[clicked]
@@ -312,19 +340,16 @@ class _PropensitySVM(_LinearRanker):
         linear = lam.concave is True and lam.convex is True and not negative  # affine lambda, W >= 0: one QP
         if lam.concave is not True:
             raise ValueError(f"rank weight {lam.name!r} is not concave: the convex-concave procedure does not apply")
-        max_ccp = 1 if linear else int(self.max_ccp_iter)
-        tol = self.tol
+        max_ccp = 1 if linear or i.size == 0 else max_ccp_iter
         if negative and lam.convex is True:
             max_ccp, tol = _AFFINE_CCP_MAX, _AFFINE_CCP_TOL
-        if max_ccp < 1:
-            raise ValueError(f"max_ccp_iter must be >= 1, got {max_ccp}")
         coef = np.zeros(Xl.shape[1])
         history, snips_history, iters, seconds, tols = [], [], [], [], []
         history.append(self._objective(coef, Xl, i, j, owner, W, lam, C_n))
         converged_ccp = False
-        inner_tol = self.solver_tol
+        inner_tol = solver_tol
         if max_ccp > 1:  # a lone step is solved exactly; a first step of many only loosely
-            inner_tol = max(self.solver_tol, min(_CCP_FIRST_INNER_TOL, 0.1 * tol))
+            inner_tol = max(solver_tol, min(_CCP_FIRST_INNER_TOL, 0.1 * tol))
         bar = progress(range(max_ccp), desc=f"{type(self).__name__} CCP", unit="iter", leave=False)
         for _ in bar:
             # Linearise lambda at the current hinge sums: PropRank weights W_j * lambda'(1 + H_j).
@@ -333,10 +358,11 @@ class _PropensitySVM(_LinearRanker):
             tols.append(inner_tol)
             t0 = time.perf_counter()
             if negative:
-                result = self._affine_step(coef, Xl, i, j, owner, doc_w, C_n, inner_tol, warm=bool(iters))
+                result = self._affine_step(coef, Xl, i, j, owner, doc_w, C_n, inner_tol, warm=bool(iters),
+                                           max_iter=max_iter)
             else:
                 result = solve_pairwise_hinge(Xl, i, j, doc_w[owner], C_n, w0=coef if iters else None,
-                                              tol=inner_tol, max_iter=self.max_iter)
+                                              tol=inner_tol, max_iter=max_iter)
             seconds.append(time.perf_counter() - t0)
             new = result.coef
             objective = self._objective(new, Xl, i, j, owner, W, lam, C_n)
@@ -354,7 +380,7 @@ class _PropensitySVM(_LinearRanker):
             snips_history.append(self._train_snips(coef, agg, lam))
             previous = history[-1]
             history.append(objective)
-            if linear:
+            if linear or i.size == 0:
                 converged_ccp = result.converged
                 break
             change = abs(previous - objective) / max(abs(objective), 1e-12)
@@ -365,9 +391,9 @@ class _PropensitySVM(_LinearRanker):
             # returns its best iterate, never worse than the warm start where the majoriser
             # touches the objective, so the objective stays non-increasing; the tolerance
             # tightens with the objective change down to ``solver_tol``.
-            inner_tol = max(self.solver_tol, min(inner_tol, 0.01 * change))
+            inner_tol = max(solver_tol, min(inner_tol, 0.01 * change))
         bar.close()
-        if not converged_ccp and not linear:
+        if not converged_ccp and not linear and i.size:
             warnings.warn(f"{type(self).__name__}: the convex-concave procedure stopped after {max_ccp} "
                           f"iterations with relative objective change above tol={tol}", ConvergenceWarning)
         self.coef_ = coef
@@ -378,12 +404,14 @@ class _PropensitySVM(_LinearRanker):
         self.n_ccp_iter_ = len(iters)
         self.solve_seconds_ = np.asarray(seconds)
         self.inner_tol_ = np.asarray(tols)        # relative duality gap asked of each subproblem
-        self.converged_ = bool(converged_ccp and result.converged)
+        self.converged_ = bool(converged_ccp and result.converged and i.size > 0)
         self.duality_gap_ = result.gap
         self.n_features_in_ = Xl.shape[1]
+        if not np.any(coef):
+            _warn_zero_coef(self, i.size, Xl, i, j)
         return self._end_fit()
 
-    def _affine_step(self, coef, Xl, i, j, owner, doc_w, C_n, inner_tol, warm):
+    def _affine_step(self, coef, Xl, i, j, owner, doc_w, C_n, inner_tol, warm, max_iter):
         """One CCP subproblem with negative document weights: their hinge sums linearised at ``coef``."""
         pos = doc_w[owner] > 0
         neg = doc_w[owner] < 0
@@ -400,7 +428,7 @@ class _PropensitySVM(_LinearRanker):
         jj = np.r_[j[pos], b]
         ww = np.r_[doc_w[owner[pos]], scale]
         return solve_pairwise_hinge(X_ext, ii, jj, ww, C_n, w0=coef if warm else None, tol=inner_tol,
-                                    max_iter=self.max_iter)
+                                    max_iter=max_iter)
 
     def _objective(self, coef, Xl, i, j, owner, W, lam, C_n):
         H = self._bound(Xl @ coef, i, j, owner, len(W))
@@ -557,4 +585,4 @@ class SVMPropRBP(SVMPropDCG):
         self.p = p
 
     def _metric_params(self):
-        return {"p": self.p}
+        return {"p": check_probability(self.p, "p", include_zero=False, include_one=False)}

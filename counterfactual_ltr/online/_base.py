@@ -12,6 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._validation import check_real
+from ..models import _rng
+
 __all__ = ["Feedback", "OnlineLearner", "RandomRanker", "check_learning_rate", "make_schedule"]
 
 
@@ -50,6 +53,29 @@ class OnlineLearner:
     def update(self, X: np.ndarray, feedback: Feedback) -> "OnlineLearner":
         raise NotImplementedError
 
+    def _check_width(self, X) -> None:
+        """Start at ``w = 0`` on first use; a list of another width is an error, never a silent reset."""
+        if getattr(self, "coef_", None) is None:
+            self.reset(X.shape[1])
+        elif self.coef_.shape[0] != X.shape[1]:
+            raise ValueError(f"X has {X.shape[1]} features but {type(self).__name__} holds weights for "
+                             f"{self.coef_.shape[0]}: call reset(n_features) to start over")
+
+    def _take_step(self, w_new, rate_name: str = "eta") -> None:
+        """Accept new weights only if finite: an overflowing step is an error, never NaN weights."""
+        if not np.all(np.isfinite(w_new)):
+            raise ValueError(f"{type(self).__name__}: the weights overflowed at round {getattr(self, 't_', '?')}; "
+                             f"lower {rate_name} (the weights of the previous round are kept)")
+        self.coef_ = w_new
+
+    def predict(self, X) -> np.ndarray:
+        """Scores ``X @ coef_`` (higher is better) of a finite ``(n, n_features)`` array."""
+        from ..estimators._base import prediction_matrix
+
+        if getattr(self, "coef_", None) is None:
+            raise ValueError(f"{type(self).__name__} has no weights yet: call reset(n_features) or run it first")
+        return prediction_matrix(X, self.coef_.shape[0]) @ self.coef_
+
 
 class RandomRanker(OnlineLearner):
     """Shows a uniformly random permutation every round and learns nothing (baseline)."""
@@ -60,7 +86,7 @@ class RandomRanker(OnlineLearner):
         self.random_state = random_state
 
     def reset(self, n_features: int) -> "RandomRanker":
-        self._rng = np.random.default_rng(self.random_state)
+        self._rng = _rng(self.random_state)
         return self
 
     def rank(self, X):
@@ -74,10 +100,7 @@ class RandomRanker(OnlineLearner):
 
 def check_learning_rate(value, name: str = "eta") -> float:
     """A positive finite learning rate, or ``ValueError``."""
-    value = float(value)
-    if not np.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive finite number, got {value}")
-    return value
+    return check_real(value, name, min_value=0.0, include_min=False)
 
 
 def make_schedule(value, power: float = 0.0, name: str = "eta"):
@@ -88,8 +111,7 @@ def make_schedule(value, power: float = 0.0, name: str = "eta"):
     if callable(value):
         return value
     c = check_learning_rate(value, name)
-    if power < 0:
-        raise ValueError(f"{name} schedule power must be >= 0, got {power}")
+    power = check_real(power, f"{name} schedule power ({name}_power)", min_value=0.0)
     if power == 0:
         return lambda t: c
-    return lambda t: c / t**power
+    return lambda t: c * float(t) ** -power   # never overflows (t >= 1); may underflow to 0

@@ -59,11 +59,11 @@ class OnlineListNet(_LinearPerceptron):
         self._validate()
 
     def _validate(self):
-        if self.schedule not in _SCHEDULES:
+        if not isinstance(self.schedule, str) or self.schedule not in _SCHEDULES:
             raise ValueError(f"schedule must be one of {tuple(_SCHEDULES)}, got {self.schedule!r}")
-        if self.target not in LISTNET_TARGETS:
+        if not isinstance(self.target, str) or self.target not in LISTNET_TARGETS:
             raise ValueError(f"target must be one of {LISTNET_TARGETS}, got {self.target!r}")
-        power = _SCHEDULES[self.schedule] if self.eta_power is None else float(self.eta_power)
+        power = _SCHEDULES[self.schedule] if self.eta_power is None else self.eta_power
         return make_schedule(self.eta, power, "eta")
 
     def reset(self, n_features: int) -> "OnlineListNet":
@@ -76,8 +76,11 @@ class OnlineListNet(_LinearPerceptron):
         _, g = _listnet_core(s, y, self._offsets(X.shape[0]), self.target)
         rate = self._eta_t(self.t_)
         if not (rate > 0 and np.isfinite(rate)):
-            raise ValueError(f"eta_t must be a positive finite number, got {rate} at round {self.t_}")
-        self.coef_ = self.coef_ - rate * (g @ X)
+            raise ValueError(f"eta_t must be a positive finite number, got {rate} at round {self.t_} "
+                             f"(eta={self.eta!r}, eta_power={self.eta_power!r}, schedule={self.schedule!r})")
+        with np.errstate(over="ignore", invalid="ignore"):
+            w = self.coef_ - rate * (g @ X)
+        self._take_step(w)
         self.n_updates_ += 1
         self.t_ += 1
         return self

@@ -35,6 +35,7 @@ import numpy as np
 
 from ..datasets import DEFAULT_RELEVANCE_THRESHOLD
 from ..surrogates.slam import SLAM_WEIGHT_KINDS, _check_kind, _levels, _max_pair_core, _slam_core, _weights_core
+from .._validation import check_int, check_real
 from ._base import Feedback, OnlineLearner, check_learning_rate
 
 __all__ = ["SLAMPerceptron", "MaxPairPerceptron"]
@@ -43,10 +44,7 @@ _MEASURES = ("ndcg", "ndcg@k", "ap")
 
 
 def _check_margin(margin) -> float:
-    margin = float(margin)
-    if not np.isfinite(margin) or margin < 0:
-        raise ValueError(f"margin must be a finite number >= 0, got {margin}")
-    return margin
+    return check_real(margin, "margin", min_value=0.0)
 
 
 def is_mistake(shown_labels: np.ndarray, measure: str, k: int | None, threshold: float) -> bool:
@@ -68,21 +66,19 @@ class _LinearPerceptron(OnlineLearner):
 
     feedback_k = None
 
-    def predict(self, X) -> np.ndarray:
-        """Scores ``X @ coef_`` (higher is better)."""
-        return np.asarray(X, dtype=np.float64) @ self.coef_
-
     def rank(self, X) -> np.ndarray:
-        if not hasattr(self, "coef_") or self.coef_.shape[0] != X.shape[1]:
-            self.reset(X.shape[1])
-        s = X @ self.coef_
+        self._check_width(X)
+        with np.errstate(over="ignore", invalid="ignore"):
+            s = X @ self.coef_
+        if not np.all(np.isfinite(s)):
+            raise ValueError(f"{type(self).__name__}: non-finite scores at round {self.t_} (|coef_| up to "
+                             f"{np.max(np.abs(self.coef_)):.3g}, or X not finite); lower eta")
         self._last = (X, s)
         return np.argsort(-s, kind="stable")
 
     def _scores_and_labels(self, X, feedback: Feedback):
         """Scores of the ranked list (cached by ``rank``) and its labels in row order."""
-        if not hasattr(self, "coef_") or self.coef_.shape[0] != X.shape[1]:
-            self.reset(X.shape[1])
+        self._check_width(X)
         m = X.shape[0]
         ranking, labels = feedback.ranking, feedback.labels
         if len(ranking) != m:
@@ -104,9 +100,7 @@ class _LinearPerceptron(OnlineLearner):
         return off
 
     def _base_reset(self, n_features: int):
-        n_features = int(n_features)
-        if n_features < 1:
-            raise ValueError(f"n_features must be >= 1, got {n_features}")
+        n_features = check_int(n_features, "n_features", min_value=1)
         self.coef_ = np.zeros(n_features)
         self.t_ = 1
         self.n_updates_ = 0
@@ -162,10 +156,10 @@ class SLAMPerceptron(_LinearPerceptron):
 
     def _validate(self):
         eta = check_learning_rate(self.eta, "eta")
-        if self.weights not in SLAM_WEIGHT_KINDS:
+        if not isinstance(self.weights, str) or self.weights not in SLAM_WEIGHT_KINDS:
             raise ValueError(f"weights must be one of {SLAM_WEIGHT_KINDS}, got {self.weights!r}")
         k = _check_kind(self.weights, self.k)
-        return eta, k, _check_margin(self.margin), float(self.threshold)
+        return eta, k, _check_margin(self.margin), check_real(self.threshold, "threshold")
 
     def reset(self, n_features: int) -> "SLAMPerceptron":
         self._eta, self._k, self._margin, self._threshold = self._validate()
@@ -194,7 +188,9 @@ class SLAMPerceptron(_LinearPerceptron):
             else:
                 v, y, lv = cached
             _, g = _slam_core(s, y, v, off, self._margin, lv)
-            self.coef_ = self.coef_ - self._eta * (g @ X)
+            with np.errstate(over="ignore", invalid="ignore"):
+                w = self.coef_ - self._eta * (g @ X)
+            self._take_step(w)
             self.n_updates_ += 1
         self.t_ += 1
         return self
@@ -240,10 +236,10 @@ class MaxPairPerceptron(_LinearPerceptron):
 
     def _validate(self):
         eta = check_learning_rate(self.eta, "eta")
-        if self.measure not in _MEASURES:
+        if not isinstance(self.measure, str) or self.measure not in _MEASURES:
             raise ValueError(f"measure must be one of {_MEASURES}, got {self.measure!r}")
         k = _check_kind(self.measure, self.k)
-        return eta, k, _check_margin(self.margin), float(self.threshold)
+        return eta, k, _check_margin(self.margin), check_real(self.threshold, "threshold")
 
     def reset(self, n_features: int) -> "MaxPairPerceptron":
         self._eta, self._k, self._margin, self._threshold = self._validate()
@@ -256,7 +252,9 @@ class MaxPairPerceptron(_LinearPerceptron):
             if self.measure == "ap":
                 y = (y >= self._threshold).astype(np.float64)
             _, g = _max_pair_core(s, y, self._offsets(X.shape[0]), self._margin)
-            self.coef_ = self.coef_ - self._eta * (g @ X)
+            with np.errstate(over="ignore", invalid="ignore"):
+                w = self.coef_ - self._eta * (g @ X)
+            self._take_step(w)
             self.n_updates_ += 1
         self.t_ += 1
         return self

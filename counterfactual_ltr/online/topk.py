@@ -48,7 +48,9 @@ import math
 import numpy as np
 
 from .._segments import check_finite_1d, offsets_from_lengths
+from .._validation import check_int, check_real
 from ..surrogates.pairwise import pairwise_hinge
+from ..models import _rng
 from ._base import Feedback, OnlineLearner, make_schedule
 
 __all__ = [
@@ -71,8 +73,8 @@ SURROGATE_MIN_K = {"squared": 1, "ranksvm": 2, "kl_listnet": 1, "smooth_dcg": 1}
 # ----------------------------------------------------------------------------------------------
 
 def _check_gamma(gamma, upper: float = 1.0, name: str = "gamma") -> float:
-    gamma = float(gamma)
-    if not (0.0 < gamma <= upper) or not math.isfinite(gamma):
+    gamma = check_real(gamma, name)
+    if not (0.0 < gamma <= upper):
         raise ValueError(f"{name} must lie in (0, {upper}], got {gamma}")
     return gamma
 
@@ -139,7 +141,7 @@ def inclusion_probabilities(scores, shown, k: int, gamma):
     >>> inclusion_probabilities([0.3, 0.9, 0.1], [0, 1, 2], 2, 0.3).round(6).tolist()  # both in L_2
     [0.9, 0.9]
     """
-    k = int(k)
+    k = check_int(k, "k")
     s = check_finite_1d(scores, "scores")
     m = s.shape[0]
     if not 1 <= k <= m:
@@ -264,9 +266,7 @@ def smooth_dcg_gradient_estimate(scores, shown, labels, gamma, *, epsilon: float
     >>> [round(v, 6) for v in g.tolist()]    # -pi_0 (1 - pi_0) / 0.9, +pi_0 pi_1 / 0.9
     [-0.218458, 0.218458]
     """
-    epsilon = float(epsilon)
-    if not np.isfinite(epsilon) or epsilon <= 0:
-        raise ValueError(f"epsilon must be a positive finite number, got {epsilon}")
+    epsilon = check_real(epsilon, "epsilon", min_value=0.0, include_min=False)
     s, idx, R, gamma, in_top, single = _prepare(scores, shown, labels, gamma)
     n, k = R.shape
     m = s.shape[0]
@@ -433,51 +433,43 @@ class TopKFeedbackRanker(OnlineLearner):
     @property
     def feedback_k(self) -> int:
         if self.k is None:
-            return SURROGATE_MIN_K.get(self.surrogate, 1)
-        return self.k
+            return SURROGATE_MIN_K.get(self.surrogate, 1) if isinstance(self.surrogate, str) else 1
+        return check_int(self.k, "k", min_value=1)
 
     def _validate(self):
-        if self.surrogate not in SURROGATE_MIN_K:
+        if not isinstance(self.surrogate, str) or self.surrogate not in SURROGATE_MIN_K:
             raise ValueError(f"unknown surrogate {self.surrogate!r}; choose one of {sorted(SURROGATE_MIN_K)}")
         need = SURROGATE_MIN_K[self.surrogate]
         if self.k is not None:
-            if isinstance(self.k, bool) or int(self.k) != self.k:
-                raise ValueError(f"k must be an integer, got {self.k!r}")
-            if self.k < need:
-                raise ValueError(f"surrogate {self.surrogate!r} needs top-{need} feedback, got k={self.k}")
+            k = check_int(self.k, "k", min_value=1)
+            if k < need:
+                raise ValueError(f"surrogate {self.surrogate!r} needs top-{need} feedback, got k={k}")
         eta = make_schedule(self.eta, self.eta_power, "eta")
         if not callable(self.gamma):
-            g = float(self.gamma)
+            g = check_real(self.gamma, "gamma")
             if not (0.0 < g < 0.5):
                 raise ValueError(f"gamma must lie in (0, 1/2), got {self.gamma}")
         gamma = make_schedule(self.gamma, self.gamma_power, "gamma")
-        radius = float(self.radius)
-        if not np.isfinite(radius) or radius <= 0:
-            raise ValueError(f"radius must be a positive finite number, got {self.radius}")
-        eps = float(self.epsilon)
-        if not np.isfinite(eps) or eps <= 0:
-            raise ValueError(f"epsilon must be a positive finite number, got {self.epsilon}")
+        radius = check_real(self.radius, "radius", min_value=0.0, include_min=False)
+        eps = check_real(self.epsilon, "epsilon", min_value=0.0, include_min=False)
         return eta, gamma, radius, eps
 
     # -- protocol --------------------------------------------------------------------------
     def reset(self, n_features: int) -> "TopKFeedbackRanker":
         self._eta_t, self._gamma_t, self._radius, self._epsilon = self._validate()
         self._k = int(self.feedback_k)
-        self._rng = np.random.default_rng(self.random_state)
-        self.coef_ = np.zeros(int(n_features))
+        self._rng = _rng(self.random_state)
+        self.coef_ = np.zeros(check_int(n_features, "n_features", min_value=1))
         self.t_ = 1
         self.n_explored_ = 0
         self._last = None
         return self
 
-    def predict(self, X) -> np.ndarray:
-        """Scores ``X @ coef_`` (higher is better)."""
-        return np.asarray(X, dtype=np.float64) @ self.coef_
-
     def _gamma_now(self) -> float:
         g = self._gamma_t(self.t_)
         if not (0.0 < g < 0.5):
-            raise ValueError(f"gamma_t must lie in (0, 1/2), got {g} at round {self.t_}")
+            raise ValueError(f"gamma_t must lie in (0, 1/2), got {g} at round {self.t_} "
+                             f"(gamma={self.gamma!r}, gamma_power={self.gamma_power!r})")
         return g
 
     def _check_length(self, m: int):
@@ -486,8 +478,7 @@ class TopKFeedbackRanker(OnlineLearner):
                              f"a list needs at least k documents")
 
     def rank(self, X) -> np.ndarray:
-        if not hasattr(self, "coef_") or self.coef_.shape[0] != X.shape[1]:
-            self.reset(X.shape[1])
+        self._check_width(X)
         m = X.shape[0]
         self._check_length(m)
         s = X @ self.coef_
@@ -502,8 +493,7 @@ class TopKFeedbackRanker(OnlineLearner):
         return shown
 
     def update(self, X, feedback: Feedback) -> "TopKFeedbackRanker":
-        if not hasattr(self, "coef_"):
-            self.reset(X.shape[1])
+        self._check_width(X)
         m = X.shape[0]
         k = self._k
         self._check_length(m)
@@ -520,12 +510,23 @@ class TopKFeedbackRanker(OnlineLearner):
         self._last = None
         z = self._w_gradient(X, s, order, ranking, labels, g, m, k)
         if z is not None:
-            w = self.coef_ - self._eta_t(self.t_) * z
-            sq = w @ w
+            rate = self._eta_t(self.t_)
+            if not (rate > 0 and np.isfinite(rate)):
+                raise ValueError(f"eta_t must be a positive finite number, got {rate} at round {self.t_} "
+                                 f"(eta={self.eta!r}, eta_power={self.eta_power!r})")
+            with np.errstate(over="ignore", invalid="ignore"):
+                w = self.coef_ - rate * z
+                sq = w @ w
             U = self._radius
-            if sq > U * U:
-                w *= U / math.sqrt(sq)
-            self.coef_ = w
+            if not np.isfinite(sq):
+                # The step overflowed (its norm is far beyond U), but its projection is exact:
+                # w / ||w|| = d / ||d|| with d = w / eta_t.
+                w = self.coef_ / rate - z
+                sq = w @ w
+                w = w * (U / math.sqrt(sq)) if sq > 0 else self.coef_
+            elif sq > U * U:
+                w = w * (U / math.sqrt(sq))
+            self._take_step(w)
         self.t_ += 1
         return self
 

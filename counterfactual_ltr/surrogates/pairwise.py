@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._segments import (check_finite_1d, check_offsets, segment_ids, segment_searchsorted, within_query_pairs)
+from .._validation import check_real
 from ._common import prepare, reduce_losses
 
 __all__ = ["pairwise_hinge", "hinge_rank_bound", "lambda_hinge_bound"]
@@ -52,6 +53,7 @@ def pairwise_hinge(scores, labels, query_offsets, *, weights=None, margin: float
     (0.5, [-1.0, 1.0, 0.0])
     """
     offsets, s, y = prepare(scores, labels, query_offsets)
+    margin = check_real(margin, "margin")
     n = int(offsets[-1])
     w = np.ones(n) if weights is None else check_finite_1d(weights, "weights", n)
     i, j = within_query_pairs(offsets)
@@ -102,6 +104,8 @@ def hinge_rank_bound(scores, query_offsets, rows, *, margin: float = 1.0):
     offsets = np.asarray(query_offsets, dtype=np.int64)
     s = np.asarray(scores, dtype=np.float64)
     rows = np.asarray(rows, dtype=np.int64)
+    # The self term of H is always active only for a positive margin.
+    margin = check_real(margin, "margin", min_value=0.0, include_min=False)
     seg = segment_ids(offsets)
     order = np.lexsort((s, seg))  # ascending within query
     s_sorted = s[order]

@@ -47,6 +47,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._segments import check_finite_1d, check_offsets, segment_ids
+from .._validation import check_int, check_real
 from ..datasets import DEFAULT_RELEVANCE_THRESHOLD
 from ._common import check_reduce, prepare, reduce_losses
 
@@ -58,21 +59,16 @@ SLAM_WEIGHT_KINDS = ("ndcg", "ndcg@k", "ap")
 
 # ----------------------------------------------------------------- validation
 def _check_margin(margin) -> float:
-    margin = float(margin)
-    if not np.isfinite(margin) or margin < 0:
-        raise ValueError(f"margin must be a finite number >= 0, got {margin}")
-    return margin
+    return check_real(margin, "margin", min_value=0.0)
 
 
 def _check_kind(kind, k):
-    if kind not in SLAM_WEIGHT_KINDS:
+    if not isinstance(kind, str) or kind not in SLAM_WEIGHT_KINDS:
         raise ValueError(f"weights kind must be one of {SLAM_WEIGHT_KINDS}, got {kind!r}")
     if kind == "ndcg@k":
         if k is None:
             raise ValueError("kind='ndcg@k' needs the cutoff k")
-        if isinstance(k, bool) or int(k) != k or k < 1:
-            raise ValueError(f"k must be an integer >= 1, got {k}")
-        return int(k)
+        return check_int(k, "k", min_value=1)
     if k is not None:
         raise ValueError(f"k={k} is only used with kind='ndcg@k' (got kind={kind!r})")
     return None
@@ -218,7 +214,7 @@ def slam_weights(labels, query_offsets, kind: str = "ndcg", k=None, *,
     y = check_finite_1d(labels, "labels", int(offsets[-1]))
     if kind != "ap" and y.size and y.min() < 0:
         raise ValueError(f"labels must be >= 0 for NDCG weights; index {int(np.argmin(y))} has {y.min()}")
-    return _weights_core(y, offsets, kind, k, float(threshold))
+    return _weights_core(y, offsets, kind, k, check_real(threshold, "threshold"))
 
 
 # ------------------------------------------------------- max over lower grades
@@ -346,7 +342,7 @@ def slam_loss(scores, labels, query_offsets, *, weights="ndcg", k=None, margin: 
         kk = _check_kind(kind, k)
         if kind != "ap" and y.size and y.min() < 0:
             raise ValueError(f"labels must be >= 0 for NDCG weights; index {int(np.argmin(y))} has {y.min()}")
-        threshold = float(threshold)
+        threshold = check_real(threshold, "threshold")
         v = _weights_core(y, offsets, kind, kk, threshold)
         if kind == "ap":
             y = (y >= threshold).astype(np.float64)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._segments import segment_ids
+from .._validation import check_real
 from ._common import prepare, reduce_losses
 
 __all__ = ["squared_loss", "kl_listnet_loss", "smooth_dcg_at1_loss"]
@@ -166,9 +167,7 @@ def smooth_dcg_at1_loss(scores, labels, query_offsets, *, epsilon: float = 0.01,
     >>> [round(g, 6) for g in grad.tolist()] # -pi_0 (1 - pi_0), +pi_0 pi_1
     [-0.196612, 0.196612]
     """
-    epsilon = float(epsilon)
-    if not np.isfinite(epsilon) or epsilon <= 0:
-        raise ValueError(f"epsilon must be a positive finite number, got {epsilon}")
+    epsilon = check_real(epsilon, "epsilon", min_value=0.0, include_min=False)
     offsets, s, y = prepare(scores, labels, query_offsets)
     seg = segment_ids(offsets)
     starts = offsets[:-1]
