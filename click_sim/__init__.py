@@ -7,10 +7,11 @@ from .clicks import PositionBasedClickModel, simulate_clicks
 from .letor import load_letor
 from .online import OnlineResult, run_online
 from .production import train_production_ranker
+from .stochastic import StochasticRanker
 from .synthetic import make_ranking, make_separable_ranking
 
 __all__ = [
     "RankingDataset", "binarize", "load_letor", "make_ranking", "make_separable_ranking",
     "PositionBasedClickModel", "simulate_clicks", "ClickLog", "train_production_ranker",
-    "run_online", "OnlineResult",
+    "run_online", "OnlineResult", "StochasticRanker",
 ]

@@ -7,6 +7,7 @@ import numpy as np
 from counterfactual_ltr._segments import check_finite_1d, order_within_queries, offsets_from_lengths
 from counterfactual_ltr.clicklog import ClickLog
 from counterfactual_ltr.datasets import DEFAULT_RELEVANCE_THRESHOLD, RankingDataset
+from counterfactual_ltr.logging_policy import PlackettLucePolicy
 from counterfactual_ltr.propensity import PositionBasedPropensity
 
 __all__ = ["PositionBasedClickModel", "simulate_clicks", "ranker_scores"]
@@ -75,9 +76,14 @@ def simulate_clicks(data: RankingDataset, ranker, click_model: PositionBasedClic
     are kept (they count in IPS averages). Vectorised over documents; the same
     ``random_state`` gives the same log.
 
+    The log keeps the logging policy (``log.logging_policy``): the
+    deterministic ranking, or the Plackett-Luce policy of a
+    :class:`click_sim.StochasticRanker`, which samples a fresh ranking for
+    every session.
+
     Parameters
     ----------
-    ranker : object with ``predict(X)``, a callable, or an array of scores per row
+    ranker : object with ``predict(X)``, a callable, an array of scores per row, or a StochasticRanker
     click_model : PositionBasedClickModel (default eta=1, eps_minus=0.1, eps_plus=1)
 
     Examples
@@ -93,22 +99,37 @@ def simulate_clicks(data: RankingDataset, ranker, click_model: PositionBasedClic
     n_passes = int(n_passes)
     if n_passes < 1:
         raise ValueError(f"n_passes must be >= 1, got {n_passes}")
-    scores = ranker_scores(ranker, data)
+    stochastic = callable(getattr(ranker, "sample_orders", None))  # e.g. StochasticRanker
+    scores = ranker.scores(data) if stochastic else ranker_scores(ranker, data)
     order = order_within_queries(scores, data.query_offsets)
     lengths = data.query_lengths
     positions = np.arange(data.n_docs) - np.repeat(data.query_offsets[:-1], lengths) + 1
+    keep = np.ones(data.n_docs, dtype=bool)
     if max_shown is not None:
         if int(max_shown) < 1:
             raise ValueError(f"max_shown must be >= 1, got {max_shown}")
         keep = positions <= max_shown
         order, positions = order[keep], positions[keep]
         lengths = np.minimum(lengths, max_shown)
-    relevant = data.y[order] >= relevance_threshold
-    prob = click_model.click_probability(positions, relevant)
     rng = np.random.default_rng(random_state)
-    # One pass at a time keeps memory at one pass of random numbers.
-    clicks = np.concatenate([rng.random(len(order)) < prob for _ in range(n_passes)])
-    docs = np.tile(order, n_passes)
+    if stochastic:
+        # A fresh Plackett-Luce ranking per pass, then its clicks; one pass in memory at a time.
+        docs = []
+        clicks = []
+        for _ in range(n_passes):
+            shown = ranker.sample_orders(data, scores, rng)[keep]
+            prob = click_model.click_probability(positions, data.y[shown] >= relevance_threshold)
+            docs.append(shown)
+            clicks.append(rng.random(len(shown)) < prob)
+        docs, clicks = np.concatenate(docs), np.concatenate(clicks)
+        policy = ranker.logging_policy(scores, max_shown)
+    else:
+        relevant = data.y[order] >= relevance_threshold
+        prob = click_model.click_probability(positions, relevant)
+        # One pass at a time keeps memory at one pass of random numbers.
+        clicks = np.concatenate([rng.random(len(order)) < prob for _ in range(n_passes)])
+        docs = np.tile(order, n_passes)
+        policy = PlackettLucePolicy(scores, 0.0, max_shown)  # deterministic: exact expected examination
     session_query = np.tile(np.arange(data.n_queries), n_passes)
     offsets = offsets_from_lengths(np.tile(lengths, n_passes))
-    return ClickLog(data, session_query, offsets, docs, clicks)
+    return ClickLog(data, session_query, offsets, docs, clicks, logging_policy=policy)

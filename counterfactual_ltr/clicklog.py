@@ -74,6 +74,10 @@ class ClickLog:
         Whether the shown row was clicked.
     session_ids : array (n_sessions,), optional
         Identifiers kept through selection and round trips (default 0..n-1).
+    logging_policy : object with ``position_probabilities(data)``, optional
+        How likely the logger was to show each row at each position (see
+        :mod:`counterfactual_ltr.logging_policy`); the policy-aware estimator
+        needs it. Simulated logs carry it; for a real log, give it here.
 
     Examples
     --------
@@ -87,7 +91,8 @@ class ClickLog:
     [3.0, 0.0, 0.0]
     """
 
-    def __init__(self, data: RankingDataset, session_query, session_offsets, docs, clicks, session_ids=None):
+    def __init__(self, data: RankingDataset, session_query, session_offsets, docs, clicks, session_ids=None, *,
+                 logging_policy=None):
         if not isinstance(data, RankingDataset):
             raise ValueError(f"data must be a RankingDataset, got {type(data).__name__}")
         docs = np.asarray(docs)
@@ -131,6 +136,10 @@ class ClickLog:
         self.docs = docs.astype(np.int32 if data.n_docs < 2**31 else np.int64)
         self.clicks = clicks
         self.session_ids = session_ids
+        if logging_policy is not None and not callable(getattr(logging_policy, "position_probabilities", None)):
+            raise ValueError(f"logging_policy must have a position_probabilities(data) method, got "
+                             f"{type(logging_policy).__name__}")
+        self.logging_policy = logging_policy
 
     # ----------------------------------------------------------- sizes
     @property
@@ -203,7 +212,7 @@ class ClickLog:
         items = segment_gather(self.session_offsets, index)
         lengths = np.diff(self.session_offsets)[index]
         return ClickLog(self.data, self.session_query[index], offsets_from_lengths(lengths), self.docs[items],
-                        self.clicks[items], self.session_ids[index])
+                        self.clicks[items], self.session_ids[index], logging_policy=self.logging_policy)
 
     # ---------------------------------------------------------- aggregation
     def aggregate(self, propensity=None) -> ClickAggregate:
@@ -232,7 +241,7 @@ class ClickLog:
         })
 
     @classmethod
-    def from_frame(cls, frame, data: RankingDataset) -> "ClickLog":
+    def from_frame(cls, frame, data: RankingDataset, *, logging_policy=None) -> "ClickLog":
         """Rebuild a log from a frame with columns ``session, qid, doc, position, click``.
 
         Rows may come in any order; within a session the positions must be
@@ -267,18 +276,19 @@ class ClickLog:
         if wrong.size:
             raise ValueError(f"row {doc[wrong[0]]} has qid {data.qid[doc[wrong[0]]]} in the data set but "
                              f"{qid[wrong[0]]} in the frame")
-        return cls(data, data.query_index[doc[starts]], offsets, doc, click, session_ids=session[starts])
+        return cls(data, data.query_index[doc[starts]], offsets, doc, click, session_ids=session[starts],
+                   logging_policy=logging_policy)
 
     def to_parquet(self, path) -> None:
         """Write the frame of :meth:`to_frame` to a Parquet file."""
         self.to_frame().to_parquet(path, index=False)
 
     @classmethod
-    def read_parquet(cls, path, data: RankingDataset) -> "ClickLog":
+    def read_parquet(cls, path, data: RankingDataset, *, logging_policy=None) -> "ClickLog":
         """Read a log written by :meth:`to_parquet` (or any frame with the same columns)."""
         import pandas as pd
 
-        return cls.from_frame(pd.read_parquet(path), data)
+        return cls.from_frame(pd.read_parquet(path), data, logging_policy=logging_policy)
 
     def equals(self, other: "ClickLog") -> bool:
         """Same sessions, shown rows, positions and clicks (and the same data set object)."""
