@@ -7,7 +7,7 @@ import numpy as np
 from counterfactual_ltr._segments import check_finite_1d, order_within_queries, offsets_from_lengths
 from counterfactual_ltr.clicklog import ClickLog
 from counterfactual_ltr.datasets import DEFAULT_RELEVANCE_THRESHOLD, RankingDataset
-from counterfactual_ltr.logging_policy import PlackettLucePolicy
+from counterfactual_ltr.logging_policy import PlackettLucePolicy, segment_keys
 from counterfactual_ltr.propensity import PositionBasedPropensity
 
 __all__ = ["PositionBasedClickModel", "simulate_clicks", "ranker_scores"]
@@ -116,8 +116,9 @@ def simulate_clicks(data: RankingDataset, ranker, click_model: PositionBasedClic
         # A fresh Plackett-Luce ranking per pass, then its clicks; one pass in memory at a time.
         docs = []
         clicks = []
+        segments = segment_keys(data.query_offsets)
         for _ in range(n_passes):
-            shown = ranker.sample_orders(data, scores, rng)[keep]
+            shown = ranker.sample_orders(data, scores, rng, segments=segments)[keep]
             prob = click_model.click_probability(positions, data.y[shown] >= relevance_threshold)
             docs.append(shown)
             clicks.append(rng.random(len(shown)) < prob)

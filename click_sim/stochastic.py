@@ -51,9 +51,9 @@ class StochasticRanker:
     def _temperature(self) -> float:
         return check_real(self.temperature, "temperature", min_value=0.0, include_min=False)
 
-    def sample_orders(self, data, scores, rng) -> np.ndarray:
+    def sample_orders(self, data, scores, rng, *, segments=None) -> np.ndarray:
         """One sampled ranking of every query (row indices query by query, best first)."""
-        return sample_plackett_luce_orders(scores / self._temperature(), data.query_offsets, rng)
+        return sample_plackett_luce_orders(scores / self._temperature(), data.query_offsets, rng, segments=segments)
 
     def logging_policy(self, scores, max_shown=None) -> PlackettLucePolicy:
         """The policy the log keeps: Plackett-Luce over ``scores / temperature``, top ``max_shown`` shown."""

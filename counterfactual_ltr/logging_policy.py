@@ -36,7 +36,7 @@ from ._segments import (check_finite_1d, offsets_from_lengths, order_within_quer
                         segment_ids)
 from ._validation import check_int, check_optional_int, check_real
 
-__all__ = ["PositionProbabilities", "PlackettLucePolicy", "sample_plackett_luce_orders"]
+__all__ = ["PositionProbabilities", "PlackettLucePolicy", "sample_plackett_luce_orders", "segment_keys"]
 
 
 @dataclass(frozen=True)
@@ -93,19 +93,33 @@ class PositionProbabilities:
         return np.sqrt(var / self.n_samples)
 
 
-def sample_plackett_luce_orders(scores, query_offsets, rng) -> np.ndarray:
+def sample_plackett_luce_orders(scores, query_offsets, rng, *, segments=None) -> np.ndarray:
     """One Plackett-Luce ranking of every query at once (Gumbel-max trick).
 
     Sorting ``scores + Gumbel noise`` within each query samples the ranking
     ``d_1, d_2, ...`` with probability ``prod_i exp(s_{d_i}) / sum_{j >= i} exp(s_{d_j})``.
     Returns row indices query by query, best first (as ``order_within_queries``).
+    ``segments`` (the query index of every row, see :func:`segment_keys`) may
+    be passed to save recomputing it.
 
     >>> rng = np.random.default_rng(0)
     >>> sorted(sample_plackett_luce_orders(np.zeros(3), [0, 3], rng).tolist())
     [0, 1, 2]
     """
     scores = np.asarray(scores, dtype=np.float64)
-    return order_within_queries(scores + rng.gumbel(size=scores.shape), query_offsets)
+    if segments is None:
+        segments = segment_keys(query_offsets)
+    # Sort all rows by perturbed score, then (stably) by query: two plain sorts beat a two-key lexsort,
+    # and a stable sort of small integers is a radix sort. Ties have probability zero.
+    by_score = np.argsort(-(scores + rng.gumbel(size=scores.shape)))
+    return by_score[np.argsort(segments[by_score], kind="stable")]
+
+
+def segment_keys(query_offsets) -> np.ndarray:
+    """Query index of every row in the smallest integer type (fast stable sorts)."""
+    seg = segment_ids(query_offsets)
+    n = len(query_offsets) - 1
+    return seg.astype(np.int16 if n < 2**15 else np.int32 if n < 2**31 else np.int64)
 
 
 class PlackettLucePolicy:
@@ -202,8 +216,9 @@ class PlackettLucePolicy:
         rng = np.random.default_rng(self.random_state)
         counts = np.zeros(len(rows) * K)
         local_start = offsets[seg]
+        keys = segment_keys(offsets)
         for _ in range(self.n_samples):  # a loop over samples; each is vectorised over every document
-            order = sample_plackett_luce_orders(s[rows], offsets, rng)
+            order = sample_plackett_luce_orders(s[rows], offsets, rng, segments=keys)
             position = np.arange(len(order)) - local_start + 1  # 1-based position of order[i]
             keep = position <= K
             counts += np.bincount(order[keep] * K + position[keep] - 1, minlength=len(rows) * K)
