@@ -247,7 +247,8 @@ class ClickLog:
         Rows may come in any order; within a session the positions must be
         ``1..n`` without gaps, and ``qid`` must match the data set's qid of ``doc``.
         The rebuilt log holds the sessions sorted by their ``session`` id, so a
-        frame from ``to_frame()`` round-trips exactly.
+        frame from ``to_frame()`` round-trips exactly. The frame holds no
+        logging policy: give it as ``logging_policy`` (see :class:`ClickLog`).
         """
         missing = [c for c in FRAME_COLUMNS if c not in frame.columns]
         if missing:

@@ -349,17 +349,37 @@ def fit_relevance(log: ClickLog, relevance_model=None, *, propensity=None, n_fol
 # ----------------------------------------------------------------------------- the shared computation
 
 
-def _session_terms(log, omega, model, *, denominator="session", rho=None, relevance=None, clip=None):
-    """Per-session ``X_i``, ``W_i``, the click weights and the clipping bias bound (see module docstring)."""
+def _session_terms(log, omega, model, *, rho=None, relevance=None, clip=None):
+    """Per-session ``X_i``, ``W_i``, the click weights and the clipping bias bound (see module docstring).
+
+    ``rho`` (expected slope per data-set row) replaces the session's ``alpha`` as
+    denominator when given. Only clicked items enter unless ``beta != 0`` or a
+    relevance model asks for every shown item.
+    """
     n = log.n_sessions
-    all_items = is_affine(model) or relevance is not None or clip is not None
-    items = np.arange(log.n_items) if all_items else np.flatnonzero(log.clicks)
-    session = log.item_session[items]
-    positions = items - log.session_offsets[session] + 1
-    alpha, beta = affine_parts(model, positions)
-    docs = log.docs[items]
-    click = log.clicks[items].astype(np.float64)
-    if denominator == "expected":
+    offsets = log.session_offsets
+    lengths = np.diff(offsets)
+    # alpha and beta by position, looked up per item (cheaper than evaluating the model per item)
+    alpha_t, beta_t = affine_parts(model, np.arange(1, max(int(lengths.max(initial=0)), 1) + 1))
+    affine = bool(np.any(beta_t != 0))
+    bias_bound = 0.0
+    denom_t = alpha_t
+    if clip is not None:
+        shortfall = np.clip(1.0 - alpha_t / clip, 0.0, None)
+        if shortfall.any():
+            bias_bound = float(np.dot(np.abs(omega)[log.docs], shortfall[log.positions - 1])) / n
+        denom_t = np.maximum(alpha_t, clip)
+    if affine or relevance is not None:
+        items = None
+        session = np.repeat(np.arange(n), lengths)
+        positions = np.arange(log.n_items) - offsets[session] + 1
+        docs, click = log.docs, log.clicks
+    else:
+        items = np.flatnonzero(log.clicks)
+        session = np.searchsorted(offsets, items, side="right") - 1
+        positions = items - offsets[session] + 1
+        docs, click = log.docs[items], np.ones(items.size, dtype=bool)
+    if rho is not None:
         denom = rho[docs]
         bad = np.flatnonzero(denom <= 0)
         if bad.size:
@@ -367,26 +387,22 @@ def _session_terms(log, omega, model, *, denominator="session", rho=None, releva
             raise ValueError(f"session {session[i]} shows row {docs[i]} at position {positions[i]}, where the logging "
                              "policy's expected examination of that row is 0: the policy does not match the log")
     else:
-        denom = alpha
-    bias_bound = 0.0
-    if clip is not None:
-        short = denom < clip
-        bias_bound = float(np.sum(np.abs(omega[docs[short]]) * (1.0 - denom[short] / clip)) / n)
-        denom = np.maximum(denom, clip)
-    gain = click - beta
+        denom = denom_t[positions - 1]
+    gain = click - beta_t[positions - 1] if affine else click.astype(np.float64)
     w_sn = gain / denom
     correction = w_sn
     dm = 0.0
     if relevance is not None:
-        rhat = relevance.predictions[relevance.session_fold[session], docs]
-        correction = (gain - alpha * rhat) / denom
+        folds = relevance.session_fold
+        rhat = relevance.predictions[0][docs] if len(relevance.predictions) == 1 else \
+            relevance.predictions[folds[session], docs]
+        correction = (gain - alpha_t[positions - 1] * rhat) / denom
         per_query = np.stack([np.bincount(log.data.query_index, omega * p, minlength=log.data.n_queries)
                               for p in relevance.predictions])
-        dm = per_query[relevance.session_fold, log.session_query]
+        dm = per_query[folds, log.session_query]
     X = np.bincount(session, weights=omega[docs] * correction, minlength=n) + dm
     W = np.bincount(session, weights=w_sn, minlength=n)
-    clicked = click > 0
-    return X, W, 1.0 / denom[clicked], bias_bound
+    return X, W, 1.0 / denom[click], bias_bound
 
 
 def session_contributions(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=None, **metric_params):
@@ -481,10 +497,8 @@ def _estimate(kind, log, scores_or_ranker, metric, propensity, confidence, metri
     omega = _omega(log, scores_or_ranker, metric, metric_params)
     extra = []
     rho = None
-    denominator = "session"
     if kind == "policy_aware" or (kind == "dr" and (logging_policy is not None or log.logging_policy is not None)):
         rho, policy_error = _expected_alpha(log, model, logging_policy)
-        denominator = "expected"
         if policy_error > MAX_POLICY_ERROR:
             extra.append(f"the logging policy's Monte Carlo expected examination has a relative error up to "
                          f"{policy_error:.1%} on clicked documents (> {MAX_POLICY_ERROR:.0%}): raise its n_samples")
@@ -493,8 +507,7 @@ def _estimate(kind, log, scores_or_ranker, metric, propensity, confidence, metri
     relevance = None
     if kind == "dr":
         relevance = fit_relevance(log, relevance_model, propensity=model, n_folds=n_folds, random_state=random_state)
-    X, W, w, bias_bound = _session_terms(log, omega, model, denominator=denominator, rho=rho, relevance=relevance,
-                                         clip=clip)
+    X, W, w, bias_bound = _session_terms(log, omega, model, rho=rho, relevance=relevance, clip=clip)
     unshown = _unshown_mass(log, omega)
     return _finish(kind, log, metric, X, W, w, confidence, ratio=kind == "snips", bias_bound=bias_bound,
                    unshown=unshown, n_bootstrap=n_bootstrap, random_state=random_state, extra_warnings=extra)

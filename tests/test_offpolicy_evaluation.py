@@ -100,6 +100,35 @@ def test_ips_dr_unbiased_snips_consistent_on_full_lists(setting):
     assert whole.stderr < snips.std() / 10  # 500 times the sessions: the error shrinks like 1/sqrt(n)
 
 
+def test_dr_relevance_models_of_every_kind(setting):
+    """On full lists from a deterministic logger DR equals IPS whatever the model (see above): so every way
+    of giving the model must run and give the IPS value; the cross-fitted models depend on the seed only."""
+    from sklearn.linear_model import LogisticRegression
+
+    data, production, target, clicks, c = setting
+    log = simulate_clicks(data, production, clicks, n_passes=30, random_state=20)
+    ips = ips_estimate(log, target, metric="dcg").value
+    fitted = Ridge().fit(data.X, c)
+    for model in (None, Ridge(alpha=10.0), LogisticRegression(), fitted, lambda X: X[:, 0], c,
+                  fit_relevance(log, random_state=3)):
+        assert np.isclose(dr_estimate(log, target, metric="dcg", relevance_model=model, random_state=3).value, ips)
+    fit = fit_relevance(log, LogisticRegression(), random_state=0)
+    assert fit.predictions.shape == (2, data.n_docs) and np.all((fit.predictions > 0) & (fit.predictions < 1))
+    assert np.bincount(fit.session_fold).tolist() == [log.n_sessions // 2] * 2
+    np.testing.assert_array_equal(fit.predictions, fit_relevance(log, LogisticRegression(), random_state=0).predictions)
+    # fold 0's predictions come from a ridge fit on fold 1's sessions only: per row, the mean of click / q
+    ridge = fit_relevance(log, Ridge(alpha=1.0), random_state=5)
+    other = log[ridge.session_fold == 1]
+    target_sum = np.zeros(data.n_docs)
+    shows = np.zeros(data.n_docs)
+    np.add.at(target_sum, other.docs, other.clicks * other.positions.astype(float))  # 1/q = position (eta=1)
+    np.add.at(shows, other.docs, 1.0)
+    rows = shows > 0
+    ref = Ridge(alpha=1.0).fit(data.X[rows], target_sum[rows] / shows[rows], sample_weight=shows[rows])
+    np.testing.assert_allclose(ridge.predictions[0], ref.predict(data.X))
+    np.testing.assert_allclose(fitted.predict(data.X), fit_relevance(log, fitted).predictions[0])
+
+
 # ----------------------------------------------------------------------------- Plackett-Luce logger, top-5
 
 
