@@ -45,7 +45,8 @@ the mean over sessions of a per-session value ``X_i``:
   session's ``alpha_k``. The correction has mean ``omega (R - R_hat)``, so the
   estimate is unbiased whatever ``R_hat`` (when ``R_hat`` does not depend on
   the clicks it corrects: a model fitted on the log is cross-fitted over
-  session folds), with less variance when ``R_hat`` is close to ``R``.
+  folds of queries, each query's ``R_hat`` coming from a model fitted on the
+  other folds), with less variance when ``R_hat`` is close to ``R``.
 
 Every :class:`Estimate` carries diagnostics: the effective sample size and the
 largest share of the click weights, the share of the evaluated ranker's metric
@@ -205,13 +206,14 @@ def _expected_alpha(log, model, logging_policy) -> tuple[np.ndarray, float]:
 class RelevanceFit:
     """Predicted click-relevance ``R_hat`` of every data-set row for the doubly robust estimator.
 
-    ``predictions[f]`` is used for the sessions of fold ``f`` (``session_fold``
-    per session of ``log``); a model fitted on the log is cross-fitted, so the
-    prediction used for a session never saw that session's clicks.
+    A model fitted on the log is cross-fitted by query: ``query_fold[q]`` is the
+    fold of query ``q`` (-1: not in the log), and the predictions for its rows
+    come from a model fitted on the other folds' sessions only, so they never
+    saw the clicks they correct.
     """
 
     predictions: np.ndarray
-    session_fold: np.ndarray
+    query_fold: np.ndarray
     log: ClickLog
     model: object = None
 
@@ -242,13 +244,13 @@ def _predict_relevance(model, X, where) -> np.ndarray:
     return model.predict(X)
 
 
-def _debiased_targets(log, model, sessions) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rows shown in the given sessions, their mean ``(c - beta) / alpha`` and number of showings."""
-    mask = np.zeros(log.n_sessions, dtype=bool)
-    mask[sessions] = True
-    items = np.flatnonzero(mask[log.item_session])
-    alpha, beta = affine_parts(model, log.positions[items])
-    target = (log.clicks[items] - beta) / alpha
+def _debiased_targets(log, model, session_mask) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows shown in the selected sessions, their mean ``(c - beta) / alpha`` and number of showings."""
+    lengths = np.diff(log.session_offsets)
+    alpha_t, beta_t = affine_parts(model, np.arange(1, max(int(lengths.max(initial=0)), 1) + 1))
+    items = np.flatnonzero(np.repeat(session_mask, lengths))
+    positions = log.positions[items] - 1
+    target = (log.clicks[items] - beta_t[positions]) / alpha_t[positions]
     n = log.data.n_docs
     counts = np.bincount(log.docs[items], minlength=n)
     sums = np.bincount(log.docs[items], weights=target, minlength=n)
@@ -290,7 +292,7 @@ def fit_relevance(log: ClickLog, relevance_model=None, *, propensity=None, n_fol
         is fitted, per row, on the mean debiased click ``(c - beta) / alpha``
         of its showings (weighted by their number); an unfitted classifier on
         the same values as soft labels. Either is cross-fitted over
-        ``n_folds`` random folds of sessions. A *fitted* estimator (its
+        ``n_folds`` random folds of the log's queries. A *fitted* estimator (its
         ``predict_proba[:, class 1]`` for a classifier), a callable ``f(X)``
         or an array of one prediction per data-set row is used as is.
     propensity : propensity or trust-bias model of the debiased targets
@@ -301,21 +303,21 @@ def fit_relevance(log: ClickLog, relevance_model=None, *, propensity=None, n_fol
     >>> data = make_ranking(n_queries=30, random_state=0)
     >>> log = simulate_clicks(data, data.X[:, 0], n_passes=5, random_state=0)
     >>> fit = fit_relevance(log, random_state=0)
-    >>> fit.predictions.shape == (2, data.n_docs)
-    True
+    >>> fit.predictions.shape == (data.n_docs,), sorted(set(fit.query_fold.tolist()))
+    (True, [0, 1])
     """
     if isinstance(relevance_model, RelevanceFit):
         if relevance_model.log is not log:
             raise ValueError("this RelevanceFit was made for another log; fit it on the log being evaluated")
         return relevance_model
     data = log.data
-    one_fold = np.zeros(log.n_sessions, dtype=np.int64)
+    no_folds = np.full(data.n_queries, -1, dtype=np.int64)
     if relevance_model is not None and not hasattr(relevance_model, "fit"):
         if callable(relevance_model):
             pred = _check_predictions(relevance_model(data.X), data.n_docs, "the relevance model")
         else:
             pred = _check_predictions(relevance_model, data.n_docs, "the relevance array")
-        return RelevanceFit(pred[None, :], one_fold, log, relevance_model)
+        return RelevanceFit(pred, no_folds, log, relevance_model)
     from sklearn.exceptions import NotFittedError
     from sklearn.linear_model import Ridge
     from sklearn.utils.validation import check_is_fitted
@@ -329,32 +331,34 @@ def fit_relevance(log: ClickLog, relevance_model=None, *, propensity=None, n_fol
     if fitted:
         pred = _check_predictions(_predict_relevance(estimator, data.X, "the relevance model"), data.n_docs,
                                   "the relevance model")
-        return RelevanceFit(pred[None, :], one_fold, log, estimator)
+        return RelevanceFit(pred, no_folds, log, estimator)
     n_folds = check_int(n_folds, "n_folds", min_value=2)
-    if log.n_sessions < n_folds:
-        raise ValueError(f"cross-fitting needs at least n_folds={n_folds} sessions, the log has {log.n_sessions}")
+    queries = np.unique(log.session_query)
+    if queries.size < n_folds:
+        raise ValueError(f"cross-fitting by query needs at least n_folds={n_folds} queries, the log has {queries.size}")
     model = as_propensity_model(propensity)
-    fold = np.random.default_rng(random_state).permutation(log.n_sessions) % n_folds
-    predictions = np.empty((n_folds, data.n_docs))
-    for f in range(n_folds):  # fit on the other folds, predict for this one
-        rows, target, weight = _debiased_targets(log, model, np.flatnonzero(fold != f))
-        if rows.size == 0:
-            raise ValueError(f"fold {f}: the other folds show no document; the relevance model cannot be fitted")
+    query_fold = no_folds.copy()
+    query_fold[queries] = np.random.default_rng(random_state).permutation(queries.size) % n_folds
+    session_fold = query_fold[log.session_query]
+    predictions = np.zeros(data.n_docs)
+    for f in range(n_folds):  # fit on the other folds' sessions, predict this fold's rows
+        rows, target, weight = _debiased_targets(log, model, session_fold != f)
         est = _fit_one(estimator, data.X[rows], target, weight)
-        predictions[f] = _check_predictions(_predict_relevance(est, data.X, "the relevance model"), data.n_docs,
-                                            "the relevance model")
-    return RelevanceFit(predictions, fold, log, estimator)
+        mine = data.rows_of(np.flatnonzero(query_fold == f))
+        predictions[mine] = _check_predictions(_predict_relevance(est, data.X[mine], "the relevance model"),
+                                               len(mine), "the relevance model")
+    return RelevanceFit(predictions, query_fold, log, estimator)
 
 
 # ----------------------------------------------------------------------------- the shared computation
 
 
-def _session_terms(log, omega, model, *, rho=None, relevance=None, clip=None):
+def _session_terms(log, omega, model, *, rho=None, rhat=None, clip=None):
     """Per-session ``X_i``, ``W_i``, the click weights and the clipping bias bound (see module docstring).
 
     ``rho`` (expected slope per data-set row) replaces the session's ``alpha`` as
-    denominator when given. Only clicked items enter unless ``beta != 0`` or a
-    relevance model asks for every shown item.
+    denominator when given; ``rhat`` (relevance per row) adds the doubly robust
+    model terms. Only clicked items enter the IPS part unless ``beta != 0``.
     """
     n = log.n_sessions
     offsets = log.session_offsets
@@ -369,39 +373,31 @@ def _session_terms(log, omega, model, *, rho=None, relevance=None, clip=None):
         if shortfall.any():
             bias_bound = float(np.dot(np.abs(omega)[log.docs], shortfall[log.positions - 1])) / n
         denom_t = np.maximum(alpha_t, clip)
-    if affine or relevance is not None:
-        items = None
-        session = np.repeat(np.arange(n), lengths)
-        positions = np.arange(log.n_items) - offsets[session] + 1
+    if affine:
+        session = np.repeat(np.arange(n, dtype=np.int32 if n < 2**31 else np.int64), lengths)
+        positions = log.positions
         docs, click = log.docs, log.clicks
     else:
         items = np.flatnonzero(log.clicks)
         session = np.searchsorted(offsets, items, side="right") - 1
         positions = items - offsets[session] + 1
         docs, click = log.docs[items], np.ones(items.size, dtype=bool)
-    if rho is not None:
-        denom = rho[docs]
-        bad = np.flatnonzero(denom <= 0)
-        if bad.size:
-            i = int(bad[0])
-            raise ValueError(f"session {session[i]} shows row {docs[i]} at position {positions[i]}, where the logging "
-                             "policy's expected examination of that row is 0: the policy does not match the log")
-    else:
-        denom = denom_t[positions - 1]
+    denom = rho[docs] if rho is not None else denom_t[positions - 1]
     gain = click - beta_t[positions - 1] if affine else click.astype(np.float64)
     w_sn = gain / denom
-    correction = w_sn
-    dm = 0.0
-    if relevance is not None:
-        folds = relevance.session_fold
-        rhat = relevance.predictions[0][docs] if len(relevance.predictions) == 1 else \
-            relevance.predictions[folds[session], docs]
-        correction = (gain - alpha_t[positions - 1] * rhat) / denom
-        per_query = np.stack([np.bincount(log.data.query_index, omega * p, minlength=log.data.n_queries)
-                              for p in relevance.predictions])
-        dm = per_query[folds, log.session_query]
-    X = np.bincount(session, weights=omega[docs] * correction, minlength=n) + dm
+    X = np.bincount(session, weights=omega[docs] * w_sn, minlength=n)
     W = np.bincount(session, weights=w_sn, minlength=n)
+    if rhat is not None:
+        # + sum_{d in q} omega R_hat - sum_{shown d} omega alpha_k R_hat / rho(d); with the session's own
+        # alpha as denominator the last term is sum_{shown d} omega R_hat (alpha_k / alpha_k = 1).
+        v = omega * rhat
+        X += np.bincount(log.data.query_index, v, minlength=log.data.n_queries)[log.session_query]
+        every = np.repeat(np.arange(n, dtype=np.int32 if n < 2**31 else np.int64), lengths)
+        if rho is None:
+            X -= np.bincount(every, weights=v[log.docs], minlength=n)
+        else:
+            scaled = np.divide(v, rho, out=np.zeros_like(v), where=rho > 0)
+            X -= np.bincount(every, weights=scaled[log.docs] * alpha_t[log.positions - 1], minlength=n)
     return X, W, 1.0 / denom[click], bias_bound
 
 
@@ -412,9 +408,8 @@ def session_contributions(log: ClickLog, scores_or_ranker, *, metric="dcg", prop
     return X, W, w
 
 
-def _unshown_mass(log, omega) -> float:
+def _unshown_mass(log, omega, shown) -> float:
     data = log.data
-    shown = np.bincount(log.docs, minlength=data.n_docs) > 0
     mass = np.abs(omega)
     per_query = np.bincount(data.query_index, mass, minlength=data.n_queries)
     unshown = np.bincount(data.query_index, mass * ~shown, minlength=data.n_queries)
@@ -504,11 +499,18 @@ def _estimate(kind, log, scores_or_ranker, metric, propensity, confidence, metri
                          f"{policy_error:.1%} on clicked documents (> {MAX_POLICY_ERROR:.0%}): raise its n_samples")
     if clip is not None:
         clip = check_real(clip, "clip", min_value=0.0, max_value=1.0, include_min=False)
-    relevance = None
+    shown = np.bincount(log.docs, minlength=log.data.n_docs) > 0
+    if rho is not None:
+        never = np.flatnonzero(shown & (rho <= 0))
+        if never.size:
+            raise ValueError(f"the log shows row {never[0]}, whose expected examination under the logging policy "
+                             "is 0: the policy does not match the log")
+    rhat = None
     if kind == "dr":
-        relevance = fit_relevance(log, relevance_model, propensity=model, n_folds=n_folds, random_state=random_state)
-    X, W, w, bias_bound = _session_terms(log, omega, model, rho=rho, relevance=relevance, clip=clip)
-    unshown = _unshown_mass(log, omega)
+        rhat = fit_relevance(log, relevance_model, propensity=model, n_folds=n_folds,
+                             random_state=random_state).predictions
+    X, W, w, bias_bound = _session_terms(log, omega, model, rho=rho, rhat=rhat, clip=clip)
+    unshown = _unshown_mass(log, omega, shown)
     return _finish(kind, log, metric, X, W, w, confidence, ratio=kind == "snips", bias_bound=bias_bound,
                    unshown=unshown, n_bootstrap=n_bootstrap, random_state=random_state, extra_warnings=extra)
 
@@ -564,7 +566,7 @@ def dr_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=Non
     """Doubly robust estimate (Oosterhuis, TOIS 2023): relevance model plus IPS correction.
 
     ``relevance_model``: see :func:`fit_relevance` (default: ridge regression
-    on the features, cross-fitted over ``n_folds`` session folds drawn with
+    on the features, cross-fitted over ``n_folds`` folds of queries drawn with
     ``random_state``). Divides by the logging policy's expected examination
     when the log carries its policy (or ``logging_policy`` is given), else by
     each session's propensity. See the module docstring.

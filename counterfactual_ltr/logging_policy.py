@@ -74,20 +74,19 @@ class PositionProbabilities:
                              f"{data.n_docs}")
         return self
 
+    def _per_position(self, alpha) -> np.ndarray:
+        alpha = np.asarray(alpha, dtype=np.float64)
+        return alpha[np.minimum(np.arange(self.probabilities.shape[1]), len(alpha) - 1)]
+
     def expected(self, alpha) -> np.ndarray:
         """``sum_k P(d at k) alpha[k - 1]`` per row (positions beyond ``alpha`` take its last value)."""
-        alpha = np.asarray(alpha, dtype=np.float64)
-        K = self.probabilities.shape[1]
-        alpha = alpha[np.minimum(np.arange(K), len(alpha) - 1)]
-        return self.probabilities @ alpha
+        return self.probabilities @ self._per_position(alpha)
 
     def expected_stderr(self, alpha) -> np.ndarray:
         """Monte Carlo standard error of :meth:`expected` per row (zeros when exact)."""
         if self.n_samples is None:
             return np.zeros(self.probabilities.shape[0])
-        alpha = np.asarray(alpha, dtype=np.float64)
-        K = self.probabilities.shape[1]
-        alpha = alpha[np.minimum(np.arange(K), len(alpha) - 1)]
+        alpha = self._per_position(alpha)
         mean = self.probabilities @ alpha
         var = np.maximum(self.probabilities @ alpha**2 - mean**2, 0.0)
         return np.sqrt(var / self.n_samples)

@@ -113,20 +113,21 @@ def test_dr_relevance_models_of_every_kind(setting):
                   fit_relevance(log, random_state=3)):
         assert np.isclose(dr_estimate(log, target, metric="dcg", relevance_model=model, random_state=3).value, ips)
     fit = fit_relevance(log, LogisticRegression(), random_state=0)
-    assert fit.predictions.shape == (2, data.n_docs) and np.all((fit.predictions > 0) & (fit.predictions < 1))
-    assert np.bincount(fit.session_fold).tolist() == [log.n_sessions // 2] * 2
+    assert fit.predictions.shape == (data.n_docs,) and np.all((fit.predictions > 0) & (fit.predictions < 1))
+    assert np.bincount(fit.query_fold).tolist() == [data.n_queries // 2] * 2
     np.testing.assert_array_equal(fit.predictions, fit_relevance(log, LogisticRegression(), random_state=0).predictions)
-    # fold 0's predictions come from a ridge fit on fold 1's sessions only: per row, the mean of click / q
+    # fold 0's rows are predicted by a ridge fit on fold 1's sessions only: per row, the mean of click / q
     ridge = fit_relevance(log, Ridge(alpha=1.0), random_state=5)
-    other = log[ridge.session_fold == 1]
+    other = log[ridge.query_fold[log.session_query] == 1]
     target_sum = np.zeros(data.n_docs)
     shows = np.zeros(data.n_docs)
     np.add.at(target_sum, other.docs, other.clicks * other.positions.astype(float))  # 1/q = position (eta=1)
     np.add.at(shows, other.docs, 1.0)
     rows = shows > 0
     ref = Ridge(alpha=1.0).fit(data.X[rows], target_sum[rows] / shows[rows], sample_weight=shows[rows])
-    np.testing.assert_allclose(ridge.predictions[0], ref.predict(data.X))
-    np.testing.assert_allclose(fitted.predict(data.X), fit_relevance(log, fitted).predictions[0])
+    fold0 = ridge.query_fold[data.query_index] == 0
+    np.testing.assert_allclose(ridge.predictions[fold0], ref.predict(data.X[fold0]))
+    np.testing.assert_allclose(fitted.predict(data.X), fit_relevance(log, fitted).predictions)
 
 
 # ----------------------------------------------------------------------------- Plackett-Luce logger, top-5
@@ -167,7 +168,7 @@ def test_dr_standard_deviation_against_ips_and_snips(setting, top5):
     data, production, target, clicks, c = setting
     stochastic, _ = top5
     truth, _ = _truth(data, target, c)
-    n = 250  # cross-fitting refits the model per log: half the logs, each of twice the sessions
+    n = 250  # the model is refitted per log: half the logs, each of twice the sessions
     ridge = _per_log(stochastic, dr_estimate, target, n_logs=n, relevance_model=Ridge(alpha=1.0), random_state=0)
     ok, mean, se = _within(ridge, truth)
     assert ok, (mean, truth, se)
@@ -282,8 +283,7 @@ def test_intervals_cover_the_truth(setting, iid_logs):
     truth, ratio = _truth(data, target, c)
     # a reasonable relevance model, fitted on an independent log
     other = simulate_clicks(data, production, clicks, n_passes=50, random_state=17)
-    model = fit_relevance(other, Ridge(alpha=1.0), random_state=0)
-    rhat = model.predictions.mean(axis=0)
+    rhat = fit_relevance(other, Ridge(alpha=1.0), random_state=0).predictions
     covered = dict(ips=0, snips=0, dr=0, boot=0)
     for k in range(n_logs):
         log = pool[perm[k * size:(k + 1) * size]]
