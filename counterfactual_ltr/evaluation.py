@@ -469,8 +469,9 @@ def _finish(kind, log, metric, X, W, w, confidence, *, ratio=False, bias_bound=0
     if share > MAX_WEIGHT_SHARE:
         messages.append(f"one click carries {share:.1%} of the summed weights (> {MAX_WEIGHT_SHARE:.0%})")
     if unshown > MAX_UNSHOWN_MASS:
+        who = "only the relevance model speaks for them" if kind == "dr" else "IPS-type estimates cannot see them"
         messages.append(f"{unshown:.1%} of the ranker's metric mass is on documents the log never showed "
-                        f"(> {MAX_UNSHOWN_MASS:.0%}): IPS-type estimates cannot see them")
+                        f"(> {MAX_UNSHOWN_MASS:.0%}): {who}")
     for message in messages:
         warnings.warn(f"{kind}: {message}", EstimateWarning, stacklevel=4)
     return Estimate(float(value), float(stderr), float(value - z * stderr), float(value + z * stderr),
@@ -485,8 +486,8 @@ def _estimate(kind, log, scores_or_ranker, metric, propensity, confidence, metri
         raise TypeError(f"the log must be a ClickLog, got {type(log).__name__}")
     if log.n_sessions == 0:
         raise ValueError("the click log has no sessions")
-    if not (0 < confidence < 1):
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    confidence = check_real(confidence, "confidence", min_value=0.0, max_value=1.0, include_min=False,
+                            include_max=False)
     n_bootstrap = check_int(n_bootstrap, "n_bootstrap", min_value=0)
     model = as_propensity_model(propensity)
     omega = _omega(log, scores_or_ranker, metric, metric_params)
@@ -518,7 +519,6 @@ def _estimate(kind, log, scores_or_ranker, metric, propensity, confidence, metri
 _EXAMPLE = """
     Examples
     --------
-    >>> import warnings
     >>> from click_sim import make_ranking, simulate_clicks, PositionBasedClickModel
     >>> data = make_ranking(n_queries=50, random_state=0)
     >>> log = simulate_clicks(data, data.X[:, 0], PositionBasedClickModel(eta=1, eps_minus=0), 20, random_state=0)
