@@ -8,10 +8,11 @@ from .letor import load_letor
 from .online import OnlineResult, run_online
 from .partitioned import simulate_clicks_partitioned
 from .production import train_production_ranker
+from .stochastic import StochasticRanker
 from .synthetic import make_ranking, make_separable_ranking
 
 __all__ = [
     "RankingDataset", "binarize", "load_letor", "make_ranking", "make_separable_ranking",
     "PositionBasedClickModel", "SwapIntervention", "TopNShuffle", "simulate_clicks", "ClickLog",
-    "train_production_ranker", "run_online", "OnlineResult", "simulate_clicks_partitioned",
+    "train_production_ranker", "run_online", "OnlineResult", "simulate_clicks_partitioned", "StochasticRanker",
 ]

@@ -11,6 +11,7 @@ from counterfactual_ltr._validation import (check_int, check_optional_int, check
                                            check_real)
 from counterfactual_ltr.clicklog import ClickLog
 from counterfactual_ltr.datasets import DEFAULT_RELEVANCE_THRESHOLD, RankingDataset
+from counterfactual_ltr.logging_policy import PlackettLucePolicy, sample_plackett_luce_orders
 from counterfactual_ltr.propensity import PositionBasedPropensity, TabularPropensity, TrustBiasPropensity
 
 __all__ = ["PositionBasedClickModel", "SwapIntervention", "TopNShuffle", "simulate_clicks", "ranker_scores"]
@@ -178,6 +179,11 @@ class SwapIntervention:
     session's ``intervention`` code (0 = not intervened; one-document
     sessions are never swapped).
 
+    The log keeps the logging policy (``log.logging_policy``): the
+    deterministic ranking, or the Plackett-Luce policy of a
+    :class:`click_sim.StochasticRanker`, which samples a fresh ranking for
+    every session.
+
     Parameters
     ----------
     share : float in (0, 1]
@@ -274,20 +280,46 @@ def _logger_shares(shares, n_loggers: int) -> np.ndarray:
     return shares / shares.sum()
 
 
+def _stochastic(ranker) -> bool:
+    """A logger that samples a ranking per session (e.g. ``StochasticRanker``)."""
+    return callable(getattr(ranker, "sample_orders", None))
+
+
 def _serve(ranker, data: RankingDataset, session_query: np.ndarray, max_shown, rng) -> np.ndarray:
     """The rows one logger shows in its sessions, session after session in position order.
 
     A deterministic ranker shows every session of a query the same order, so
-    it is computed once per query. (A stochastic logger would draw an order
-    per session here, with ``rng``.)
+    it is computed once per query; a stochastic one (``StochasticRanker``)
+    draws a Plackett-Luce ranking per session with ``rng`` (Gumbel-max over
+    every session at once).
     """
-    order = order_within_queries(ranker_scores(ranker, data), data.query_offsets)
     items = segment_gather(data.query_offsets, session_query)
-    shown = order[items]
+    lengths = data.query_lengths[session_query]
+    if _stochastic(ranker):
+        scores = ranker.scores(data) / ranker._temperature()
+        shown = items[sample_plackett_luce_orders(scores[items], offsets_from_lengths(lengths), rng)]
+    else:
+        order = order_within_queries(ranker_scores(ranker, data), data.query_offsets)
+        shown = order[items]
     if max_shown is not None:
-        position = items - np.repeat(data.query_offsets[session_query], data.query_lengths[session_query]) + 1
+        position = np.arange(len(items)) - np.repeat(np.cumsum(lengths) - lengths, lengths) + 1
         shown = shown[position <= max_shown]
     return shown
+
+
+def _logging_policy(rankers, data, max_shown, intervention):
+    """What the policy-aware estimator needs: each row's chance of each position under the one logger.
+
+    Kept for a single logger without interventions (a deterministic ranker is a Plackett-Luce
+    policy at temperature 0); a mixture of loggers or a randomised log keeps none, so the
+    policy-aware estimator refuses it rather than use wrong position probabilities.
+    """
+    if len(rankers) != 1 or intervention is not None:
+        return None
+    ranker = rankers[0]
+    if _stochastic(ranker):
+        return ranker.logging_policy(ranker.scores(data), max_shown)
+    return PlackettLucePolicy(ranker_scores(ranker, data), 0.0, max_shown)
 
 
 def simulate_clicks(data: RankingDataset, ranker, click_model: PositionBasedClickModel | None = None,
@@ -315,7 +347,8 @@ def simulate_clicks(data: RankingDataset, ranker, click_model: PositionBasedClic
 
     Parameters
     ----------
-    ranker : object with ``predict(X)``, a callable, an array of scores per row, or a list of these
+    ranker : object with ``predict(X)``, a callable, an array of scores per row, a StochasticRanker,
+        or a list of these
     click_model : PositionBasedClickModel (default eta=1, eps_minus=0.1, eps_plus=1)
     shares : sequence of float, optional
         Share of the sessions served by each ranker of a list.
@@ -387,4 +420,5 @@ def simulate_clicks(data: RankingDataset, ranker, click_model: PositionBasedClic
         relevant = data.y[docs[start:stop]] >= relevance_threshold
         prob = click_model.click_probability(positions[start:stop], relevant)
         clicks[start:stop] = rng.random(stop - start) < prob
-    return ClickLog(data, session_query, offsets, docs, clicks, logger=logger, intervention=codes)
+    return ClickLog(data, session_query, offsets, docs, clicks, logger=logger, intervention=codes,
+                    logging_policy=_logging_policy(rankers, data, max_shown, intervention))

@@ -145,6 +145,10 @@ class ClickLog:
         Randomisation applied to the session: 0 none (default), ``k >= 2`` the
         documents at positions 1 and ``k`` were swapped, ``-n`` the top ``n``
         were shuffled (see ``click_sim.SwapIntervention`` and ``TopNShuffle``).
+    logging_policy : object with ``position_probabilities(data)``, optional
+        How likely the logger was to show each row at each position (see
+        :mod:`counterfactual_ltr.logging_policy`); the policy-aware estimator
+        needs it. Simulated logs carry it; for a real log, give it here.
 
     Examples
     --------
@@ -159,7 +163,7 @@ class ClickLog:
     """
 
     def __init__(self, data: RankingDataset, session_query, session_offsets, docs, clicks, session_ids=None, *,
-                 logger=None, intervention=None):
+                 logger=None, intervention=None, logging_policy=None):
         if not isinstance(data, RankingDataset):
             raise ValueError(f"data must be a RankingDataset, got {type(data).__name__}")
         docs = _index_array(docs, "docs")
@@ -219,6 +223,10 @@ class ClickLog:
         self.session_ids = session_ids
         self.logger = logger
         self.intervention = intervention
+        if logging_policy is not None and not callable(getattr(logging_policy, "position_probabilities", None)):
+            raise ValueError(f"logging_policy must have a position_probabilities(data) method, got "
+                             f"{type(logging_policy).__name__}")
+        self.logging_policy = logging_policy
 
     # ----------------------------------------------------------- sizes
     @property
@@ -297,7 +305,7 @@ class ClickLog:
         lengths = np.diff(self.session_offsets)[index]
         return ClickLog(self.data, self.session_query[index], offsets_from_lengths(lengths), self.docs[items],
                         self.clicks[items], self.session_ids[index], logger=self.logger[index],
-                        intervention=self.intervention[index])
+                        intervention=self.intervention[index], logging_policy=self.logging_policy)
 
     # ---------------------------------------------------------- aggregation
     def aggregate(self, propensity=None) -> ClickAggregate:
@@ -327,7 +335,7 @@ class ClickLog:
         })
 
     @classmethod
-    def from_frame(cls, frame, data: RankingDataset) -> "ClickLog":
+    def from_frame(cls, frame, data: RankingDataset, *, logging_policy=None) -> "ClickLog":
         """Rebuild a log from a frame with columns ``session, qid, doc, position, click``.
 
         ``frame`` is a pandas DataFrame or a mapping of column name to values.
@@ -341,7 +349,8 @@ class ClickLog:
         signed: larger unsigned ids are refused rather than wrapped); ``click``
         holds booleans or the numbers 0 and 1. Missing values are errors. The
         rebuilt log holds the sessions sorted by their ``session`` id, so a
-        frame from ``to_frame()`` round-trips exactly.
+        frame from ``to_frame()`` round-trips exactly. The frame holds no
+        logging policy: give it as ``logging_policy`` (see :class:`ClickLog`).
 
         Examples
         --------
@@ -410,7 +419,8 @@ class ClickLog:
                                  f"holds several values")
             extra[c] = col[starts]
         try:
-            return cls(data, data.query_index[doc[starts]], offsets, doc, click, session_ids=session[starts], **extra)
+            return cls(data, data.query_index[doc[starts]], offsets, doc, click, session_ids=session[starts],
+                       logging_policy=logging_policy, **extra)
         except ValueError as err:  # e.g. a row shown twice: name the session by its id, not its index
             message = re.sub(r"session (\d+)", lambda m: f"session {session[starts[int(m.group(1))]]}", str(err))
             raise ValueError(message) from err
@@ -428,7 +438,7 @@ class ClickLog:
         pq.write_table(table, path, write_page_checksum=True)
 
     @classmethod
-    def read_parquet(cls, path, data: RankingDataset) -> "ClickLog":
+    def read_parquet(cls, path, data: RankingDataset, *, logging_policy=None) -> "ClickLog":
         """Read a log written by :meth:`to_parquet` (or any Parquet file with the same columns).
 
         Page checksums are verified when the file has them. A file that is
@@ -446,7 +456,7 @@ class ClickLog:
         except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError, MemoryError) as err:
             raise ValueError(f"{name}: not a readable Parquet click log ({type(err).__name__}: {err})") from err
         try:
-            return cls.from_frame(frame, data)
+            return cls.from_frame(frame, data, logging_policy=logging_policy)
         except (ValueError, TypeError) as err:
             raise type(err)(f"{name}: {err}") from err
 

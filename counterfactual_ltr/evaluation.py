@@ -1,33 +1,63 @@
-"""Off-policy evaluation of rankers from click logs: IPS and SNIPS.
+"""Off-policy evaluation of rankers from click logs: IPS, SNIPS, clipped IPS, doubly robust, policy-aware.
 
-For a scoring function ``S`` and a log of ``N`` sessions, the IPS estimate
-of an additive metric ``Delta(S) = sum_y m(rank_S(y)) * rel(y)`` is
-(Agarwal et al. 2019, Eq. 5)::
+For a scoring function ``S`` and a log of ``N`` sessions, the target is the
+full-information value of an additive metric, averaged over the logged
+sessions' queries::
 
-    IPS(S)   = (1/N) sum_i X_i,          X_i = sum_{clicks y in session i} m(rank_S(y)) / q_i(y)
+    Delta(S) = (1/N) sum_i sum_{d in q_i} omega(d) R(d),      omega(d) = m(rank_S(d))
 
-unbiased for ``E[Delta(S)]`` whenever every relevant document has a
-positive propensity ``q``. The self-normalised estimate (Swaminathan &
-Joachims 2015) divides by the IPS estimate of the number of relevant
-documents, ``W_i = sum_{clicks y in session i} 1 / q_i(y)``::
+with ``R(d)`` the click-relevance of ``d`` (``P(click | examined)``) and ``m``
+the metric's rank weight in its natural orientation: ``1 / log2(1 + r)`` for
+DCG, ``r`` for average rank (lower is better), ``1[r <= k] / k`` for Prec@k,
+``(1 - p) p^(r - 1)`` for RBP; i.e. minus the risk weights ``lambda`` of
+Table 1 (``r`` itself for AvgRank).
 
-    SNIPS(S) = sum_i X_i / sum_i W_i
+Clicks follow an affine model per position ``k`` (Vardasbi et al., CIKM 2020):
+``P(click | d at k) = alpha_k R(d) + beta_k``; a plain propensity model is
+``alpha = q``, ``beta = 0`` (:func:`~counterfactual_ltr.propensity.affine_parts`),
+so one code path serves position bias and trust bias. Every estimator here is
+the mean over sessions of a per-session value ``X_i``:
 
-which estimates the metric *per relevant document*, e.g. the average over
-relevant documents of ``1 / log2(1 + rank)`` for DCG: a ratio estimator,
-consistent but not unbiased, with much smaller variance.
+* **IPS** (Agarwal et al. 2019, Eq. 5; affine: Vardasbi et al.):
+  ``X_i = sum_{shown d} omega(d) (c(d) - beta_k) / alpha_k``, ``k`` the
+  position of ``d`` in session ``i``. Unbiased when every document with
+  ``omega != 0`` is shown (a top-k cutoff breaks this).
+* **SNIPS** (Swaminathan & Joachims 2015): ``sum_i X_i / sum_i W_i`` with
+  ``W_i = sum_{shown d} (c(d) - beta_k) / alpha_k``: the metric *per relevant
+  document* (a ratio estimator: consistent, not unbiased, smaller variance).
+* **Clipped IPS**: ``alpha_k`` replaced by ``max(alpha_k, tau)``. Since
+  ``E[(c - beta) / max(alpha, tau)] = R alpha / max(alpha, tau)`` and
+  ``0 <= R <= 1``, the bias is at most, in absolute value,
+  ``(1/N) sum_i sum_{shown d, alpha_k < tau} |omega(d)| (1 - alpha_k / tau)``:
+  ``Estimate.bias_bound``, computable from the log alone.
+* **Policy-aware** (Oosterhuis & de Rijke, CIKM 2020): divides by the
+  *expected* slope under the logging policy,
+  ``rho(d) = sum_k P_logger(d at k) alpha_k``:
+  ``X_i = sum_{shown d} omega(d) (c(d) - beta_k) / rho(d)``. Since
+  ``E[c(d) - beta_k(d)] = rho(d) R(d)`` over the logger's rankings (a document
+  not shown has ``c = alpha = beta = 0``), it is unbiased for every document
+  the logger may show, also those a stochastic logger shows only sometimes
+  above a cutoff.
+* **Doubly robust** (Oosterhuis, TOIS 2023): with a relevance model ``R_hat``,
+  ``X_i = sum_{d in q_i} omega(d) R_hat(d)
+  + sum_{shown d} omega(d) (c(d) - beta_k - alpha_k R_hat(d)) / rho(d)``,
+  ``rho`` the expected slope when the log carries its logging policy, else the
+  session's ``alpha_k``. The correction has mean ``omega (R - R_hat)``, so the
+  estimate is unbiased whatever ``R_hat`` (when ``R_hat`` does not depend on
+  the clicks it corrects: a model fitted on the log is cross-fitted over
+  folds of queries, each query's ``R_hat`` coming from a model fitted on the
+  other folds), with less variance when ``R_hat`` is close to ``R``.
 
-``m`` is the metric's rank weight in its natural orientation: ``1 /
-log2(1 + r)`` for DCG, ``r`` for average rank (lower is better),
-``1[r <= k] / k`` for Prec@k, ``(1 - p) p^(r - 1)`` for RBP; i.e. minus the
-risk weights ``lambda`` of Table 1 (``r`` itself for AvgRank).
-
-Confidence intervals are normal approximations: the CLT over sessions for
-IPS and the delta method for SNIPS.
+Every :class:`Estimate` carries diagnostics: the effective sample size and the
+largest share of the click weights, the share of the evaluated ranker's metric
+mass on documents the log never showed, normal intervals (CLT over sessions;
+delta method for SNIPS) and percentile-bootstrap intervals over sessions; an
+:class:`EstimateWarning` is issued when a diagnostic says not to trust the number.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -35,24 +65,48 @@ import numpy as np
 from scipy import stats
 
 from ._segments import rank_within_queries
-from ._validation import check_real
+from ._validation import check_int, check_real
 from .clicklog import ClickLog
-from .propensity import as_propensity_model
+from .propensity import affine_parts, as_propensity_model
 
-__all__ = ["Estimate", "ips_estimate", "snips_estimate", "ips_scorer", "snips_scorer", "metric_weight",
-           "ValidationReport", "validation_report", "true_values",
-           "session_contributions"]
+__all__ = ["Estimate", "EstimateWarning", "ips_estimate", "snips_estimate", "clipped_ips_estimate",
+           "dr_estimate", "policy_aware_estimate", "RelevanceFit", "fit_relevance",
+           "ips_scorer", "snips_scorer", "clipped_ips_scorer", "dr_scorer", "policy_aware_scorer",
+           "metric_weight", "ValidationReport", "validation_report", "true_values", "session_contributions",
+           "ESTIMATORS"]
 
 #: metrics whose estimate is better when lower (scorers negate them)
 LOWER_IS_BETTER = {"avg_rank"}
 
+#: warn below this effective sample size of the click weights
+MIN_ESS = 100.0
+#: warn when one click carries more than this share of the summed click weights
+MAX_WEIGHT_SHARE = 0.05
+#: warn when more than this share of the ranker's metric mass is on documents the log never showed
+MAX_UNSHOWN_MASS = 0.05
+#: warn when the Monte Carlo expected examination of a clicked document has a larger relative error
+MAX_POLICY_ERROR = 0.02
+#: the bootstrap resamples at most this many blocks of sessions (sessions themselves in smaller logs)
+BOOTSTRAP_BLOCKS = 2000
+
+
+class EstimateWarning(UserWarning):
+    """A diagnostic of an off-policy estimate says the number is not to be trusted."""
+
 
 @dataclass(frozen=True)
 class Estimate:
-    """An off-policy estimate with its uncertainty.
+    """An off-policy estimate with its uncertainty and diagnostics.
 
-    ``ess`` is the effective sample size of the click weights,
-    ``(sum w)^2 / sum w^2``; ``max_weight`` the largest ``1/q``.
+    ``ess`` is the effective sample size of the click weights ``w = 1/alpha``
+    (``1/rho`` policy-aware), ``(sum w)^2 / sum w^2``; ``max_weight`` the
+    largest ``w`` and ``max_weight_share`` its share of ``sum w``.
+    ``unshown_mass``: share of the ranker's metric mass ``sum |omega|`` (over
+    the logged sessions' queries) on documents the log never showed.
+    ``ci_low``/``ci_high``: normal interval; ``boot_low``/``boot_high``:
+    percentile bootstrap over sessions (``None`` when not computed).
+    ``bias_bound``: bound on the absolute bias the estimator adds by design
+    (clipping); 0 for the others. ``warnings``: the diagnostics' messages.
     """
 
     value: float
@@ -66,6 +120,12 @@ class Estimate:
     max_weight: float
     estimator: str
     metric: str
+    max_weight_share: float = 0.0
+    unshown_mass: float = 0.0
+    boot_low: float | None = None
+    boot_high: float | None = None
+    bias_bound: float = 0.0
+    warnings: tuple = ()
 
     def __float__(self) -> float:
         return float(self.value)
@@ -89,6 +149,10 @@ def metric_weight(metric="dcg", **params):
     lam = get_lambda(metric, **params)
     sign = 1.0 if metric in LOWER_IS_BETTER else -1.0
     return lambda r: sign * lam.value(np.asarray(r, dtype=np.float64))
+
+
+def _metric_name(metric) -> str:
+    return metric if isinstance(metric, str) else getattr(metric, "__name__", "custom")
 
 
 def _scores_for_log(log: ClickLog, scores_or_ranker) -> np.ndarray:
@@ -115,89 +179,463 @@ def _scores_for_log(log: ClickLog, scores_or_ranker) -> np.ndarray:
     return scores
 
 
-def session_contributions(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=None, **metric_params):
-    """Per-session ``X_i`` (weighted metric) and ``W_i`` (summed ``1/q``), and the click weights."""
+def _omega(log, scores_or_ranker, metric, metric_params) -> np.ndarray:
+    """The evaluated ranker's metric weight ``m(rank_S(d))`` of every data-set row."""
     scores = _scores_for_log(log, scores_or_ranker)
     ranks = rank_within_queries(scores, log.data.query_offsets)
-    clicked = np.flatnonzero(log.clicks)
-    q = log.propensities(as_propensity_model(propensity))[clicked]
-    w = 1.0 / q
-    m = metric_weight(metric, **metric_params)(ranks[log.docs[clicked]])
-    session = log.item_session[clicked]
-    X = np.bincount(session, weights=w * m, minlength=log.n_sessions)
-    W = np.bincount(session, weights=w, minlength=log.n_sessions)
+    omega = np.asarray(metric_weight(metric, **metric_params)(ranks), dtype=np.float64)
+    if omega.shape != ranks.shape or not np.all(np.isfinite(omega)):
+        raise ValueError(f"the metric's rank weights must be finite, one per rank; got shape {omega.shape}")
+    return omega
+
+
+# ----------------------------------------------------------------------------- logging policy and relevance
+
+
+def _expected_alpha(log, model, logging_policy) -> tuple[np.ndarray, float]:
+    """``rho(d) = sum_k P(d at k) alpha_k`` per row, and the largest relative Monte Carlo error."""
+    policy = log.logging_policy if logging_policy is None else logging_policy
+    if policy is None:
+        raise ValueError("the log carries no logging policy (log.logging_policy is None): the policy-aware "
+                         "estimator needs P(document at position) of the logger; give logging_policy=... "
+                         "(e.g. PlackettLucePolicy or PositionProbabilities)")
+    if not callable(getattr(policy, "position_probabilities", None)):
+        raise ValueError(f"logging_policy must have a position_probabilities(data) method, got {type(policy).__name__}")
+    probs = policy.position_probabilities(log.data)
+    K = probs.probabilities.shape[1]
+    alpha = affine_parts(model, np.arange(1, K + 1))[0]
+    rho = probs.expected(alpha)
+    err = probs.expected_stderr(alpha)
+    clicked_rows = log.docs[log.clicks]
+    rel = err[clicked_rows] / np.maximum(rho[clicked_rows], 1e-300)
+    return rho, float(rel.max()) if rel.size else 0.0
+
+
+@dataclass(frozen=True)
+class RelevanceFit:
+    """Predicted click-relevance ``R_hat`` of every data-set row for the doubly robust estimator.
+
+    A model fitted on the log is cross-fitted by query: ``query_fold[q]`` is the
+    fold of query ``q`` (-1: not in the log), and the predictions for its rows
+    come from a model fitted on the other folds' sessions only, so they never
+    saw the clicks they correct.
+    """
+
+    predictions: np.ndarray
+    query_fold: np.ndarray
+    log: ClickLog
+    model: object = None
+
+
+def _check_predictions(pred, n_docs, where) -> np.ndarray:
+    pred = np.asarray(pred, dtype=np.float64)
+    if pred.ndim == 2 and pred.shape[1] == 1:
+        pred = pred[:, 0]
+    if pred.shape != (n_docs,):
+        raise ValueError(f"{where} gave predictions of shape {pred.shape}, expected ({n_docs},) (one per data-set row)")
+    bad = np.flatnonzero(~np.isfinite(pred))
+    if bad.size:
+        raise ValueError(f"{where} predicted a non-finite relevance ({pred[bad[0]]}) for row {bad[0]}")
+    return pred
+
+
+def _predict_relevance(model, X, where) -> np.ndarray:
+    from sklearn.base import is_classifier
+
+    if is_classifier(model) and hasattr(model, "predict_proba"):
+        classes = list(getattr(model, "classes_", []))
+        if 1 not in classes:
+            raise ValueError(f"{where} is a classifier without the class 1 (relevant); classes {classes}")
+        proba = np.asarray(model.predict_proba(X))
+        if proba.ndim != 2 or proba.shape[1] != len(classes):
+            raise ValueError(f"{where}.predict_proba gave shape {proba.shape}, expected ({len(X)}, {len(classes)})")
+        return proba[:, classes.index(1)]
+    return model.predict(X)
+
+
+def _debiased_targets(log, model, session_mask) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows shown in the selected sessions, their mean ``(c - beta) / alpha`` and number of showings."""
+    lengths = np.diff(log.session_offsets)
+    alpha_t, beta_t = affine_parts(model, np.arange(1, max(int(lengths.max(initial=0)), 1) + 1))
+    items = np.flatnonzero(np.repeat(session_mask, lengths))
+    positions = log.positions[items] - 1
+    target = (log.clicks[items] - beta_t[positions]) / alpha_t[positions]
+    n = log.data.n_docs
+    counts = np.bincount(log.docs[items], minlength=n)
+    sums = np.bincount(log.docs[items], weights=target, minlength=n)
+    rows = np.flatnonzero(counts)
+    return rows, sums[rows] / counts[rows], counts[rows].astype(np.float64)
+
+
+def _fit_one(estimator, X, target, weight):
+    from sklearn.base import clone, is_classifier
+
+    est = clone(estimator)
+    if is_classifier(est):
+        # Soft labels: the debiased relevance t in [0, 1] as weights of a positive and a negative copy.
+        t = np.clip(target, 0.0, 1.0)
+        Xd = np.vstack([X, X])
+        yd = np.r_[np.ones(len(X), dtype=int), np.zeros(len(X), dtype=int)]
+        wd = np.r_[weight * t, weight * (1 - t)]
+        keep = wd > 0
+        if np.unique(yd[keep]).size < 2:
+            raise ValueError("the log's debiased relevance is all 0 or all 1: a classifier cannot be fitted; "
+                             "give a regressor or a fixed relevance model")
+        est.fit(Xd[keep], yd[keep], sample_weight=wd[keep])
+    else:
+        try:
+            est.fit(X, target, sample_weight=weight)
+        except TypeError:  # a regressor without sample_weight: each row once
+            est.fit(X, target)
+    return est
+
+
+def fit_relevance(log: ClickLog, relevance_model=None, *, propensity=None, n_folds: int = 2,
+                  random_state=None) -> RelevanceFit:
+    """The doubly robust estimator's relevance predictions for ``log``.
+
+    Parameters
+    ----------
+    relevance_model : None, scikit-learn estimator, callable, array (n_docs,) or RelevanceFit
+        ``None``: a ridge regression on the features. An *unfitted* regressor
+        is fitted, per row, on the mean debiased click ``(c - beta) / alpha``
+        of its showings (weighted by their number); an unfitted classifier on
+        the same values as soft labels. Either is cross-fitted over
+        ``n_folds`` random folds of the log's queries. A *fitted* estimator (its
+        ``predict_proba[:, class 1]`` for a classifier), a callable ``f(X)``
+        or an array of one prediction per data-set row is used as is.
+    propensity : propensity or trust-bias model of the debiased targets
+
+    Examples
+    --------
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> data = make_ranking(n_queries=30, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=5, random_state=0)
+    >>> fit = fit_relevance(log, random_state=0)
+    >>> fit.predictions.shape == (data.n_docs,), sorted(set(fit.query_fold.tolist()))
+    (True, [0, 1])
+    """
+    if isinstance(relevance_model, RelevanceFit):
+        if relevance_model.log is not log:
+            raise ValueError("this RelevanceFit was made for another log; fit it on the log being evaluated")
+        return relevance_model
+    data = log.data
+    no_folds = np.full(data.n_queries, -1, dtype=np.int64)
+    if relevance_model is not None and not hasattr(relevance_model, "fit"):
+        if callable(relevance_model):
+            pred = _check_predictions(relevance_model(data.X), data.n_docs, "the relevance model")
+        else:
+            pred = _check_predictions(relevance_model, data.n_docs, "the relevance array")
+        return RelevanceFit(pred, no_folds, log, relevance_model)
+    from sklearn.exceptions import NotFittedError
+    from sklearn.linear_model import Ridge
+    from sklearn.utils.validation import check_is_fitted
+
+    estimator = Ridge(alpha=1.0) if relevance_model is None else relevance_model
+    try:
+        check_is_fitted(estimator)
+        fitted = True
+    except NotFittedError:
+        fitted = False
+    if fitted:
+        pred = _check_predictions(_predict_relevance(estimator, data.X, "the relevance model"), data.n_docs,
+                                  "the relevance model")
+        return RelevanceFit(pred, no_folds, log, estimator)
+    n_folds = check_int(n_folds, "n_folds", min_value=2)
+    queries = np.unique(log.session_query)
+    if queries.size < n_folds:
+        raise ValueError(f"cross-fitting by query needs at least n_folds={n_folds} queries, the log has {queries.size}")
+    model = as_propensity_model(propensity)
+    query_fold = no_folds.copy()
+    query_fold[queries] = np.random.default_rng(random_state).permutation(queries.size) % n_folds
+    session_fold = query_fold[log.session_query]
+    predictions = np.zeros(data.n_docs)
+    for f in range(n_folds):  # fit on the other folds' sessions, predict this fold's rows
+        rows, target, weight = _debiased_targets(log, model, session_fold != f)
+        est = _fit_one(estimator, data.X[rows], target, weight)
+        mine = data.rows_of(np.flatnonzero(query_fold == f))
+        predictions[mine] = _check_predictions(_predict_relevance(est, data.X[mine], "the relevance model"),
+                                               len(mine), "the relevance model")
+    return RelevanceFit(predictions, query_fold, log, estimator)
+
+
+# ----------------------------------------------------------------------------- the shared computation
+
+
+def _session_terms(log, omega, model, *, rho=None, rhat=None, clip=None):
+    """Per-session ``X_i``, ``W_i``, the click weights and the clipping bias bound (see module docstring).
+
+    ``rho`` (expected slope per data-set row) replaces the session's ``alpha`` as
+    denominator when given; ``rhat`` (relevance per row) adds the doubly robust
+    model terms. Only clicked items enter the IPS part unless ``beta != 0``.
+    """
+    n = log.n_sessions
+    offsets = log.session_offsets
+    lengths = np.diff(offsets)
+    # alpha and beta by position, looked up per item (cheaper than evaluating the model per item)
+    alpha_t, beta_t = affine_parts(model, np.arange(1, max(int(lengths.max(initial=0)), 1) + 1))
+    affine = bool(np.any(beta_t != 0))
+    bias_bound = 0.0
+    denom_t = alpha_t
+    if clip is not None:
+        shortfall = np.clip(1.0 - alpha_t / clip, 0.0, None)
+        if shortfall.any():
+            bias_bound = float(np.dot(np.abs(omega)[log.docs], shortfall[log.positions - 1])) / n
+        denom_t = np.maximum(alpha_t, clip)
+    if affine:
+        session = np.repeat(np.arange(n, dtype=np.int32 if n < 2**31 else np.int64), lengths)
+        positions = log.positions
+        docs, click = log.docs, log.clicks
+    else:
+        items = np.flatnonzero(log.clicks)
+        session = np.searchsorted(offsets, items, side="right") - 1
+        positions = items - offsets[session] + 1
+        docs, click = log.docs[items], np.ones(items.size, dtype=bool)
+    denom = rho[docs] if rho is not None else denom_t[positions - 1]
+    gain = click - beta_t[positions - 1] if affine else click.astype(np.float64)
+    w_sn = gain / denom
+    X = np.bincount(session, weights=omega[docs] * w_sn, minlength=n)
+    W = np.bincount(session, weights=w_sn, minlength=n)
+    if rhat is not None:
+        # + sum_{d in q} omega R_hat - sum_{shown d} omega alpha_k R_hat / rho(d); with the session's own
+        # alpha as denominator the last term is sum_{shown d} omega R_hat (alpha_k / alpha_k = 1).
+        v = omega * rhat
+        X += np.bincount(log.data.query_index, v, minlength=log.data.n_queries)[log.session_query]
+        every = np.repeat(np.arange(n, dtype=np.int32 if n < 2**31 else np.int64), lengths)
+        if rho is None:
+            X -= np.bincount(every, weights=v[log.docs], minlength=n)
+        else:
+            scaled = np.divide(v, rho, out=np.zeros_like(v), where=rho > 0)
+            X -= np.bincount(every, weights=scaled[log.docs] * alpha_t[log.positions - 1], minlength=n)
+    return X, W, 1.0 / denom[click], bias_bound
+
+
+def session_contributions(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=None, **metric_params):
+    """Per-session IPS ``X_i`` (weighted metric) and ``W_i`` (summed ``(c - beta) / alpha``), and the click weights."""
+    omega = _omega(log, scores_or_ranker, metric, metric_params)
+    X, W, w, _ = _session_terms(log, omega, as_propensity_model(propensity))
     return X, W, w
 
 
-def _estimate(kind, log, scores_or_ranker, metric, propensity, confidence, metric_params):
-    if not isinstance(log, ClickLog):
-        raise TypeError(f"log must be a ClickLog, got {type(log).__name__}")
-    if log.n_sessions == 0:
-        raise ValueError("the click log has no sessions")
-    check_real(confidence, "confidence", min_value=0, max_value=1, include_min=False, include_max=False)
-    if log.n_clicks == 0:
-        # Every ranker would score 0 with a zero-width interval: the log says nothing about the ranker.
-        raise ValueError(f"the click log has no clicks ({log.n_sessions} sessions): {kind.upper()} cannot "
-                         "estimate anything from it (every ranker would get 0 with a zero-width interval)")
-    X, W, w = session_contributions(log, scores_or_ranker, metric=metric, propensity=propensity, **metric_params)
+def _unshown_mass(log, omega, shown) -> float:
+    data = log.data
+    mass = np.abs(omega)
+    per_query = np.bincount(data.query_index, mass, minlength=data.n_queries)
+    unshown = np.bincount(data.query_index, mass * ~shown, minlength=data.n_queries)
+    sessions = np.bincount(log.session_query, minlength=data.n_queries)
+    total = float(sessions @ per_query)
+    return float(sessions @ unshown) / total if total > 0 else 0.0
+
+
+def _bootstrap(X, D, confidence, n_bootstrap, rng):
+    """Percentile interval of ``sum X / sum D`` over sessions resampled with replacement.
+
+    Sessions are i.i.d., so sums over random blocks of sessions are too: a log
+    of more than ``BOOTSTRAP_BLOCKS`` sessions is resampled by blocks, which
+    keeps the cost independent of its size.
+    """
+    n = len(X)
+    if n > BOOTSTRAP_BLOCKS:
+        block = rng.permutation(n) % BOOTSTRAP_BLOCKS
+        X = np.bincount(block, weights=X, minlength=BOOTSTRAP_BLOCKS)
+        D = np.bincount(block, weights=D, minlength=BOOTSTRAP_BLOCKS)
+    G = len(X)
+    idx = rng.integers(0, G, size=(n_bootstrap, G))
+    num, den = X[idx].sum(axis=1), D[idx].sum(axis=1)
+    ok = den != 0
+    if not ok.any():
+        return None, None, 0
+    values = num[ok] / den[ok]
+    low, high = np.quantile(values, [0.5 - confidence / 2, 0.5 + confidence / 2])
+    return float(low), float(high), int(np.count_nonzero(~ok))
+
+
+def _finish(kind, log, metric, X, W, w, confidence, *, ratio=False, bias_bound=0.0, unshown=0.0,
+            n_bootstrap=200, random_state=None, extra_warnings=()):
     n = log.n_sessions
-    if kind == "ips":
-        value = X.mean()
-        stderr = X.std(ddof=1) / np.sqrt(n) if n > 1 else np.inf
-    else:
+    if ratio:
         if W.sum() == 0:
             raise ValueError("the click log has no clicks: SNIPS is undefined")
         value = X.sum() / W.sum()
         # Delta method for a ratio of means.
         resid = X - value * W
-        stderr = np.sqrt(np.sum(resid**2) * n / max(n - 1, 1)) / W.sum() if n > 1 else np.inf
+        stderr = np.sqrt(np.sum(resid**2) * n / max(n - 1, 1)) / abs(W.sum()) if n > 1 else np.inf
+    else:
+        value = X.mean()
+        stderr = X.std(ddof=1) / np.sqrt(n) if n > 1 else np.inf
     z = stats.norm.ppf(0.5 + confidence / 2)
+    messages = list(extra_warnings)
+    boot_low = boot_high = None
+    if n_bootstrap:
+        rng = np.random.default_rng(random_state)
+        boot_low, boot_high, failed = _bootstrap(X, W if ratio else np.ones(n), confidence, n_bootstrap, rng)
+        if failed:
+            messages.append(f"{failed} of {n_bootstrap} bootstrap resamples had no clicks and were left out")
     ess = w.sum() ** 2 / np.sum(w**2) if w.size else 0.0
-    name = metric if isinstance(metric, str) else getattr(metric, "__name__", "custom")
+    share = float(w.max() / w.sum()) if w.size else 0.0
+    if ess < MIN_ESS:
+        messages.append(f"effective sample size {ess:.1f} < {MIN_ESS:g}: the estimate rests on few clicks")
+    if share > MAX_WEIGHT_SHARE:
+        messages.append(f"one click carries {share:.1%} of the summed weights (> {MAX_WEIGHT_SHARE:.0%})")
+    if unshown > MAX_UNSHOWN_MASS:
+        who = "only the relevance model speaks for them" if kind == "dr" else "IPS-type estimates cannot see them"
+        messages.append(f"{unshown:.1%} of the ranker's metric mass is on documents the log never showed "
+                        f"(> {MAX_UNSHOWN_MASS:.0%}): {who}")
+    for message in messages:
+        warnings.warn(f"{kind}: {message}", EstimateWarning, stacklevel=4)
     return Estimate(float(value), float(stderr), float(value - z * stderr), float(value + z * stderr),
-                    confidence, n, int(w.size), float(ess), float(w.max()) if w.size else 0.0, kind, name)
+                    confidence, n, int(w.size), float(ess), float(w.max()) if w.size else 0.0, kind,
+                    _metric_name(metric), share, float(unshown), boot_low, boot_high, float(bias_bound),
+                    tuple(messages))
 
 
-def ips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=None, confidence=0.95,
-                 **metric_params) -> Estimate:
-    """IPS estimate of ``metric`` for a ranker (object with ``predict``) or scores per data-set row.
+def _estimate(kind, log, scores_or_ranker, metric, propensity, confidence, metric_params, *, clip=None,
+              relevance_model=None, logging_policy=None, n_folds=2, n_bootstrap=200, random_state=None):
+    if not isinstance(log, ClickLog):
+        raise TypeError(f"the log must be a ClickLog, got {type(log).__name__}")
+    if log.n_sessions == 0:
+        raise ValueError("the click log has no sessions")
+    confidence = check_real(confidence, "confidence", min_value=0.0, max_value=1.0, include_min=False,
+                            include_max=False)
+    if log.n_clicks == 0:
+        # Every ranker would score 0 with a zero-width interval: the log says nothing about the ranker.
+        raise ValueError(f"the click log has no clicks ({log.n_sessions} sessions): {kind.upper()} cannot "
+                         "estimate anything from it (every ranker would get 0 with a zero-width interval)")
+    n_bootstrap = check_int(n_bootstrap, "n_bootstrap", min_value=0)
+    model = as_propensity_model(propensity)
+    omega = _omega(log, scores_or_ranker, metric, metric_params)
+    extra = []
+    rho = None
+    if kind == "policy_aware" or (kind == "dr" and (logging_policy is not None or log.logging_policy is not None)):
+        rho, policy_error = _expected_alpha(log, model, logging_policy)
+        if policy_error > MAX_POLICY_ERROR:
+            extra.append(f"the logging policy's Monte Carlo expected examination has a relative error up to "
+                         f"{policy_error:.1%} on clicked documents (> {MAX_POLICY_ERROR:.0%}): raise its n_samples")
+    if clip is not None:
+        clip = check_real(clip, "clip", min_value=0.0, max_value=1.0, include_min=False)
+    shown = np.bincount(log.docs, minlength=log.data.n_docs) > 0
+    if rho is not None:
+        never = np.flatnonzero(shown & (rho <= 0))
+        if never.size:
+            raise ValueError(f"the log shows row {never[0]}, whose expected examination under the logging policy "
+                             "is 0: the policy does not match the log")
+    rhat = None
+    if kind == "dr":
+        rhat = fit_relevance(log, relevance_model, propensity=model, n_folds=n_folds,
+                             random_state=random_state).predictions
+    X, W, w, bias_bound = _session_terms(log, omega, model, rho=rho, rhat=rhat, clip=clip)
+    unshown = _unshown_mass(log, omega, shown)
+    return _finish(kind, log, metric, X, W, w, confidence, ratio=kind == "snips", bias_bound=bias_bound,
+                   unshown=unshown, n_bootstrap=n_bootstrap, random_state=random_state, extra_warnings=extra)
 
-    A log without any click is a ``ValueError``: every ranker would get 0 with a zero-width interval,
-    a certainty the log does not give (as SNIPS, which is undefined there).
 
+_EXAMPLE = """
     Examples
     --------
     >>> from click_sim import make_ranking, simulate_clicks, PositionBasedClickModel
     >>> data = make_ranking(n_queries=50, random_state=0)
     >>> log = simulate_clicks(data, data.X[:, 0], PositionBasedClickModel(eta=1, eps_minus=0), 20, random_state=0)
-    >>> est = ips_estimate(log, data.X[:, 0], metric="dcg")
-    >>> est.ci_low <= est.value <= est.ci_high
+    >>> est = {call}
+    >>> est.ci_low <= est.value <= est.ci_high and est.boot_low <= est.boot_high
     True
+"""
+
+
+def ips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=None, confidence=0.95,
+                 n_bootstrap=200, random_state=None, **metric_params) -> Estimate:
+    """IPS estimate of ``metric`` for a ranker (object with ``predict``) or scores per data-set row.
+
+    ``propensity``: a propensity model, an ``eta``, or a
+    :class:`~counterfactual_ltr.propensity.TrustBiasPropensity` (affine
+    correction ``(c - beta) / alpha``). ``n_bootstrap`` resamples (0: no
+    bootstrap interval) drawn with ``random_state``. See the module docstring.
+
+    A log without any click is a ``ValueError``: every ranker would get 0 with a zero-width interval,
+    a certainty the log does not give (as SNIPS, which is undefined there).
     """
-    return _estimate("ips", log, scores_or_ranker, metric, propensity, confidence, metric_params)
+    return _estimate("ips", log, scores_or_ranker, metric, propensity, confidence, metric_params,
+                     n_bootstrap=n_bootstrap, random_state=random_state)
 
 
 def snips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=None, confidence=0.95,
-                   **metric_params) -> Estimate:
+                   n_bootstrap=200, random_state=None, **metric_params) -> Estimate:
     """SNIPS estimate (metric per relevant document) of ``metric``; see the module docstring."""
-    return _estimate("snips", log, scores_or_ranker, metric, propensity, confidence, metric_params)
+    return _estimate("snips", log, scores_or_ranker, metric, propensity, confidence, metric_params,
+                     n_bootstrap=n_bootstrap, random_state=random_state)
+
+
+def clipped_ips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=None, confidence=0.95,
+                         clip=0.1, n_bootstrap=200, random_state=None, **metric_params) -> Estimate:
+    """IPS with every ``alpha`` (propensity) floored at ``clip``; ``Estimate.bias_bound`` bounds the bias.
+
+    The weights are at most ``1 / clip``. The bound
+    ``(1/N) sum_i sum_{shown d, alpha < clip} |omega(d)| (1 - alpha / clip)``
+    holds for any relevance in [0, 1]; see the module docstring.
+    """
+    return _estimate("clipped_ips", log, scores_or_ranker, metric, propensity, confidence, metric_params,
+                     clip=clip, n_bootstrap=n_bootstrap, random_state=random_state)
+
+
+def dr_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=None, confidence=0.95,
+                relevance_model=None, n_folds=2, logging_policy=None, n_bootstrap=200, random_state=None,
+                **metric_params) -> Estimate:
+    """Doubly robust estimate (Oosterhuis, TOIS 2023): relevance model plus IPS correction.
+
+    ``relevance_model``: see :func:`fit_relevance` (default: ridge regression
+    on the features, cross-fitted over ``n_folds`` folds of queries drawn with
+    ``random_state``). Divides by the logging policy's expected examination
+    when the log carries its policy (or ``logging_policy`` is given), else by
+    each session's propensity. See the module docstring.
+    """
+    return _estimate("dr", log, scores_or_ranker, metric, propensity, confidence, metric_params,
+                     relevance_model=relevance_model, n_folds=n_folds, logging_policy=logging_policy,
+                     n_bootstrap=n_bootstrap, random_state=random_state)
+
+
+def policy_aware_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=None, confidence=0.95,
+                          logging_policy=None, n_bootstrap=200, random_state=None, **metric_params) -> Estimate:
+    """Policy-aware IPS (Oosterhuis & de Rijke, CIKM 2020): divide by the expected examination under the logger.
+
+    Needs the logging policy: ``log.logging_policy`` (simulated logs carry
+    it) or ``logging_policy=`` (e.g. a
+    :class:`~counterfactual_ltr.logging_policy.PlackettLucePolicy` or
+    :class:`~counterfactual_ltr.logging_policy.PositionProbabilities`);
+    ``ValueError`` without one.
+    """
+    return _estimate("policy_aware", log, scores_or_ranker, metric, propensity, confidence, metric_params,
+                     logging_policy=logging_policy, n_bootstrap=n_bootstrap, random_state=random_state)
+
+
+for _f, _call in ((ips_estimate, 'ips_estimate(log, data.X[:, 0], metric="dcg", random_state=0)'),
+                  (snips_estimate, 'snips_estimate(log, data.X[:, 0], metric="dcg", random_state=0)'),
+                  (clipped_ips_estimate, 'clipped_ips_estimate(log, data.X[:, 0], clip=0.2, random_state=0)'),
+                  (dr_estimate, 'dr_estimate(log, data.X[:, 0], random_state=0)'),
+                  (policy_aware_estimate, 'policy_aware_estimate(log, data.X[:, 0], random_state=0)')):
+    _f.__doc__ += _EXAMPLE.format(call=_call)
+
+#: the estimators by name, as validation reports and scorers use them
+ESTIMATORS = {"ips": ips_estimate, "snips": snips_estimate, "clipped_ips": clipped_ips_estimate,
+              "dr": dr_estimate, "policy_aware": policy_aware_estimate}
 
 
 class _LogScorer:
     """A scikit-learn scorer ``scorer(estimator, log, y=None)`` from a click log."""
 
-    def __init__(self, kind, metric, propensity, metric_params):
+    def __init__(self, kind, metric, propensity, metric_params, options=None):
         self.kind, self.metric, self.propensity, self.metric_params = kind, metric, propensity, metric_params
+        self.options = dict(options or {})
 
     def __call__(self, estimator, X, y=None):
         if not isinstance(X, ClickLog):
-            raise ValueError(f"IPS/SNIPS scorers need a ClickLog as X, got {type(X).__name__} (for NDCG@10 on "
+            raise ValueError(f"{self.kind} scorers need a ClickLog as X, got {type(X).__name__} (for NDCG@10 on "
                              "labelled data use the estimator's score, e.g. search.best_estimator_.score(test))")
-        est = _estimate(self.kind, X, estimator, self.metric, self.propensity, 0.95, self.metric_params)
+        est = _estimate(self.kind, X, estimator, self.metric, self.propensity, 0.95, self.metric_params,
+                        n_bootstrap=0, **self.options)
         return -est.value if self.metric in LOWER_IS_BETTER else est.value
 
     def __repr__(self):
-        return f"{self.kind}_scorer(metric={self.metric!r}, propensity={self.propensity!r})"
+        options = "".join(f", {k}={v!r}" for k, v in self.options.items())
+        return f"{self.kind}_scorer(metric={self.metric!r}, propensity={self.propensity!r}{options})"
 
 
 def ips_scorer(metric="dcg", propensity=None, **metric_params):
@@ -218,16 +656,48 @@ def snips_scorer(metric="dcg", propensity=None, **metric_params):
     return _LogScorer("snips", metric, propensity, metric_params)
 
 
+def clipped_ips_scorer(metric="dcg", propensity=None, clip=0.1, **metric_params):
+    """Scorer of the clipped IPS estimate (greater is better; average rank is negated).
+
+    >>> clipped_ips_scorer("dcg", clip=0.2)
+    clipped_ips_scorer(metric='dcg', propensity=None, clip=0.2)
+    """
+    return _LogScorer("clipped_ips", metric, propensity, metric_params, {"clip": clip})
+
+
+def dr_scorer(metric="dcg", propensity=None, relevance_model=None, n_folds=2, random_state=None, **metric_params):
+    """Scorer of the doubly robust estimate (the relevance model is fitted on each scored log; greater is better).
+
+    >>> dr_scorer("dcg", random_state=0)
+    dr_scorer(metric='dcg', propensity=None, relevance_model=None, n_folds=2, random_state=0)
+    """
+    return _LogScorer("dr", metric, propensity, metric_params,
+                      {"relevance_model": relevance_model, "n_folds": n_folds, "random_state": random_state})
+
+
+def policy_aware_scorer(metric="dcg", propensity=None, logging_policy=None, **metric_params):
+    """Scorer of the policy-aware estimate (the log's own logging policy unless one is given; greater is better).
+
+    >>> policy_aware_scorer("dcg")
+    policy_aware_scorer(metric='dcg', propensity=None, logging_policy=None)
+    """
+    return _LogScorer("policy_aware", metric, propensity, metric_params, {"logging_policy": logging_policy})
+
+
 # ----------------------------------------------------------------------------- validation report
+
+_LABELS = {"ips": "IPS", "snips": "SNIPS", "clipped_ips": "clipped IPS", "dr": "DR", "policy_aware": "policy-aware"}
+
 
 @dataclass
 class ValidationReport:
-    """IPS/SNIPS estimates of several rankers on one validation log, beside the truth when known.
+    """Every estimator's estimate of several rankers on one validation log, with diagnostics.
 
-    ``rows`` holds one dict per ranker with, per metric, the IPS and SNIPS
-    :class:`Estimate` and (when full labels were given) the true value of
-    what each estimator targets: the per-session mean for IPS, the
-    per-relevant-document mean for SNIPS.
+    ``rows`` holds one dict per ranker: ``row[metric][estimator]`` is an
+    :class:`Estimate` for every name in ``estimators`` and, when full labels
+    were given, ``row[metric]["true"]`` the true value each estimator targets
+    (``"ips"``: per session, which IPS, clipped IPS, DR and policy-aware
+    estimate; ``"snips"``: per relevant document).
     """
 
     rows: list
@@ -236,6 +706,7 @@ class ValidationReport:
     n_sessions: int
     n_clicks: int
     propensity: str
+    estimators: tuple = ("ips", "snips")
 
     def best(self, metric: str = "dcg", estimator: str = "snips") -> str:
         """Name of the ranker with the best estimate (highest; lowest for average rank)."""
@@ -243,37 +714,59 @@ class ValidationReport:
         pick = int(np.argmin(values) if metric in LOWER_IS_BETTER else np.argmax(values))
         return self.rows[pick]["name"]
 
-    def to_markdown(self) -> str:
+    def _table(self, metric):
+        """Header and rows (lists of strings) of one metric's table."""
         pct = int(round(self.confidence * 100))
-        lines = [f"Validation log: {self.n_sessions} sessions, {self.n_clicks} clicks; propensities {self.propensity}; "
-                 f"{pct}% normal confidence intervals.", ""]
-        for metric in self.metrics:
-            direction = "lower is better" if metric in LOWER_IS_BETTER else "higher is better"
-            has_truth = any("true" in r[metric] for r in self.rows)
-            header = f"| ranker | IPS {metric} | {pct}% CI | SNIPS {metric} | {pct}% CI | ESS | max 1/q |"
-            if has_truth:
-                header += " true (per session) | true (per relevant doc) |"
-            lines += [f"**{metric}** ({direction})", "", header, "|" + "---|" * (header.count("|") - 1)]
-            for r in self.rows:
-                ips, snips = r[metric]["ips"], r[metric]["snips"]
-                line = (f"| {r['name']} | {ips.value:.4f} | [{ips.ci_low:.4f}, {ips.ci_high:.4f}] | {snips.value:.4f} | "
-                        f"[{snips.ci_low:.4f}, {snips.ci_high:.4f}] | {snips.ess:.0f} | {snips.max_weight:.1f} |")
+        has_truth = any("true" in r[metric] for r in self.rows)
+        header = ["ranker", "estimator", metric, f"{pct}% CI (normal)", f"{pct}% CI (bootstrap)", "ESS",
+                  "max weight share", "unshown mass", "bias bound"] + (["true"] if has_truth else []) + ["warnings"]
+        lines = []
+        for r in self.rows:
+            for kind in self.estimators:
+                e = r[metric][kind]
+                boot = "-" if e.boot_low is None else f"[{e.boot_low:.4f}, {e.boot_high:.4f}]"
+                line = [r["name"], _LABELS.get(kind, kind), f"{e.value:.4f}", f"[{e.ci_low:.4f}, {e.ci_high:.4f}]",
+                        boot, f"{e.ess:.0f}", f"{e.max_weight_share:.3f}", f"{e.unshown_mass:.3f}",
+                        f"{e.bias_bound:.4f}"]
                 if has_truth:
                     t = r[metric].get("true", {})
-                    line += f" {t.get('ips', float('nan')):.4f} | {t.get('snips', float('nan')):.4f} |"
+                    target = "snips" if kind == "snips" else "ips"
+                    line.append(f"{t[target]:.4f}" if target in t else "-")
+                line.append("; ".join(e.warnings) if e.warnings else "")
                 lines.append(line)
-            best = self.best(metric)
-            lines += ["", f"Best by SNIPS {metric}: **{best}**", ""]
-        return "\n".join(lines)
+        return header, lines
+
+    def to_markdown(self) -> str:
+        pct = int(round(self.confidence * 100))
+        out = [f"Validation log: {self.n_sessions} sessions, {self.n_clicks} clicks; propensities {self.propensity}; "
+               f"{pct}% normal and percentile-bootstrap intervals.", ""]
+        for metric in self.metrics:
+            direction = "lower is better" if metric in LOWER_IS_BETTER else "higher is better"
+            header, lines = self._table(metric)
+            out += [f"**{metric}** ({direction})", "", "| " + " | ".join(header) + " |",
+                    "|" + "---|" * len(header)]
+            out += ["| " + " | ".join(line) + " |" for line in lines]
+            pick = "snips" if "snips" in self.estimators else self.estimators[0]
+            out += ["", f"Best by {_LABELS.get(pick, pick)} {metric}: **{self.best(metric, pick)}**", ""]
+        return "\n".join(out)
 
     def to_html(self) -> str:
-        """A minimal HTML page of the report (tables as preformatted Markdown)."""
+        """The report as an HTML page: one table per metric."""
         import html
 
-        return f"<html><body><pre>{html.escape(self.to_markdown())}</pre></body></html>"
+        parts = [f"<html><body><p>Validation log: {self.n_sessions} sessions, {self.n_clicks} clicks; "
+                 f"propensities {html.escape(self.propensity)}.</p>"]
+        for metric in self.metrics:
+            header, lines = self._table(metric)
+            parts.append(f"<h3>{html.escape(metric)}</h3><table border='1'><tr>"
+                         + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>")
+            parts += ["<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in line) + "</tr>" for line in lines]
+            parts.append("</table>")
+        parts.append("</body></html>")
+        return "\n".join(parts)
 
     def plot(self, path=None, metric: str = "dcg"):
-        """Error-bar figure of IPS and SNIPS with their intervals (and the truth when known)."""
+        """Error-bar figure, one panel per estimator: normal and bootstrap intervals (and the truth when known)."""
         import matplotlib
 
         matplotlib.use("Agg")
@@ -281,18 +774,22 @@ class ValidationReport:
 
         names = [r["name"] for r in self.rows]
         x = np.arange(len(names))
-        fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
-        for ax, kind in zip(axes, ("ips", "snips")):
+        fig, axes = plt.subplots(1, len(self.estimators), figsize=(3.6 * len(self.estimators), 3.5), squeeze=False)
+        for ax, kind in zip(axes[0], self.estimators):
             est = [r[metric][kind] for r in self.rows]
             vals = np.array([e.value for e in est])
             err = np.array([[e.value - e.ci_low for e in est], [e.ci_high - e.value for e in est]])
-            ax.errorbar(x, vals, yerr=err, fmt="o", capsize=4, label=f"{kind.upper()} estimate")
-            truth = [r[metric].get("true", {}).get(kind) for r in self.rows]
+            ax.errorbar(x - 0.1, vals, yerr=err, fmt="o", capsize=4, label="estimate, normal CI")
+            if all(e.boot_low is not None for e in est):
+                berr = np.array([[e.value - e.boot_low for e in est], [e.boot_high - e.value for e in est]])
+                ax.errorbar(x + 0.1, vals, yerr=np.maximum(berr, 0), fmt="s", capsize=4, label="bootstrap CI")
+            target = "snips" if kind == "snips" else "ips"
+            truth = [r[metric].get("true", {}).get(target) for r in self.rows]
             if all(t is not None for t in truth):
                 ax.plot(x, truth, "x", color="k", label="true value")
             ax.set_xticks(x, names, rotation=30, ha="right")
-            ax.set_title(f"{kind.upper()} {metric}")
-            ax.legend(fontsize=8)
+            ax.set_title(f"{_LABELS.get(kind, kind)} {metric}")
+            ax.legend(fontsize=7)
         fig.tight_layout()
         if path is not None:
             fig.savefig(path, dpi=110)
@@ -301,8 +798,9 @@ class ValidationReport:
 
 
 def validation_report(rankers: dict, log: ClickLog, *, propensity=None, metrics=("dcg", "avg_rank"),
-                      confidence: float = 0.95, true_relevance=None) -> ValidationReport:
-    """Estimate every ranker on a validation click log: what a user reads to pick ``C``.
+                      confidence: float = 0.95, true_relevance=None, estimators=None, clip=0.1,
+                      relevance_model=None, n_bootstrap=200, random_state=None) -> ValidationReport:
+    """Estimate every ranker on a validation click log with every estimator: what a user reads to pick ``C``.
 
     Parameters
     ----------
@@ -312,33 +810,51 @@ def validation_report(rankers: dict, log: ClickLog, *, propensity=None, metrics=
         Click-relevance of every data-set row when it is known (simulation):
         ``P(click | examined)``, e.g. binarised labels for a noiseless click
         model. The report then shows the true value each estimator targets.
+    estimators : sequence of names of :data:`ESTIMATORS`, optional
+        Default: all, ``"policy_aware"`` only when the log carries its logging policy.
+    clip, relevance_model : options of clipped IPS and DR (the relevance
+        model is fitted once, cross-fitted, and shared by every ranker).
+    n_bootstrap, random_state : bootstrap intervals (and DR's folds).
 
     Examples
     --------
+    >>> import warnings
     >>> from click_sim import make_ranking, simulate_clicks
     >>> data = make_ranking(n_queries=40, random_state=0)
     >>> log = simulate_clicks(data, data.X[:, 0], n_passes=5, random_state=0)
-    >>> report = validation_report({"f0": data.X[:, 0], "f1": data.X[:, 1]}, log)
-    >>> report.best("dcg") in ("f0", "f1")
-    True
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     report = validation_report({"f0": data.X[:, 0], "f1": data.X[:, 1]}, log, random_state=0)
+    >>> report.best("dcg") in ("f0", "f1"), report.estimators
+    (True, ('ips', 'snips', 'clipped_ips', 'dr', 'policy_aware'))
     """
     if not isinstance(rankers, Mapping) or len(rankers) == 0:
         raise ValueError(f"rankers must be a non-empty dict of name -> ranker or scores, got {rankers!r:.80}")
     if isinstance(metrics, str) or len(metrics) == 0:
         raise ValueError(f"metrics must be a non-empty sequence of metric names, got {metrics!r}")
+    if estimators is None:
+        estimators = [k for k in ESTIMATORS if k != "policy_aware" or log.logging_policy is not None]
+    estimators = tuple(estimators)
+    unknown = [k for k in estimators if k not in ESTIMATORS]
+    if unknown or not estimators:
+        raise ValueError(f"unknown estimators {unknown}; choose from {sorted(ESTIMATORS)}")
     model = as_propensity_model(propensity)
+    options = {"clipped_ips": {"clip": clip}, "dr": {}}
+    if "dr" in estimators:
+        options["dr"]["relevance_model"] = fit_relevance(log, relevance_model, propensity=model,
+                                                         random_state=random_state)
     rows = []
     for name, ranker in rankers.items():
         row = {"name": name}
         for metric in metrics:
-            row[metric] = {
-                "ips": ips_estimate(log, ranker, metric=metric, propensity=model, confidence=confidence),
-                "snips": snips_estimate(log, ranker, metric=metric, propensity=model, confidence=confidence),
-            }
+            row[metric] = {kind: ESTIMATORS[kind](log, ranker, metric=metric, propensity=model, confidence=confidence,
+                                                  n_bootstrap=n_bootstrap, random_state=random_state,
+                                                  **options.get(kind, {}))
+                           for kind in estimators}
             if true_relevance is not None:
                 row[metric]["true"] = true_values(log, ranker, true_relevance, metric=metric)
         rows.append(row)
-    return ValidationReport(rows, tuple(metrics), confidence, log.n_sessions, log.n_clicks, repr(model))
+    return ValidationReport(rows, tuple(metrics), confidence, log.n_sessions, log.n_clicks, repr(model), estimators)
 
 
 def true_values(log: ClickLog, scores_or_ranker, relevance, *, metric="dcg", **metric_params) -> dict:

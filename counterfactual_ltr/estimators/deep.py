@@ -586,4 +586,4 @@ class _Validator:
 
         scores = np.zeros(self.log.data.n_docs)
         scores[self.rows] = _predict_chunked(model, self.X)
-        return snips_estimate(self.log, scores, metric=self.metric, propensity=self.propensity).value
+        return snips_estimate(self.log, scores, metric=self.metric, propensity=self.propensity, n_bootstrap=0).value
