@@ -41,6 +41,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._segments import segment_gather, within_query_pairs
 from ..clicklog import ClickLog
+from ..constrained import feasible_set, solve_constrained_hinge
 from ..datasets import RankingDataset
 from ..propensity import as_propensity_model
 from ..solvers import solve_pairwise_hinge
@@ -80,7 +81,30 @@ def click_pairs(data: RankingDataset, weights: np.ndarray):
 
 
 class _LinearRanker(BaseEstimator):
-    """Shared ``predict`` of the linear rankers."""
+    """Shared ``predict`` of the linear rankers, and their choice of solver.
+
+    Constraint options (all four SVMs): ``monotone_constraints`` (-1/0/+1 per
+    feature, or ``{feature index: sign}``), ``bounds`` ``(lower, upper)``,
+    ``penalty`` (``"l2"``, ``"l1"``, ``"elasticnet"`` with ``l1_ratio``),
+    ``constraints`` (``w -> list of cvxpy constraints``) and ``solver``
+    (``"auto"``: the Newton solver for the unconstrained L2 problem, the
+    cutting-plane method of :mod:`counterfactual_ltr.constrained` otherwise;
+    ``"newton"``, ``"cutting_plane"``, ``"cvxpy"``). They are checked before
+    any solving (see :func:`~counterfactual_ltr.constrained.feasible_set`).
+    """
+
+    def _feasible_set(self, n_features):
+        return feasible_set(n_features, monotone_constraints=self.monotone_constraints, bounds=self.bounds,
+                            penalty=self.penalty, l1_ratio=self.l1_ratio, constraints=self.constraints,
+                            solver=self.solver)
+
+    def _solve(self, fs, X, i, j, c, C, *, w0=None, warm=None, tol):
+        """Today's Newton solver for unconstrained L2 (unchanged call), else the constrained solvers."""
+        if fs.method == "newton":
+            return solve_pairwise_hinge(X, i, j, c, C, w0=w0, tol=tol, max_iter=self.max_iter)
+        warm_points = getattr(warm, "support_points", None)
+        return solve_constrained_hinge(X, i, j, c, C, feasible=fs, method=fs.method, w0=w0,
+                                       warm_points=warm_points, tol=tol, max_iter=self.max_iter)
 
     def predict(self, X):
         """Scores ``X @ coef_`` (higher is better); ``X`` may also be a RankingDataset or ClickLog."""
@@ -112,10 +136,17 @@ class RankSVM(_LinearRanker):
     True
     """
 
-    def __init__(self, C: float = 1.0, tol: float = 1e-6, max_iter: int = 1000):
+    def __init__(self, C: float = 1.0, tol: float = 1e-6, max_iter: int = 1000, *, monotone_constraints=None,
+                 bounds=None, penalty: str = "l2", l1_ratio: float = 0.5, constraints=None, solver: str = "auto"):
         self.C = C
         self.tol = tol
         self.max_iter = max_iter
+        self.monotone_constraints = monotone_constraints
+        self.bounds = bounds
+        self.penalty = penalty
+        self.l1_ratio = l1_ratio
+        self.constraints = constraints
+        self.solver = solver
 
     def fit(self, X, y=None, qid=None):
         C = _check_C(self.C)
@@ -133,7 +164,8 @@ class RankSVM(_LinearRanker):
             if i.size == 0:
                 raise ValueError("no pair of documents with different grades in the same query")
             Xl, w, scale = data.X, np.ones(i.size), data.n_queries
-        result = solve_pairwise_hinge(Xl, i, j, w, C / scale, tol=self.tol, max_iter=self.max_iter)
+        fs = self._feasible_set(Xl.shape[1])
+        result = self._solve(fs, Xl, i, j, w, C / scale, tol=self.tol)
         self.coef_ = result.coef
         self.n_iter_ = result.n_iter
         self.objective_ = result.objective
@@ -178,6 +210,7 @@ class _PropensitySVM(_LinearRanker):
     def fit(self, log, y=None):
         lam = self._lambda()
         C_n, agg, Xl, i, j, w, owner, clicked = self._prepare(log)
+        fs = self._feasible_set(Xl.shape[1])
         W = agg.weights[clicked]
         linear = lam.concave is True and lam.convex is True  # affine lambda: one QP
         if not linear and lam.concave is not True:
@@ -187,7 +220,7 @@ class _PropensitySVM(_LinearRanker):
             raise ValueError(f"max_ccp_iter must be >= 1, got {max_ccp}")
         coef = np.zeros(Xl.shape[1])
         history, snips_history, iters, seconds, tols = [], [], [], [], []
-        history.append(self._objective(coef, Xl, i, j, owner, W, lam, C_n))
+        history.append(self._objective(coef, Xl, i, j, owner, W, lam, C_n, fs))
         converged_ccp = False
         inner_tol = self.solver_tol
         if max_ccp > 1:  # a lone step is solved exactly; a first step of many only loosely
@@ -198,12 +231,12 @@ class _PropensitySVM(_LinearRanker):
             pair_w = (W * lam.derivative(1.0 + H))[owner]
             tols.append(inner_tol)
             t0 = time.perf_counter()
-            result = solve_pairwise_hinge(Xl, i, j, pair_w, C_n, w0=coef if iters else None, tol=inner_tol,
-                                          max_iter=self.max_iter)
+            result = self._solve(fs, Xl, i, j, pair_w, C_n, w0=coef if iters else None,
+                                 warm=result if iters else None, tol=inner_tol)
             seconds.append(time.perf_counter() - t0)
             coef = result.coef
             iters.append(result.n_iter)
-            objective = self._objective(coef, Xl, i, j, owner, W, lam, C_n)
+            objective = self._objective(coef, Xl, i, j, owner, W, lam, C_n, fs)
             snips_history.append(self._train_snips(coef, agg, lam))
             previous = history[-1]
             history.append(objective)
@@ -235,9 +268,9 @@ class _PropensitySVM(_LinearRanker):
         self.n_features_in_ = Xl.shape[1]
         return self
 
-    def _objective(self, coef, Xl, i, j, owner, W, lam, C_n):
+    def _objective(self, coef, Xl, i, j, owner, W, lam, C_n, fs):
         H = self._bound(Xl @ coef, i, j, owner, len(W))
-        return 0.5 * float(coef @ coef) + C_n * float(np.sum(W * lam.value(1.0 + H)))
+        return fs.penalty(coef) + C_n * float(np.sum(W * lam.value(1.0 + H)))
 
     def _train_snips(self, coef, agg, lam):
         """SNIPS estimate of the metric on the training clicks (metric per relevant document)."""
@@ -269,11 +302,19 @@ class SVMPropRank(_PropensitySVM):
 
     _metric = "avg_rank"
 
-    def __init__(self, C: float = 1.0, propensity=None, solver_tol: float = 1e-6, max_iter: int = 1000):
+    def __init__(self, C: float = 1.0, propensity=None, solver_tol: float = 1e-6, max_iter: int = 1000, *,
+                 monotone_constraints=None, bounds=None, penalty: str = "l2", l1_ratio: float = 0.5,
+                 constraints=None, solver: str = "auto"):
         self.C = C
         self.propensity = propensity
         self.solver_tol = solver_tol
         self.max_iter = max_iter
+        self.monotone_constraints = monotone_constraints
+        self.bounds = bounds
+        self.penalty = penalty
+        self.l1_ratio = l1_ratio
+        self.constraints = constraints
+        self.solver = solver
 
     tol = 0.0
     max_ccp_iter = 1
@@ -303,13 +344,20 @@ class SVMPropDCG(_PropensitySVM):
     _metric = "dcg"
 
     def __init__(self, C: float = 1.0, propensity=None, max_ccp_iter: int = 50, tol: float = 1e-3,
-                 solver_tol: float = 1e-6, max_iter: int = 1000):
+                 solver_tol: float = 1e-6, max_iter: int = 1000, *, monotone_constraints=None, bounds=None,
+                 penalty: str = "l2", l1_ratio: float = 0.5, constraints=None, solver: str = "auto"):
         self.C = C
         self.propensity = propensity
         self.max_ccp_iter = max_ccp_iter
         self.tol = tol
         self.solver_tol = solver_tol
         self.max_iter = max_iter
+        self.monotone_constraints = monotone_constraints
+        self.bounds = bounds
+        self.penalty = penalty
+        self.l1_ratio = l1_ratio
+        self.constraints = constraints
+        self.solver = solver
 
 
 class SVMPropRBP(SVMPropDCG):
@@ -318,9 +366,12 @@ class SVMPropRBP(SVMPropDCG):
     _metric = "rbp"
 
     def __init__(self, C: float = 1.0, p: float = 0.8, propensity=None, max_ccp_iter: int = 50,
-                 tol: float = 1e-3, solver_tol: float = 1e-6, max_iter: int = 1000):
+                 tol: float = 1e-3, solver_tol: float = 1e-6, max_iter: int = 1000, *, monotone_constraints=None,
+                 bounds=None, penalty: str = "l2", l1_ratio: float = 0.5, constraints=None, solver: str = "auto"):
         super().__init__(C=C, propensity=propensity, max_ccp_iter=max_ccp_iter, tol=tol,
-                         solver_tol=solver_tol, max_iter=max_iter)
+                         solver_tol=solver_tol, max_iter=max_iter, monotone_constraints=monotone_constraints,
+                         bounds=bounds, penalty=penalty, l1_ratio=l1_ratio, constraints=constraints,
+                         solver=solver)
         self.p = p
 
     def _metric_params(self):
