@@ -68,6 +68,8 @@ SOLVERS = ("auto", "newton", "cutting_plane", "cvxpy")
 _OSQP_EPS, _OSQP_MAX_ITER, _CLARABEL_TOL = 1e-7, 4000, 1e-10
 # OCAS: the next plane is taken this far from the best point towards the master solution.
 _OCAS_MU = 0.1
+# L1: weights below this share of the largest are tried at exactly zero at the end.
+_SPARSE_ROUNDING = 1e-6
 # Planes whose multiplier stayed zero this many iterations leave the master.
 _IDLE_PLANES = 50
 
@@ -327,6 +329,7 @@ def _box_min(g, lower, upper, rho):
     with np.errstate(invalid="ignore"):
         terms = rho * np.abs(w) + 0.5 * (1.0 - rho) * w * w + g * w
     terms[w == 0] = 0.0
+    terms[np.isinf(w)] = -np.inf                  # L1 with a slope steeper than 1 towards a free side
     return float(terms.sum())
 
 
@@ -434,17 +437,35 @@ class _BoxMaster:
                      eps_abs=_OSQP_EPS, eps_rel=_OSQP_EPS, max_iter=_OSQP_MAX_ITER, polishing=True,
                      verbose=False)
         if self.x is not None and self.x.size == nv:
-            m = Acon.shape[0]
-            y = np.zeros(m)
-            k_old = min(self.k_old, K)
-            y[:k_old] = self.y[:k_old]
-            y[K:] = self.y[self.k_old:][:m - K]
+            # Multipliers carry over when the master only gained the newest plane.
+            y = None
+            if self.y is not None and self.y.size + 1 == Acon.shape[0] and self.k_old + 1 == K:
+                y = np.r_[self.y[:self.k_old], 0.0, self.y[self.k_old:]]
             solver.warm_start(x=self.x, y=y)
         res = solver.solve(raise_error=False)
-        if res.x is None or not np.all(np.isfinite(res.x)) or res.y is None:
-            return None, np.zeros(K)
+        if res.info.status_val not in (1, 2) or not np.all(np.isfinite(res.x)) or not np.all(np.isfinite(res.y)):
+            # ADMM can stall on a badly scaled master; the interior-point solver does not.
+            return self._solve_clarabel(Pm, q, Acon, np.concatenate(lo), np.concatenate(hi), K)
         self.x, self.y, self.k_old = res.x, res.y, K
         return self.fs.project(res.x[:d]), np.maximum(res.y[:K], 0.0)
+
+    def _solve_clarabel(self, Pm, q, Acon, lo, hi, K):
+        import clarabel
+
+        # Clarabel wants A x + s = b, s >= 0: one row per finite side of l <= A x <= u.
+        up, dn = np.isfinite(hi), np.isfinite(lo)
+        A_ub = sp.vstack([Acon[up], -Acon[dn]], format="csc")
+        settings = clarabel.DefaultSettings()
+        settings.verbose = False
+        settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = _CLARABEL_TOL
+        cones = [clarabel.NonnegativeConeT(A_ub.shape[0])]
+        sol = clarabel.DefaultSolver(sp.triu(Pm, format="csc"), q, A_ub, np.r_[hi[up], -lo[dn]], cones,
+                                     settings).solve()
+        x, z = np.asarray(sol.x), np.asarray(sol.z)
+        self.x = self.y = None
+        if x.size == 0 or not np.all(np.isfinite(x)):
+            return None, np.zeros(K)
+        return self.fs.project(x[:self.d]), np.maximum(z[:K], 0.0)   # plane rows: first, upper sides
 
     def _solve_lp(self, Acon, lo, hi, q, K):
         from scipy.optimize import linprog
@@ -607,7 +628,7 @@ def _cutting_plane(X, i, j, c, C, margin, fs, w, warm_points, tol, max_iter, ver
             converged = True
             break
         it += 1
-        if it > max_iter or w_c is None:
+        if it >= max_iter or w_c is None:
             break
         # OCAS step: exact line search from the best point towards the master solution, then a
         # plane near the new best point. Along w + t u the hinge arguments are z - t delta, so
@@ -638,8 +659,19 @@ def _cutting_plane(X, i, j, c, C, margin, fs, w, warm_points, tol, max_iter, ver
     # objective is recomputed from scratch at the returned point.
     if fs.is_box:
         best_w = fs.project(best_w)
-    z = hinge_args(best_w)
-    P = _penalty(best_w, rho) + float(np.dot(Cc, np.maximum(z, 0.0)))
+    objective = lambda v: _penalty(v, rho) + float(np.dot(Cc, np.maximum(hinge_args(v), 0.0)))  # noqa: E731
+    P = objective(best_w)
+    if rho > 0:
+        # A sparse model should have exact zeros: the best point is a mix of master solutions, so
+        # weights that are zero at the optimum may be tiny instead. Zero them when the result is
+        # still certified to the tolerance (and feasible: 0 inside the box).
+        tiny = (np.abs(best_w) <= _SPARSE_ROUNDING * np.abs(best_w).max()) & (best_w != 0)
+        tiny &= (fs.lower <= 0) & (fs.upper >= 0)
+        if tiny.any() and fs.is_box:
+            sparse = np.where(tiny, 0.0, best_w)
+            P_sparse = objective(sparse)
+            if P_sparse - best_D <= tol * max(1.0, abs(P_sparse)) or P_sparse <= P:
+                best_w, P = sparse, P_sparse
     converged = converged and P - best_D <= tol * max(1.0, abs(P))
     result = _finish("solve_constrained_hinge", best_w, P, best_D, it, converged, history, tol)
     return ConstrainedResult(**vars(result), support_points=support)
