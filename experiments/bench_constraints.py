@@ -139,7 +139,7 @@ def main(argv=None):
     log = simulate_clicks(train, production, PositionBasedClickModel(1.0, 0.1, 1.0), n_passes=100, random_state=0)
     print(f"data: {name}, train {train}, {log.n_clicks} clicks (100 passes)")
     price_of_constraints(log, test, args.C, 1 if args.quick else args.repeats, train.X.shape[1])
-    l1_path(log, test, (1.0, 10.0) if args.quick else (1.0, 10.0, 100.0, 1000.0))
+    l1_path(log, test, (100.0,) if args.quick else (10.0, 100.0, 1000.0))
     if not args.skip_letor:
         letor_size("quick-letor" if args.quick else "letor", (10.0,) if args.quick else (1.0, 10.0, 100.0))
 
