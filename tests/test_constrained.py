@@ -301,3 +301,12 @@ def test_cvxpy_is_imported_only_on_the_cvxpy_path():
             "bounds=(-1, 1), penalty='l1').fit(log); print('cvxpy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_doctests():
+    import doctest
+
+    import counterfactual_ltr.constrained as module
+
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

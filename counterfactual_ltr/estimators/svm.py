@@ -2,7 +2,10 @@
 
 All of them minimise ``0.5 ||w||^2 + C * (loss)`` where the loss is built
 from weighted pairwise hinges ``max(0, 1 - w.(x_i - x_j))``, solved exactly
-by :func:`counterfactual_ltr.solvers.solve_pairwise_hinge`.
+by :func:`counterfactual_ltr.solvers.solve_pairwise_hinge`. With constraints
+(``monotone_constraints``, ``bounds``, ``constraints``) or an L1 / elastic-net
+``penalty`` the same loss is minimised over the feasible set by
+:func:`counterfactual_ltr.constrained.solve_constrained_hinge`.
 
 * :class:`RankSVM`: pairs of documents with different grades in a query,
   loss averaged over queries (``C / n_queries``), as svm_rank does. Fitted on
@@ -338,6 +341,12 @@ class SVMPropDCG(_PropensitySVM):
     >>> log = simulate_clicks(data, data.X[:, 0], n_passes=5, random_state=0)
     >>> model = SVMPropDCG(C=1.0).fit(log)
     >>> bool(np.all(np.diff(model.objective_history_) <= 1e-9))
+    True
+
+    Constraints and penalties are options (see :mod:`counterfactual_ltr.constrained`):
+
+    >>> monotone = SVMPropDCG(C=1.0, monotone_constraints={0: 1, 3: -1}, bounds=(-1.0, 1.0)).fit(log)
+    >>> bool(monotone.coef_[0] >= 0 and monotone.coef_[3] <= 0 and np.abs(monotone.coef_).max() <= 1)
     True
     """
 
