@@ -159,8 +159,7 @@ def _check_bounds(bounds, d: int):
             out.append(default)
             continue
         arr = np.asarray(value)
-        if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool) \
-                or arr.dtype == bool:
+        if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number):
             raise TypeError(f"bounds {name} must be numbers, got {arr.dtype} values")
         arr = np.broadcast_to(arr.astype(np.float64), (d,)) if arr.ndim == 0 else arr.astype(np.float64)
         if arr.shape != (d,):
@@ -236,14 +235,14 @@ def feasible_set(n_features, *, monotone_constraints=None, bounds=None, penalty=
     if rho is None:
         rho = check_probability(l1_ratio, "l1_ratio")
     signs = _check_signs(monotone_constraints, d)
-    lower, upper = _check_bounds(bounds, d)
-    lower = np.where(signs > 0, np.maximum(lower, 0.0), lower)
-    upper = np.where(signs < 0, np.minimum(upper, 0.0), upper)
+    given_lower, given_upper = _check_bounds(bounds, d)
+    lower = np.where(signs > 0, np.maximum(given_lower, 0.0), given_lower)
+    upper = np.where(signs < 0, np.minimum(given_upper, 0.0), given_upper)
     bad = np.flatnonzero(lower > upper)
     if bad.size:
         k = int(bad[0])
         raise ValueError(f"infeasible constraints at feature {k}: monotone sign {int(signs[k]):+d} "
-                         f"but bounds [{_check_bounds(bounds, d)[0][k]}, {_check_bounds(bounds, d)[1][k]}]")
+                         f"but bounds [{given_lower[k]}, {given_upper[k]}]")
     if constraints is not None and not callable(constraints):
         raise ValueError(f"constraints must be a callable w -> list of cvxpy constraints, got "
                          f"{type(constraints).__name__}")
@@ -365,15 +364,14 @@ def _exact_line_search(w, u, z, delta, Cc, rho):
     """
     q0, q1 = (1.0 - rho) * float(w @ u), (1.0 - rho) * float(u @ u)
     # Right derivative at t = 0: active pairs (z > 0, or z = 0 and growing) contribute -Cc delta.
+    Cd = Cc * delta
     active = (z > 0) | ((z == 0) & (delta < 0))
-    slope = q0 - float(np.dot(Cc[active], delta[active]))
-    kink_t = [np.empty(0)]
-    kink_j = [np.empty(0)]
-    moving = delta != 0
-    tp = z[moving] / delta[moving]
-    inside = (tp > 0) & (tp < 1)
-    kink_t.append(tp[inside])
-    kink_j.append((Cc[moving] * np.abs(delta[moving]))[inside])
+    slope = q0 - float(np.dot(Cd, active))
+    # A pair's kink z / delta lies in (0, 1) iff its hinge argument changes sign strictly inside.
+    z1 = z - delta
+    inside = ((z > 0) & (z1 < 0)) | ((z < 0) & (z1 > 0))
+    kink_t = [z[inside] / delta[inside]]
+    kink_j = [np.abs(Cd[inside])]
     if rho > 0:
         sgn = np.where(w != 0, np.sign(w), np.sign(u))
         slope += rho * float(sgn @ u)

@@ -13,7 +13,7 @@ production ranker = RankSVM on 1% of the training queries):
    features, ~1M pairs): one constrained solve (monotone on half the features) to a relative gap
    1e-4 (target: under 30 s), beside the unconstrained Newton solve.
 
-python -m experiments.bench_constraints [--quick] [--C 10] [--repeats 3] [--skip-letor]
+python -m experiments.bench_constraints [--quick] [--C 10] [--repeats 3] [--skip-letor | --letor-only]
 """
 
 from __future__ import annotations
@@ -126,8 +126,12 @@ def main(argv=None):
     p.add_argument("--C", type=float, default=10.0)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--skip-letor", action="store_true")
+    p.add_argument("--letor-only", action="store_true", help="only part 3 (the ~1M-pair solve)")
     args = p.parse_args(argv)
     warnings.simplefilter("always")
+    if args.letor_only:
+        letor_size("quick-letor" if args.quick else "letor", (10.0,) if args.quick else (1.0, 10.0, 100.0))
+        return
     if args.quick or mq2008_dir() is None:
         data = make_ranking(n_queries=300, n_docs=(5, 40), n_features=46, random_state=0)
         train, test = data.subset(np.arange(200)), data.subset(np.arange(200, 300))
