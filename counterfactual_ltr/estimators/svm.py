@@ -271,9 +271,11 @@ class _PropensitySVM(_LinearRanker):
         self.n_features_in_ = Xl.shape[1]
         return self
 
-    def _objective(self, coef, Xl, i, j, owner, W, lam, C_n, fs):
+    def _objective(self, coef, Xl, i, j, owner, W, lam, C_n, fs=None):
+        """The CCP's objective; ``fs`` (a FeasibleSet) carries the penalty, L2 when None."""
         H = self._bound(Xl @ coef, i, j, owner, len(W))
-        return fs.penalty(coef) + C_n * float(np.sum(W * lam.value(1.0 + H)))
+        penalty = 0.5 * float(coef @ coef) if fs is None else fs.penalty(coef)
+        return penalty + C_n * float(np.sum(W * lam.value(1.0 + H)))
 
     def _train_snips(self, coef, agg, lam):
         """SNIPS estimate of the metric on the training clicks (metric per relevant document)."""
