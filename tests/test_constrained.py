@@ -229,6 +229,12 @@ def test_proprank_penalties_cutting_plane_equals_cvxpy(penalty):
     ref = SVMPropRank(**kw, solver="cvxpy").fit(log)
     assert cut.objective_ == pytest.approx(ref.objective_, rel=1e-6)
     assert cut.coef_[0] >= 0
+    # objective_ is the bound with lambda(1 + H) = 1 + H: the one-slack QP/LP value plus C/n * sum W.
+    agg = log.aggregate()
+    _, Xl, i, j, w, _, _ = click_pairs(agg.data, agg.weights)
+    fs = feasible_set(D, penalty=penalty, l1_ratio=0.5, monotone_constraints={0: 1})
+    qp = _reference(Xl, i, j, w, 5.0 / agg.n_clicks, fs)
+    assert cut.objective_ == pytest.approx(qp + 5.0 / agg.n_clicks * agg.weights.sum(), rel=1e-6)
 
 
 def test_ranksvm_and_rbp_accept_constraints():
