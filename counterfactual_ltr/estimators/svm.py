@@ -228,14 +228,15 @@ class _PropensitySVM(_LinearRanker):
         inner_tol = self.solver_tol
         if max_ccp > 1:  # a lone step is solved exactly; a first step of many only loosely
             inner_tol = max(self.solver_tol, min(_CCP_FIRST_INNER_TOL, 0.1 * self.tol))
+        result = None                             # the last subproblem's solution warm-starts the next
         for _ in range(max_ccp):
             # Linearise lambda at the current hinge sums: PropRank weights W_j * lambda'(1 + H_j).
             H = self._bound(Xl @ coef, i, j, owner, len(W))
             pair_w = (W * lam.derivative(1.0 + H))[owner]
             tols.append(inner_tol)
             t0 = time.perf_counter()
-            result = self._solve(fs, Xl, i, j, pair_w, C_n, w0=coef if iters else None,
-                                 warm=result if iters else None, tol=inner_tol)
+            result = self._solve(fs, Xl, i, j, pair_w, C_n, w0=coef if iters else None, warm=result,
+                                 tol=inner_tol)
             seconds.append(time.perf_counter() - t0)
             coef = result.coef
             iters.append(result.n_iter)
