@@ -73,7 +73,8 @@ def test_affine_step_matches_cvxpy():
     coef0 = rng.normal(size=data.n_features) * 0.3
     C_n = 0.7
     est = SVMPropRank(solver_tol=1e-10)
-    result = est._affine_step(coef0, Xl, i, j, owner, doc_w, C_n, 1e-10, warm=False, max_iter=1000)
+    result = est._affine_step(est._feasible_set(data.n_features), coef0, Xl, i, j, owner, doc_w, C_n, 1e-10,
+                              warm=False, max_iter=1000)
     w = cp.Variable(data.n_features)
     pos, neg = doc_w[owner] > 0, doc_w[owner] < 0
     D = Xl[i] - Xl[j]

@@ -2,7 +2,10 @@
 
 All of them minimise ``0.5 ||w||^2 + C * (loss)`` where the loss is built
 from weighted pairwise hinges ``max(0, 1 - w.(x_i - x_j))``, solved exactly
-by :func:`counterfactual_ltr.solvers.solve_pairwise_hinge`.
+by :func:`counterfactual_ltr.solvers.solve_pairwise_hinge`. With constraints
+(``monotone_constraints``, ``bounds``, ``constraints``) or an L1 / elastic-net
+``penalty`` the same loss is minimised over the feasible set by
+:func:`counterfactual_ltr.constrained.solve_constrained_hinge`.
 
 * :class:`RankSVM`: pairs of documents with different grades in a query,
   loss averaged over queries (``C / n_queries``), as svm_rank does. Fitted on
@@ -65,6 +68,7 @@ from .._progress import progress
 from .._segments import segment_gather, within_query_pairs
 from .._validation import check_int, check_probability, check_real
 from ..clicklog import ClickLog
+from ..constrained import feasible_set, solve_constrained_hinge
 from ..datasets import RankingDataset
 from ..propensity import as_propensity_model
 from ..solvers import solve_pairwise_hinge
@@ -140,7 +144,30 @@ def click_pairs(data: RankingDataset, weights: np.ndarray):
 
 
 class _LinearRanker(RankerMixin, BaseEstimator):
-    """Shared ``predict`` (and ``score``, ``preprocessor``) of the linear rankers."""
+    """Shared ``predict`` (and ``score``, ``preprocessor``) of the linear rankers, and their choice of solver.
+
+    Constraint options (all four SVMs): ``monotone_constraints`` (-1/0/+1 per
+    feature, or ``{feature index: sign}``), ``bounds`` ``(lower, upper)``,
+    ``penalty`` (``"l2"``, ``"l1"``, ``"elasticnet"`` with ``l1_ratio``),
+    ``constraints`` (``w -> list of cvxpy constraints``) and ``solver``
+    (``"auto"``: the Newton solver for the unconstrained L2 problem, the
+    cutting-plane method of :mod:`counterfactual_ltr.constrained` otherwise;
+    ``"newton"``, ``"cutting_plane"``, ``"cvxpy"``). They are checked before
+    any solving (see :func:`~counterfactual_ltr.constrained.feasible_set`).
+    """
+
+    def _feasible_set(self, n_features):
+        return feasible_set(n_features, monotone_constraints=self.monotone_constraints, bounds=self.bounds,
+                            penalty=self.penalty, l1_ratio=self.l1_ratio, constraints=self.constraints,
+                            solver=self.solver)
+
+    def _solve(self, fs, X, i, j, c, C, *, w0=None, warm=None, tol, max_iter):
+        """Today's Newton solver for unconstrained L2 (unchanged call), else the constrained solvers."""
+        if fs.method == "newton":
+            return solve_pairwise_hinge(X, i, j, c, C, w0=w0, tol=tol, max_iter=max_iter)
+        warm_points = getattr(warm, "support_points", None)
+        return solve_constrained_hinge(X, i, j, c, C, feasible=fs, method=fs.method, w0=w0,
+                                       warm_points=warm_points, tol=tol, max_iter=max_iter)
 
     def predict(self, X):
         """Scores of the rows of ``X`` (higher is better).
@@ -236,11 +263,19 @@ class RankSVM(_LinearRanker):
     True
     """
 
-    def __init__(self, C: float = 1.0, tol: float = 1e-6, max_iter: int = 1000, preprocessor=None):
+    def __init__(self, C: float = 1.0, tol: float = 1e-6, max_iter: int = 1000, preprocessor=None, *,
+                 monotone_constraints=None, bounds=None, penalty: str = "l2", l1_ratio: float = 0.5,
+                 constraints=None, solver: str = "auto"):
         self.C = C
         self.tol = tol
         self.max_iter = max_iter
         self.preprocessor = preprocessor
+        self.monotone_constraints = monotone_constraints
+        self.bounds = bounds
+        self.penalty = penalty
+        self.l1_ratio = l1_ratio
+        self.constraints = constraints
+        self.solver = solver
 
     def fit(self, X, y=None, qid=None):
         """Fit on full-information labels ``(X, y, qid)`` / a RankingDataset, or naively on a ClickLog.
@@ -272,7 +307,8 @@ class RankSVM(_LinearRanker):
             if i.size == 0:
                 raise ValueError("no pair of documents with different grades in the same query")
             Xl, w, scale = data.X, np.ones(i.size), data.n_queries
-        result = solve_pairwise_hinge(Xl, i, j, w, C / scale, tol=tol, max_iter=max_iter)
+        fs = self._feasible_set(Xl.shape[1])
+        result = self._solve(fs, Xl, i, j, w, C / scale, tol=tol, max_iter=max_iter)
         self.coef_ = result.coef
         self.n_iter_ = result.n_iter
         self.objective_ = result.objective
@@ -335,6 +371,7 @@ class _PropensitySVM(_LinearRanker):
         max_ccp_iter = check_int(self.max_ccp_iter, "max_ccp_iter", min_value=1)
         log, _, _ = self._begin_fit(log)
         C_n, agg, Xl, i, j, w, owner, clicked = self._prepare(log)
+        fs = self._feasible_set(Xl.shape[1])
         W = agg.weights[clicked]
         negative = bool(np.any(W < 0))
         linear = lam.concave is True and lam.convex is True and not negative  # affine lambda, W >= 0: one QP
@@ -345,11 +382,12 @@ class _PropensitySVM(_LinearRanker):
             max_ccp, tol = _AFFINE_CCP_MAX, _AFFINE_CCP_TOL
         coef = np.zeros(Xl.shape[1])
         history, snips_history, iters, seconds, tols = [], [], [], [], []
-        history.append(self._objective(coef, Xl, i, j, owner, W, lam, C_n))
+        history.append(self._objective(coef, Xl, i, j, owner, W, lam, C_n, fs))
         converged_ccp = False
         inner_tol = solver_tol
         if max_ccp > 1:  # a lone step is solved exactly; a first step of many only loosely
             inner_tol = max(solver_tol, min(_CCP_FIRST_INNER_TOL, 0.1 * tol))
+        result = None                             # the last subproblem's solution warm-starts the next
         bar = progress(range(max_ccp), desc=f"{type(self).__name__} CCP", unit="iter", leave=False)
         for _ in bar:
             # Linearise lambda at the current hinge sums: PropRank weights W_j * lambda'(1 + H_j).
@@ -358,21 +396,21 @@ class _PropensitySVM(_LinearRanker):
             tols.append(inner_tol)
             t0 = time.perf_counter()
             if negative:
-                result = self._affine_step(coef, Xl, i, j, owner, doc_w, C_n, inner_tol, warm=bool(iters),
+                result = self._affine_step(fs, coef, Xl, i, j, owner, doc_w, C_n, inner_tol, warm=bool(iters),
                                            max_iter=max_iter)
             else:
-                result = solve_pairwise_hinge(Xl, i, j, doc_w[owner], C_n, w0=coef if iters else None,
-                                              tol=inner_tol, max_iter=max_iter)
+                result = self._solve(fs, Xl, i, j, doc_w[owner], C_n, w0=coef if iters else None, warm=result,
+                                     tol=inner_tol, max_iter=max_iter)
             seconds.append(time.perf_counter() - t0)
             new = result.coef
-            objective = self._objective(new, Xl, i, j, owner, W, lam, C_n)
+            objective = self._objective(new, Xl, i, j, owner, W, lam, C_n, fs)
             if negative and lam.convex is not True:
                 # Not a majoriser: halve a step that raises the true objective.
                 for _ in range(_AFFINE_BACKTRACKS):
                     if objective <= history[-1]:
                         break
                     new = 0.5 * (coef + new)
-                    objective = self._objective(new, Xl, i, j, owner, W, lam, C_n)
+                    objective = self._objective(new, Xl, i, j, owner, W, lam, C_n, fs)
                 if objective > history[-1]:
                     new, objective = coef, history[-1]
             coef = new
@@ -411,7 +449,7 @@ class _PropensitySVM(_LinearRanker):
             _warn_zero_coef(self, i.size, Xl, i, j)
         return self._end_fit()
 
-    def _affine_step(self, coef, Xl, i, j, owner, doc_w, C_n, inner_tol, warm, max_iter):
+    def _affine_step(self, fs, coef, Xl, i, j, owner, doc_w, C_n, inner_tol, warm, max_iter):
         """One CCP subproblem with negative document weights: their hinge sums linearised at ``coef``."""
         pos = doc_w[owner] > 0
         neg = doc_w[owner] < 0
@@ -427,12 +465,13 @@ class _PropensitySVM(_LinearRanker):
         ii = np.r_[i[pos], a]
         jj = np.r_[j[pos], b]
         ww = np.r_[doc_w[owner[pos]], scale]
-        return solve_pairwise_hinge(X_ext, ii, jj, ww, C_n, w0=coef if warm else None, tol=inner_tol,
-                                    max_iter=max_iter)
+        return self._solve(fs, X_ext, ii, jj, ww, C_n, w0=coef if warm else None, tol=inner_tol, max_iter=max_iter)
 
-    def _objective(self, coef, Xl, i, j, owner, W, lam, C_n):
+    def _objective(self, coef, Xl, i, j, owner, W, lam, C_n, fs=None):
+        """The CCP's objective; ``fs`` (a FeasibleSet) carries the penalty, L2 when None."""
         H = self._bound(Xl @ coef, i, j, owner, len(W))
-        return 0.5 * float(coef @ coef) + C_n * float(np.sum(W * lam.value(1.0 + H)))
+        penalty = 0.5 * float(coef @ coef) if fs is None else fs.penalty(coef)
+        return penalty + C_n * float(np.sum(W * lam.value(1.0 + H)))
 
     def _train_snips(self, coef, agg, lam):
         """SNIPS estimate of the metric on the training clicks (metric per relevant document)."""
@@ -489,12 +528,19 @@ class SVMPropRank(_PropensitySVM):
     _metric = "avg_rank"
 
     def __init__(self, C: float = 1.0, propensity=None, solver_tol: float = 1e-6, max_iter: int = 1000,
-                 preprocessor=None):
+                 preprocessor=None, *, monotone_constraints=None, bounds=None, penalty: str = "l2",
+                 l1_ratio: float = 0.5, constraints=None, solver: str = "auto"):
         self.C = C
         self.propensity = propensity
         self.solver_tol = solver_tol
         self.max_iter = max_iter
         self.preprocessor = preprocessor
+        self.monotone_constraints = monotone_constraints
+        self.bounds = bounds
+        self.penalty = penalty
+        self.l1_ratio = l1_ratio
+        self.constraints = constraints
+        self.solver = solver
 
     tol = 0.0
     max_ccp_iter = 1
@@ -541,12 +587,19 @@ class SVMPropDCG(_PropensitySVM):
     >>> model = SVMPropDCG(C=1.0).fit(log)
     >>> bool(np.all(np.diff(model.objective_history_) <= 1e-9))
     True
+
+    Constraints and penalties are options (see :mod:`counterfactual_ltr.constrained`):
+
+    >>> monotone = SVMPropDCG(C=1.0, monotone_constraints={0: 1, 3: -1}, bounds=(-1.0, 1.0)).fit(log)
+    >>> bool(monotone.coef_[0] >= 0 and monotone.coef_[3] <= 0 and np.abs(monotone.coef_).max() <= 1)
+    True
     """
 
     _metric = "dcg"
 
     def __init__(self, C: float = 1.0, propensity=None, max_ccp_iter: int = 50, tol: float = 1e-3,
-                 solver_tol: float = 1e-6, max_iter: int = 1000, preprocessor=None):
+                 solver_tol: float = 1e-6, max_iter: int = 1000, preprocessor=None, *, monotone_constraints=None,
+                 bounds=None, penalty: str = "l2", l1_ratio: float = 0.5, constraints=None, solver: str = "auto"):
         self.C = C
         self.propensity = propensity
         self.max_ccp_iter = max_ccp_iter
@@ -554,6 +607,12 @@ class SVMPropDCG(_PropensitySVM):
         self.solver_tol = solver_tol
         self.max_iter = max_iter
         self.preprocessor = preprocessor
+        self.monotone_constraints = monotone_constraints
+        self.bounds = bounds
+        self.penalty = penalty
+        self.l1_ratio = l1_ratio
+        self.constraints = constraints
+        self.solver = solver
 
 
 class SVMPropRBP(SVMPropDCG):
@@ -579,9 +638,13 @@ class SVMPropRBP(SVMPropDCG):
     _metric = "rbp"
 
     def __init__(self, C: float = 1.0, p: float = 0.8, propensity=None, max_ccp_iter: int = 50,
-                 tol: float = 1e-3, solver_tol: float = 1e-6, max_iter: int = 1000, preprocessor=None):
+                 tol: float = 1e-3, solver_tol: float = 1e-6, max_iter: int = 1000, preprocessor=None, *,
+                 monotone_constraints=None, bounds=None, penalty: str = "l2", l1_ratio: float = 0.5,
+                 constraints=None, solver: str = "auto"):
         super().__init__(C=C, propensity=propensity, max_ccp_iter=max_ccp_iter, tol=tol,
-                         solver_tol=solver_tol, max_iter=max_iter, preprocessor=preprocessor)
+                         solver_tol=solver_tol, max_iter=max_iter, preprocessor=preprocessor,
+                         monotone_constraints=monotone_constraints, bounds=bounds, penalty=penalty,
+                         l1_ratio=l1_ratio, constraints=constraints, solver=solver)
         self.p = p
 
     def _metric_params(self):
