@@ -39,14 +39,15 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from .._segments import segment_gather, within_query_pairs
+from .._segments import offsets_from_lengths, segment_gather, within_query_pairs
 from ..clicklog import ClickLog
 from ..datasets import RankingDataset
+from ..implicit_pairs import ClickPairs
 from ..propensity import as_propensity_model
 from ..solvers import solve_pairwise_hinge
 from ._base import prediction_matrix
 
-__all__ = ["RankSVM", "SVMPropRank", "SVMPropDCG", "SVMPropRBP", "click_pairs"]
+__all__ = ["RankSVM", "SVMPropRank", "SVMPropDCG", "SVMPropRBP", "click_pairs", "click_pair_set"]
 
 
 def _check_C(C) -> float:
@@ -77,6 +78,33 @@ def click_pairs(data: RankingDataset, weights: np.ndarray):
     i = local[clicked[owner[keep]]]
     j = local[members[keep]]
     return rows, data.X[rows], i, j, weights[clicked][owner[keep]], owner[keep], clicked
+
+
+def click_pair_set(data: RankingDataset, weights: np.ndarray):
+    """The pairs of :func:`click_pairs` as a :class:`ClickPairs` (no pair arrays).
+
+    Returns ``(rows, local_X, pairs, clicked)``: ``local_X = data.X[rows]`` holds
+    the queries with clicks; ``pairs`` anchors every clicked row of ``local_X``
+    (in ``clicked`` order) with weight ``weights[clicked]``.
+    ``pairs.explicit()`` gives the arrays ``i, j, pair_w`` of :func:`click_pairs`,
+    in the same order.
+
+    Examples
+    --------
+    >>> from click_sim import make_ranking
+    >>> data = make_ranking(n_queries=5, n_docs=4, random_state=0)
+    >>> weights = np.zeros(data.n_docs); weights[[1, 9]] = [2.0, 0.5]
+    >>> rows, Xl, pairs, clicked = click_pair_set(data, weights)
+    >>> rows.tolist(), pairs.anchors.tolist(), pairs.n_pairs
+    ([0, 1, 2, 3, 8, 9, 10, 11], [1, 5], 6)
+    """
+    clicked = np.flatnonzero(weights > 0)
+    queries = np.unique(data.query_index[clicked])
+    rows = segment_gather(data.query_offsets, queries)
+    local = np.full(data.n_docs, -1, dtype=np.int64)
+    local[rows] = np.arange(len(rows))
+    offsets = offsets_from_lengths(data.query_lengths[queries])
+    return rows, data.X[rows], ClickPairs(offsets, local[clicked], weights[clicked]), clicked
 
 
 class _LinearRanker(BaseEstimator):
@@ -123,7 +151,9 @@ class RankSVM(_LinearRanker):
             agg = X.aggregate(lambda positions: np.ones(len(positions)))
             if agg.n_clicks == 0:
                 raise ValueError("the click log has no clicks: nothing to learn from")
-            _, Xl, i, j, w, _, _ = click_pairs(agg.data, agg.weights.astype(np.float64))
+            # Long candidate lists: implicit pairs (solve_pairwise_hinge picks the path).
+            _, Xl, pairs, _ = click_pair_set(agg.data, agg.weights.astype(np.float64))
+            i, j, w = pairs, None, None
             scale = agg.n_clicks
         else:
             data = X if isinstance(X, RankingDataset) else RankingDataset(X, y, qid if qid is not None else _missing_qid())
@@ -167,18 +197,17 @@ class _PropensitySVM(_LinearRanker):
         agg = log.aggregate(as_propensity_model(self.propensity))
         if agg.n_clicks == 0:
             raise ValueError("the click log has no clicks: nothing to learn from")
-        rows, Xl, i, j, w, owner, clicked = click_pairs(agg.data, agg.weights)
-        return C / agg.n_clicks, agg, Xl, i, j, w, owner, clicked
+        rows, Xl, pairs, clicked = click_pair_set(agg.data, agg.weights)
+        return C / agg.n_clicks, agg, Xl, pairs, clicked
 
-    def _bound(self, scores, i, j, owner, n_clicked):
-        """Hinge sums ``H_j`` per clicked document."""
-        slack = np.maximum(0.0, 1.0 - (scores[i] - scores[j]))
-        return np.bincount(owner, slack, minlength=n_clicked)
+    def _bound(self, scores, pairs):
+        """Hinge sums ``H_j`` per clicked document (sorted scores, no pairs formed)."""
+        return pairs.hinge_sums(scores)
 
     def fit(self, log, y=None):
         lam = self._lambda()
-        C_n, agg, Xl, i, j, w, owner, clicked = self._prepare(log)
-        W = agg.weights[clicked]
+        C_n, agg, Xl, pairs, clicked = self._prepare(log)
+        W = pairs.weights
         linear = lam.concave is True and lam.convex is True  # affine lambda: one QP
         if not linear and lam.concave is not True:
             raise ValueError(f"rank weight {lam.name!r} is not concave: the convex-concave procedure does not apply")
@@ -187,23 +216,23 @@ class _PropensitySVM(_LinearRanker):
             raise ValueError(f"max_ccp_iter must be >= 1, got {max_ccp}")
         coef = np.zeros(Xl.shape[1])
         history, snips_history, iters, seconds, tols = [], [], [], [], []
-        history.append(self._objective(coef, Xl, i, j, owner, W, lam, C_n))
+        history.append(self._objective(coef, Xl, pairs, W, lam, C_n))
         converged_ccp = False
         inner_tol = self.solver_tol
         if max_ccp > 1:  # a lone step is solved exactly; a first step of many only loosely
             inner_tol = max(self.solver_tol, min(_CCP_FIRST_INNER_TOL, 0.1 * self.tol))
         for _ in range(max_ccp):
             # Linearise lambda at the current hinge sums: PropRank weights W_j * lambda'(1 + H_j).
-            H = self._bound(Xl @ coef, i, j, owner, len(W))
-            pair_w = (W * lam.derivative(1.0 + H))[owner]
+            H = self._bound(Xl @ coef, pairs)
+            step_pairs = pairs.with_weights(W * lam.derivative(1.0 + H))
             tols.append(inner_tol)
             t0 = time.perf_counter()
-            result = solve_pairwise_hinge(Xl, i, j, pair_w, C_n, w0=coef if iters else None, tol=inner_tol,
-                                          max_iter=self.max_iter)
+            result = solve_pairwise_hinge(Xl, step_pairs, None, None, C_n, w0=coef if iters else None,
+                                          tol=inner_tol, max_iter=self.max_iter)
             seconds.append(time.perf_counter() - t0)
             coef = result.coef
             iters.append(result.n_iter)
-            objective = self._objective(coef, Xl, i, j, owner, W, lam, C_n)
+            objective = self._objective(coef, Xl, pairs, W, lam, C_n)
             snips_history.append(self._train_snips(coef, agg, lam))
             previous = history[-1]
             history.append(objective)
@@ -235,8 +264,8 @@ class _PropensitySVM(_LinearRanker):
         self.n_features_in_ = Xl.shape[1]
         return self
 
-    def _objective(self, coef, Xl, i, j, owner, W, lam, C_n):
-        H = self._bound(Xl @ coef, i, j, owner, len(W))
+    def _objective(self, coef, Xl, pairs, W, lam, C_n):
+        H = self._bound(Xl @ coef, pairs)
         return 0.5 * float(coef @ coef) + C_n * float(np.sum(W * lam.value(1.0 + H)))
 
     def _train_snips(self, coef, agg, lam):
