@@ -705,14 +705,16 @@ def _solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose):
     s = X @ w
     mu = _initial_mu(margin, warm)
 
-    def along(w_base, s_base, u, Xu):
+    hint = None                                  # last sorted order: re-sorting it is cheap
+
+    def along(s_base, Xu):
         def ev_at(t, need_hess):
-            ev = _Smoothed(pairs, s_base + t * Xu, Cc, margin, mu)
+            ev = _Smoothed(pairs, s_base + t * Xu, Cc, margin, mu, hint)
             return ev.aggregate()[0], ev
         return ev_at
 
     if warm and w.any():
-        t = line_search(s, np.zeros_like(w), w, along(w, np.zeros_like(s), w, s), mu)
+        t = line_search(s, np.zeros_like(w), w, along(np.zeros_like(s), s), mu)
         w, s = t * w, t * s
     best_P, best_w, best_D = np.inf, w.copy(), -np.inf
     ref = None
@@ -720,7 +722,8 @@ def _solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose):
     converged = False
     it = 0
     while True:
-        ev = _Smoothed(pairs, s, Cc, margin, mu)
+        ev = _Smoothed(pairs, s, Cc, margin, mu, hint)
+        hint = ev.sorted.order
         hinge = ev.hinge()
         P = 0.5 * float(w @ w) + hinge
         g, alpha_sum = ev.aggregate()
@@ -762,7 +765,7 @@ def _solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose):
         H[np.diag_indices_from(H)] += 1.0
         u = -scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, overwrite_a=True), grad)
         Xu = X @ u
-        t = line_search(Xu, w, u, along(w, s, u, Xu), mu)
+        t = line_search(Xu, w, u, along(s, Xu), mu)
         w = w + t * u
         s = s + t * Xu
         it += 1
