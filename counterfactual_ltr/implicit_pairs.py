@@ -239,13 +239,14 @@ class _Smoothed:
 
 
 def band_hessian(X, ev: _Smoothed):
-    """``X^T L X`` for the band Laplacian of ``ev``, touching only rows in some band.
+    """``X^T L X = sum_band h (x_a - x_y)(x_a - x_y)^T`` for the band Laplacian of ``ev``.
 
-    ``X^T L X = sum_rows x_r (L X)_r^T`` split into the anchors' rows,
-    ``h_k (nb_k x_a - sum_band x_y)``, and the covered rows,
-    ``cover_y x_y - sum_{k covers y} h_k x_{a_k}``. Both sums run over the
-    covered sorted positions only (prefix sums, features along rows so that
-    the cumulative sums stream through memory).
+    Expanded per pair into ``x_a x_a^T + x_y x_y^T - x_a x_y^T - x_y x_a^T``:
+    the anchors' term is one weighted product of the anchor rows, the rows'
+    term ``X_U^T diag(cover) X_U`` over the covered sorted positions ``U``,
+    and the cross term ``sum_k h_k x_a (sum_band x_y)^T`` needs the band sums
+    of ``X`` from one prefix sum over ``U`` (features along rows, so the
+    cumulative sum streams through memory). Two BLAS products, one pass.
     """
     srt, lo, hi, n = ev.sorted, ev.lo, ev.hi, ev.n
     d = X.shape[1]
@@ -254,24 +255,18 @@ def band_hessian(X, ev: _Smoothed):
         return np.zeros((d, d))
     lo, hi = lo[live], hi[live]
     h = (ev.Cc / ev.mu)[live]
-    anchors = srt.pairs.anchors[live]
+    Xa = X[srt.pairs.anchors[live]]
     # Covered sorted positions, compressed: band ranges map to ranges of U.
     depth = np.cumsum(np.bincount(lo, minlength=n + 1) - np.bincount(hi, minlength=n + 1))[:n]
     U = np.flatnonzero(depth > 0)
     clo, chi = np.searchsorted(U, lo), np.searchsorted(U, hi)
-    XU = np.ascontiguousarray(X[srt.order[U]].T)            # d x |U|
+    XU = X.T[:, srt.order[U]]                                 # d x |U|, features along rows
     prefix = np.zeros((d, U.size + 1))
     np.cumsum(XU, axis=1, out=prefix[:, 1:])
-    Xa = X[anchors]
-    LXa = h[:, None] * ((hi - lo)[:, None] * Xa - (prefix[:, chi] - prefix[:, clo]).T)
+    hXa = h[:, None] * Xa
+    cross = hXa.T @ (prefix[:, chi] - prefix[:, clo]).T      # sum_k h_k x_a (band sum)^T
     cover = np.cumsum(np.bincount(clo, h, minlength=U.size + 1) - np.bincount(chi, h, minlength=U.size + 1))[:U.size]
-    import scipy.sparse as sp
-    k = anchors.size
-    steps = sp.csr_matrix((np.r_[h, -h], (np.r_[clo, chi], np.r_[np.arange(k), np.arange(k)])),
-                          shape=(U.size + 1, k))
-    covered = np.cumsum((steps @ Xa)[:U.size], axis=0)       # sum_{k covers y} h_k x_{a_k}
-    LXu = cover[:, None] * XU.T - covered
-    H = Xa.T @ LXa + XU @ LXu
+    H = ((hi - lo)[:, None] * hXa).T @ Xa + (XU * cover) @ XU.T - cross - cross.T
     return 0.5 * (H + H.T)
 
 
