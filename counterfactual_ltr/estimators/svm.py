@@ -104,7 +104,9 @@ def click_pair_set(data: RankingDataset, weights: np.ndarray):
     local = np.full(data.n_docs, -1, dtype=np.int64)
     local[rows] = np.arange(len(rows))
     offsets = offsets_from_lengths(data.query_lengths[queries])
-    return rows, data.X[rows], ClickPairs(offsets, local[clicked], weights[clicked]), clicked
+    # Every query clicked (long lists, many passes): the data set's X, not a copy of it.
+    Xl = data.X if rows.size == data.n_docs else data.X[rows]
+    return rows, Xl, ClickPairs(offsets, local[clicked], weights[clicked]), clicked
 
 
 class _LinearRanker(BaseEstimator):
