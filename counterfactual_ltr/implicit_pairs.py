@@ -238,7 +238,7 @@ class _Smoothed:
         return np.flatnonzero(touched)
 
 
-def band_hessian(X, ev: _Smoothed):
+def band_hessian(X, ev: _Smoothed, block_bytes=1 << 25):
     """``X^T L X = sum_band h (x_a - x_y)(x_a - x_y)^T`` for the band Laplacian of ``ev``.
 
     Expanded per pair into ``x_a x_a^T + x_y x_y^T - x_a x_y^T - x_y x_a^T``:
@@ -246,27 +246,50 @@ def band_hessian(X, ev: _Smoothed):
     term ``X_U^T diag(cover) X_U`` over the covered sorted positions ``U``,
     and the cross term ``sum_k h_k x_a (sum_band x_y)^T`` needs the band sums
     of ``X`` from one prefix sum over ``U`` (features along rows, so the
-    cumulative sum streams through memory). Two BLAS products, one pass.
+    cumulative sum streams through memory). Bands never cross a query, so
+    ``U`` is taken in blocks of whole queries: memory stays at a few
+    ``d x block`` arrays (``block_bytes`` each) whatever the number of rows.
     """
     srt, lo, hi, n = ev.sorted, ev.lo, ev.hi, ev.n
     d = X.shape[1]
+    H = np.zeros((d, d))
     live = hi > lo
     if not live.any():
-        return np.zeros((d, d))
+        return H
     lo, hi = lo[live], hi[live]
     h = (ev.Cc / ev.mu)[live]
-    Xa = X[srt.pairs.anchors[live]]
-    # Covered sorted positions, compressed: band ranges map to ranges of U.
+    anchors = srt.pairs.anchors[live]
+    Xa = X[anchors]
+    hXa = h[:, None] * Xa
+    H += ((hi - lo)[:, None] * hXa).T @ Xa                  # anchors' term
+    # Covered sorted positions, then blocks of whole queries over them.
     depth = np.cumsum(np.bincount(lo, minlength=n + 1) - np.bincount(hi, minlength=n + 1))[:n]
     U = np.flatnonzero(depth > 0)
-    clo, chi = np.searchsorted(U, lo), np.searchsorted(U, hi)
-    XU = X.T[:, srt.order[U]]                                 # d x |U|, features along rows
-    prefix = np.zeros((d, U.size + 1))
-    np.cumsum(XU, axis=1, out=prefix[:, 1:])
-    hXa = h[:, None] * Xa
-    cross = hXa.T @ (prefix[:, chi] - prefix[:, clo]).T      # sum_k h_k x_a (band sum)^T
-    cover = np.cumsum(np.bincount(clo, h, minlength=U.size + 1) - np.bincount(chi, h, minlength=U.size + 1))[:U.size]
-    H = ((hi - lo)[:, None] * hXa).T @ Xa + (XU * cover) @ XU.T - cross - cross.T
+    offsets = srt.pairs.query_offsets
+    rows_per_block = max(1, block_bytes // (8 * max(d, 1)))
+    cuts = np.searchsorted(U, offsets)                       # U index where each query starts
+    by_start = np.argsort(lo, kind="stable")                 # anchors by band start (= by query)
+    lo_sorted = lo[by_start]
+    q_start = 0
+    nq = offsets.size - 1
+    while q_start < nq:
+        # As many whole queries as fit in one block (at least one).
+        q_end = int(np.searchsorted(cuts, cuts[q_start] + rows_per_block, side="right")) - 1
+        q_end = min(max(q_end, q_start + 1), nq)
+        u0, u1 = int(cuts[q_start]), int(cuts[q_end])
+        if u1 > u0:
+            Ub = U[u0:u1]
+            k0, k1 = np.searchsorted(lo_sorted, [offsets[q_start], offsets[q_end]])
+            ks = by_start[k0:k1]
+            clo, chi = np.searchsorted(Ub, lo[ks]), np.searchsorted(Ub, hi[ks])
+            XU = X.T[:, srt.order[Ub]]                        # d x block, features along rows
+            prefix = np.zeros((d, Ub.size + 1))
+            np.cumsum(XU, axis=1, out=prefix[:, 1:])
+            cross = hXa[ks].T @ (prefix[:, chi] - prefix[:, clo]).T
+            cover = np.cumsum(np.bincount(clo, h[ks], minlength=Ub.size + 1)
+                              - np.bincount(chi, h[ks], minlength=Ub.size + 1))[:Ub.size]
+            H += (XU * cover) @ XU.T - cross - cross.T
+        q_start = q_end
     return 0.5 * (H + H.T)
 
 

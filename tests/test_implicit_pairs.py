@@ -80,6 +80,8 @@ def test_pair_sums_match_explicit_pairs(seed):
     X = rng.normal(size=(n, 4))
     D = X[i[band]] - X[j[band]]
     assert np.allclose(band_hessian(X, ev), D.T @ (h[:, None] * D), atol=1e-8)
+    # in blocks of one query at a time (bounded memory): the same matrix
+    assert np.allclose(band_hessian(X, ev, block_bytes=1), D.T @ (h[:, None] * D), atol=1e-8)
 
 
 def _owner(pairs):
