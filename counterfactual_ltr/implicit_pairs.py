@@ -193,7 +193,7 @@ class _Smoothed:
         band = (hi - lo) * (m - sa) + (P[hi] - P[lo])
         A = (end - hi) + band / mu                        # sum_y a_ay, the anchor's own pair included
         n = self.n
-        g = np.bincount(self.sorted.pairs.anchors, Cc * A, minlength=n)
+        g = np.bincount(self.sorted.pairs.anchors, Cc * A, minlength=n).astype(np.float64)
         # Rows covered by an anchor's linear run get C c, by its band run C c (m - s_a + s_y) / mu.
         const = np.bincount(hi, Cc, minlength=n + 1) - np.bincount(end, Cc, minlength=n + 1)
         coef_a = np.bincount(lo, Cc * (m - sa) / mu, minlength=n + 1) - np.bincount(hi, Cc * (m - sa) / mu,

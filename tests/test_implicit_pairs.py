@@ -153,6 +153,18 @@ def test_long_lists_choose_the_implicit_path(monkeypatch):
     assert len(called) == 1                   # 9 pairs per anchor: explicit pairs
 
 
+def test_implicit_degenerate_problems(implicit_always):
+    X = np.random.default_rng(0).normal(size=(6, 2))
+    none = solve_pairwise_hinge(X, ClickPairs([0, 3, 6], [0, 4], [0.0, 0.0]), None, None, 1.0)
+    assert none.converged and none.objective == 0.0 and not none.coef.any()
+    # a click alone in its query has no pair; warm start from an arbitrary point
+    pairs = ClickPairs([0, 1, 6], [0, 4], [1.0, 1.0])
+    res = solve_pairwise_hinge(X, pairs, None, None, 1.0, w0=[1.0, 2.0], tol=1e-9)
+    assert res.converged
+    assert res.objective == pytest.approx(solve_pairwise_hinge(X, *pairs.explicit(), 1.0, tol=1e-9).objective,
+                                          rel=1e-8)
+
+
 @pytest.mark.parametrize("bad, match", [
     (dict(pairs_j=[0]), "must be None"),
     (dict(X=np.ones((7, 2))), "rows"),
