@@ -21,6 +21,14 @@ python -m experiments.bench_long_lists [--quick] [--lengths 20 120 435 1000] [--
     [--clicked 20000] [--d 46] [--C 10] [--dcg-C 100] [--repeats 3] [--explicit]
 
 Run with OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 on a shared machine.
+
+Measured (2 cores shared with other jobs, load average 8-32, so CPU seconds are
+the figures to read; ``--lengths 20 120 435 1000 --kinds dense --dcg-C 0
+--repeats 1 --no-memory``, about 20,000 clicked documents each): PropRank CPU
+0.81, 3.87, 7.96 and 17.73 s for 0.37M, 2.36M, 8.30M and 19.85M pairs, 10-11
+Newton iterations each: time grows like the number of rows, well below
+``m log m`` (t / (m log2 m) falls 1.00, 0.50, 0.22, 0.19). At 1,000 candidates
+the peak traced memory of the fit is 364 MiB beyond X.
 """
 
 from __future__ import annotations
