@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import scipy.special
 
 from counterfactual_ltr._segments import offsets_from_lengths
 from counterfactual_ltr._validation import check_int, check_random_state, check_real
@@ -79,7 +80,7 @@ def make_separable_ranking(n_queries: int = 1000, n_docs: int = 20, n_features: 
 
 def make_ranking(n_queries: int = 200, n_docs=(5, 40), n_features: int = 10, n_levels: int = 3,
                  noise: float = 1.0, level_shares=(0.65, 0.22, 0.13), random_state=None,
-                 return_ranker: bool = False):
+                 return_ranker: bool = False, *, density: float = 1.0, correlation: float = 0.0):
     """Non-separable graded ranking data with varying list lengths.
 
     Features are standard Gaussian; a hidden unit-norm linear model ``w*``
@@ -89,6 +90,18 @@ def make_ranking(n_queries: int = 200, n_docs=(5, 40), n_features: int = 10, n_l
     lengths are uniform in ``[n_docs[0], n_docs[1]]`` (or fixed when
     ``n_docs`` is an int). Some queries end up with no relevant document,
     as in real data.
+
+    Two options make the features look like web-search feature sets rather
+    than white noise (the solvers' hard cases):
+
+    * ``density < 1``: sparse features in ``[0, 1]`` -- each value is
+      non-zero with probability ``density`` and then uniform in ``(0, 1]``
+      (as the normalised sparse features of web LTR samples), centred only
+      through ``w*``; columns with no non-zero value stay constant 0.
+    * ``correlation > 0``: every row shares one latent factor, so any two
+      features have correlation ``correlation`` (ill-conditioned ``X^T X``).
+
+    Long candidate lists are ``n_docs=1000`` (an int fixes the length).
 
     Parameters
     ----------
@@ -103,6 +116,10 @@ def make_ranking(n_queries: int = 200, n_docs=(5, 40), n_features: int = 10, n_l
         Shares of the grades.
     random_state : int, Generator or None
     return_ranker : bool, default False
+    density : float in (0, 1], default 1
+        Share of non-zero feature values (see above).
+    correlation : float in [0, 1), default 0
+        Correlation of any two features through one shared factor.
 
     Returns
     -------
@@ -113,6 +130,9 @@ def make_ranking(n_queries: int = 200, n_docs=(5, 40), n_features: int = 10, n_l
     >>> data = make_ranking(n_queries=10, random_state=0)
     >>> data.n_queries, int(data.y.max()) <= 2
     (10, True)
+    >>> sparse = make_ranking(n_queries=20, n_docs=15, n_features=300, density=0.3, random_state=0)
+    >>> bool(abs((sparse.X != 0).mean() - 0.3) < 0.02), float(sparse.X.min()), float(sparse.X.max()) <= 1
+    (True, 0.0, True)
     """
     n_queries = _positive_int(n_queries, "n_queries")
     n_features = _positive_int(n_features, "n_features")
@@ -130,6 +150,8 @@ def make_ranking(n_queries: int = 200, n_docs=(5, 40), n_features: int = 10, n_l
         if len(n_docs) != 2:
             raise ValueError(f"n_docs must be an int or a (min, max) pair, got {n_docs!r}")
         lo, hi = _positive_int(n_docs[0], "n_docs[0]"), _positive_int(n_docs[1], "n_docs[1]")
+    density = check_real(density, "density", min_value=0.0, max_value=1.0, include_min=False)
+    correlation = check_real(correlation, "correlation", min_value=0.0, max_value=1.0, include_max=False)
     if hi < lo:
         raise ValueError(f"n_docs range is empty: {n_docs}")
     rng = check_random_state(random_state)
@@ -139,6 +161,12 @@ def make_ranking(n_queries: int = 200, n_docs=(5, 40), n_features: int = 10, n_l
     w = rng.standard_normal(n_features)
     w /= np.linalg.norm(w)
     X = rng.standard_normal((n, n_features))
+    if correlation > 0:
+        # One factor shared by all columns of a row: corr(x_a, x_b) = correlation.
+        X = np.sqrt(1.0 - correlation) * X + np.sqrt(correlation) * rng.standard_normal((n, 1))
+    if density < 1:
+        # Sparse values in [0, 1]: the Gaussian's CDF keeps the (correlated) ordering.
+        X = np.where(rng.random((n, n_features)) < density, scipy.special.ndtr(X), 0.0)
     query_shift = np.repeat(rng.standard_normal(n_queries) * 0.5, lengths)
     latent = X @ w + query_shift + noise * rng.standard_normal(n)
     thresholds = np.quantile(latent, np.cumsum(shares / shares.sum())[:-1])

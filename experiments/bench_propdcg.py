@@ -76,13 +76,14 @@ def warm_vs_cold(log, C, tol, inner_tols=None):
 
     est = SVMPropDCG(C=C)
     lam = est._lambda()
-    C_n, agg, Xl, i, j, _, owner, clicked = est._prepare(log)
-    W = agg.weights[clicked]
+    C_n, agg, Xl, pairs, clicked = est._prepare(log)
+    W = pairs.weights
+    i, j, owner = pairs.explicit_owners()
     tols = list(inner_tols) if inner_tols is not None else [tol] * 4
     coef = np.zeros(Xl.shape[1])
     ratios = []
     for step, step_tol in enumerate(tols):
-        H = est._bound(Xl @ coef, i, j, owner, len(W))
+        H = est._bound(Xl @ coef, pairs)
         pair_w = (W * lam.derivative(1.0 + H))[owner]
         t_cold, cold = _best_time(lambda: solve_pairwise_hinge(Xl, i, j, pair_w, C_n, tol=step_tol))
         if step:

@@ -12,7 +12,7 @@ from counterfactual_ltr import ClickLog
 from counterfactual_ltr.estimators import DeepPropDCG
 from counterfactual_ltr.estimators.deep import (DivergenceError, deep_propdcg_objective, paper_lr_schedule,
                                                 query_batches)
-from counterfactual_ltr.estimators.svm import SVMPropDCG, click_pairs
+from counterfactual_ltr.estimators.svm import SVMPropDCG, click_pair_set
 from counterfactual_ltr.models import ACTIVATIONS, MLP
 
 # ---------------------------------------------------------------------------- helpers
@@ -95,8 +95,8 @@ def test_linear_network_is_the_svm_propdcg_bound():
     from counterfactual_ltr.metrics import get_lambda
 
     agg = log.aggregate()
-    _, Xl, i, j, _, owner, clicked = click_pairs(data, agg.weights)
-    svm_obj = SVMPropDCG(C=1.0)._objective(w, Xl, i, j, owner, agg.weights[clicked], get_lambda("dcg"), 1.0 / n)
+    _, Xl, pairs, clicked = click_pair_set(data, agg.weights)
+    svm_obj = SVMPropDCG(C=1.0)._objective(w, Xl, pairs, agg.weights[clicked], get_lambda("dcg"), 1.0 / n)
     obj_alpha1, _ = deep_propdcg_objective(net, X, W, offsets, alpha=1.0, n_clicks=n)
     assert obj_alpha1 == pytest.approx(svm_obj, rel=1e-12)
     # The bias does not change the bound; its gradient vanishes.

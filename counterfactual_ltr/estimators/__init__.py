@@ -2,7 +2,7 @@
 
 from .deep import DeepPropDCG
 from .slam import SLAMRanker
-from .svm import RankSVM, SVMPropDCG, SVMPropRank, SVMPropRBP, click_pairs
+from .svm import RankSVM, SVMPropDCG, SVMPropRank, SVMPropRBP, click_pair_set, click_pairs
 
 __all__ = ["RankSVM", "SVMPropRank", "SVMPropDCG", "SVMPropRBP", "SLAMRanker", "DeepPropDCG",
-           "click_pairs"]
+           "click_pairs", "click_pair_set"]

@@ -65,17 +65,19 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .._progress import progress
-from .._segments import segment_gather, within_query_pairs
+from .._segments import offsets_from_lengths, segment_gather, within_query_pairs
 from .._validation import check_int, check_probability, check_real
 from ..clicklog import ClickLog
 from ..constrained import feasible_set, solve_constrained_hinge
 from ..datasets import RankingDataset
+from ..implicit_pairs import ClickPairs
 from ..propensity import as_propensity_model
 from ..solvers import solve_pairwise_hinge
 from ..aggregate import ClickAggregate
 from ._base import RankerMixin, click_aggregate
 
-__all__ = ["RankSVM", "SVMPropRank", "SVMPropDCG", "SVMPropRBP", "click_pairs", "affine_click_weights"]
+__all__ = ["RankSVM", "SVMPropRank", "SVMPropDCG", "SVMPropRBP", "click_pairs", "click_pair_set",
+           "affine_click_weights"]
 
 
 def _check_C(C) -> float:
@@ -141,6 +143,35 @@ def click_pairs(data: RankingDataset, weights: np.ndarray):
     i = local[clicked[owner[keep]]]
     j = local[members[keep]]
     return rows, data.X[rows], i, j, weights[clicked][owner[keep]], owner[keep], clicked
+
+
+def click_pair_set(data: RankingDataset, weights: np.ndarray):
+    """The pairs of :func:`click_pairs` as a :class:`ClickPairs` (no pair arrays).
+
+    Returns ``(rows, local_X, pairs, clicked)``: ``local_X = data.X[rows]`` holds
+    the queries with clicks; ``pairs`` anchors every clicked row of ``local_X``
+    (in ``clicked`` order) with weight ``weights[clicked]``.
+    ``pairs.explicit()`` gives the arrays ``i, j, pair_w`` of :func:`click_pairs`,
+    in the same order.
+
+    Examples
+    --------
+    >>> from click_sim import make_ranking
+    >>> data = make_ranking(n_queries=5, n_docs=4, random_state=0)
+    >>> weights = np.zeros(data.n_docs); weights[[1, 9]] = [2.0, 0.5]
+    >>> rows, Xl, pairs, clicked = click_pair_set(data, weights)
+    >>> rows.tolist(), pairs.anchors.tolist(), pairs.n_pairs
+    ([0, 1, 2, 3, 8, 9, 10, 11], [1, 5], 6)
+    """
+    clicked = np.flatnonzero(weights > 0)
+    queries = np.unique(data.query_index[clicked])
+    rows = segment_gather(data.query_offsets, queries)
+    local = np.full(data.n_docs, -1, dtype=np.int64)
+    local[rows] = np.arange(len(rows))
+    offsets = offsets_from_lengths(data.query_lengths[queries])
+    # Every query clicked (long lists, many passes): the data set's X, not a copy of it.
+    Xl = data.X if rows.size == data.n_docs else data.X[rows]
+    return rows, Xl, ClickPairs(offsets, local[clicked], weights[clicked]), clicked
 
 
 class _LinearRanker(RankerMixin, BaseEstimator):
@@ -297,7 +328,11 @@ class RankSVM(_LinearRanker):
         X, y, qid = self._begin_fit(X, y, qid)
         if isinstance(X, (ClickLog, ClickAggregate)):
             agg = click_aggregate(X, lambda positions: np.ones(len(positions)), type(self).__name__)
-            _, Xl, i, j, w, _, _ = click_pairs(agg.data, agg.weights.astype(np.float64))
+            _, Xl, pairs, _ = click_pair_set(agg.data, agg.weights.astype(np.float64))
+            if self._feasible_set(Xl.shape[1]).method == "newton":
+                i, j, w = pairs, None, None        # long lists: no pair arrays (the solver picks the path)
+            else:
+                i, j, w = pairs.explicit()
             scale = agg.n_clicks
         else:
             data = X if isinstance(X, RankingDataset) else RankingDataset(X, y, qid if qid is not None else _missing_qid())
@@ -313,10 +348,11 @@ class RankSVM(_LinearRanker):
         self.n_iter_ = result.n_iter
         self.objective_ = result.objective
         self.duality_gap_ = result.gap
-        self.converged_ = result.converged and i.size > 0
+        n_pairs = i.n_pairs if isinstance(i, ClickPairs) else i.size
+        self.converged_ = result.converged and n_pairs > 0
         self.n_features_in_ = Xl.shape[1]
         if not np.any(self.coef_):
-            _warn_zero_coef(self, i.size, Xl, i, j)
+            _warn_zero_coef(self, n_pairs, Xl, *(i.explicit()[:2] if isinstance(i, ClickPairs) else (i, j)))
         return self._end_fit()
 
 
@@ -341,13 +377,12 @@ class _PropensitySVM(_LinearRanker):
         C = _check_C(self.C)
         agg = click_aggregate(log, as_propensity_model(self.propensity), type(self).__name__, allow_affine=True)
         # Rows with a non-zero weight (negative ones only under a trust-bias correction).
-        rows, Xl, i, j, w, owner, clicked = click_pairs(agg.data, np.abs(agg.weights))
-        return C / agg.n_clicks, agg, Xl, i, j, w, owner, clicked
+        rows, Xl, pairs, clicked = click_pair_set(agg.data, np.abs(agg.weights))
+        return C / agg.n_clicks, agg, Xl, pairs, clicked
 
-    def _bound(self, scores, i, j, owner, n_clicked):
-        """Hinge sums ``H_j`` per clicked document."""
-        slack = np.maximum(0.0, 1.0 - (scores[i] - scores[j]))
-        return np.bincount(owner, slack, minlength=n_clicked)
+    def _bound(self, scores, pairs):
+        """Hinge sums ``H_j`` per clicked document (sorted scores, no pairs formed)."""
+        return pairs.hinge_sums(scores)
 
     def fit(self, log, y=None):
         """Fit on a click log (propensities from ``propensity``).
@@ -370,19 +405,24 @@ class _PropensitySVM(_LinearRanker):
         solver_tol, max_iter = _check_solver_params(self, "solver_tol")
         max_ccp_iter = check_int(self.max_ccp_iter, "max_ccp_iter", min_value=1)
         log, _, _ = self._begin_fit(log)
-        C_n, agg, Xl, i, j, w, owner, clicked = self._prepare(log)
+        C_n, agg, Xl, pairs, clicked = self._prepare(log)
         fs = self._feasible_set(Xl.shape[1])
         W = agg.weights[clicked]
         negative = bool(np.any(W < 0))
         linear = lam.concave is True and lam.convex is True and not negative  # affine lambda, W >= 0: one QP
         if lam.concave is not True:
             raise ValueError(f"rank weight {lam.name!r} is not concave: the convex-concave procedure does not apply")
-        max_ccp = 1 if linear or i.size == 0 else max_ccp_iter
+        n_pairs = pairs.n_pairs
+        # Pair arrays only where a solver needs them (trust-bias steps, constrained solvers); the Newton
+        # solver takes the implicit pairs and picks its path from the list lengths.
+        explicit = negative or fs.method != "newton"
+        i, j, owner = pairs.explicit_owners() if explicit else (None, None, None)
+        max_ccp = 1 if linear or n_pairs == 0 else max_ccp_iter
         if negative and lam.convex is True:
             max_ccp, tol = _AFFINE_CCP_MAX, _AFFINE_CCP_TOL
         coef = np.zeros(Xl.shape[1])
         history, snips_history, iters, seconds, tols = [], [], [], [], []
-        history.append(self._objective(coef, Xl, i, j, owner, W, lam, C_n, fs))
+        history.append(self._objective(coef, Xl, pairs, W, lam, C_n, fs))
         converged_ccp = False
         inner_tol = solver_tol
         if max_ccp > 1:  # a lone step is solved exactly; a first step of many only loosely
@@ -391,26 +431,29 @@ class _PropensitySVM(_LinearRanker):
         bar = progress(range(max_ccp), desc=f"{type(self).__name__} CCP", unit="iter", leave=False)
         for _ in bar:
             # Linearise lambda at the current hinge sums: PropRank weights W_j * lambda'(1 + H_j).
-            H = self._bound(Xl @ coef, i, j, owner, len(W))
+            H = self._bound(Xl @ coef, pairs)
             doc_w = W * lam.derivative(1.0 + H)
             tols.append(inner_tol)
             t0 = time.perf_counter()
             if negative:
                 result = self._affine_step(fs, coef, Xl, i, j, owner, doc_w, C_n, inner_tol, warm=bool(iters),
                                            max_iter=max_iter)
-            else:
+            elif explicit:
                 result = self._solve(fs, Xl, i, j, doc_w[owner], C_n, w0=coef if iters else None, warm=result,
                                      tol=inner_tol, max_iter=max_iter)
+            else:  # no pair arrays: hinge sums from scores sorted per query (long lists)
+                result = self._solve(fs, Xl, pairs.with_weights(doc_w), None, None, C_n,
+                                     w0=coef if iters else None, warm=result, tol=inner_tol, max_iter=max_iter)
             seconds.append(time.perf_counter() - t0)
             new = result.coef
-            objective = self._objective(new, Xl, i, j, owner, W, lam, C_n, fs)
+            objective = self._objective(new, Xl, pairs, W, lam, C_n, fs)
             if negative and lam.convex is not True:
                 # Not a majoriser: halve a step that raises the true objective.
                 for _ in range(_AFFINE_BACKTRACKS):
                     if objective <= history[-1]:
                         break
                     new = 0.5 * (coef + new)
-                    objective = self._objective(new, Xl, i, j, owner, W, lam, C_n, fs)
+                    objective = self._objective(new, Xl, pairs, W, lam, C_n, fs)
                 if objective > history[-1]:
                     new, objective = coef, history[-1]
             coef = new
@@ -418,7 +461,7 @@ class _PropensitySVM(_LinearRanker):
             snips_history.append(self._train_snips(coef, agg, lam))
             previous = history[-1]
             history.append(objective)
-            if linear or i.size == 0:
+            if linear or n_pairs == 0:
                 converged_ccp = result.converged
                 break
             change = abs(previous - objective) / max(abs(objective), 1e-12)
@@ -431,7 +474,7 @@ class _PropensitySVM(_LinearRanker):
             # tightens with the objective change down to ``solver_tol``.
             inner_tol = max(solver_tol, min(inner_tol, 0.01 * change))
         bar.close()
-        if not converged_ccp and not linear and i.size:
+        if not converged_ccp and not linear and n_pairs:
             warnings.warn(f"{type(self).__name__}: the convex-concave procedure stopped after {max_ccp} "
                           f"iterations with relative objective change above tol={tol}", ConvergenceWarning)
         self.coef_ = coef
@@ -442,11 +485,11 @@ class _PropensitySVM(_LinearRanker):
         self.n_ccp_iter_ = len(iters)
         self.solve_seconds_ = np.asarray(seconds)
         self.inner_tol_ = np.asarray(tols)        # relative duality gap asked of each subproblem
-        self.converged_ = bool(converged_ccp and result.converged and i.size > 0)
+        self.converged_ = bool(converged_ccp and result.converged and n_pairs > 0)
         self.duality_gap_ = result.gap
         self.n_features_in_ = Xl.shape[1]
         if not np.any(coef):
-            _warn_zero_coef(self, i.size, Xl, i, j)
+            _warn_zero_coef(self, n_pairs, Xl, *pairs.explicit()[:2])
         return self._end_fit()
 
     def _affine_step(self, fs, coef, Xl, i, j, owner, doc_w, C_n, inner_tol, warm, max_iter):
@@ -467,9 +510,9 @@ class _PropensitySVM(_LinearRanker):
         ww = np.r_[doc_w[owner[pos]], scale]
         return self._solve(fs, X_ext, ii, jj, ww, C_n, w0=coef if warm else None, tol=inner_tol, max_iter=max_iter)
 
-    def _objective(self, coef, Xl, i, j, owner, W, lam, C_n, fs=None):
+    def _objective(self, coef, Xl, pairs, W, lam, C_n, fs=None):
         """The CCP's objective; ``fs`` (a FeasibleSet) carries the penalty, L2 when None."""
-        H = self._bound(Xl @ coef, i, j, owner, len(W))
+        H = self._bound(Xl @ coef, pairs)
         penalty = 0.5 * float(coef @ coef) if fs is None else fs.penalty(coef)
         return penalty + C_n * float(np.sum(W * lam.value(1.0 + H)))
 

@@ -1,0 +1,189 @@
+"""Implicit click pairs: every pair sum against the explicit pairs, and the solver against cvxpy."""
+
+import numpy as np
+import pytest
+
+import counterfactual_ltr.solvers as solvers
+from counterfactual_ltr.implicit_pairs import ClickPairs, _Smoothed, band_hessian, sort_within_queries
+from counterfactual_ltr.solvers import solve_pairwise_hinge
+
+
+def _pairs(seed, ties=False, max_len=40):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, max_len, rng.integers(2, 20))
+    offsets = np.r_[0, np.cumsum(lengths)]
+    n = int(offsets[-1])
+    anchors = rng.choice(n, size=max(1, n // 4), replace=bool(seed % 2))   # repeats on odd seeds
+    weights = rng.uniform(0, 3, anchors.size)
+    scores = rng.normal(size=n)
+    if ties:
+        scores = np.round(scores, 1)
+    return ClickPairs(offsets, anchors, weights), scores, rng
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_explicit_pairs_are_every_other_row_of_the_anchor_query(seed):
+    pairs, _, _ = _pairs(seed)
+    i, j, c = pairs.explicit()
+    assert i.size == pairs.n_pairs
+    q = np.searchsorted(pairs.query_offsets, np.arange(pairs.n_rows), side="right") - 1
+    assert np.all(q[i] == q[j]) and np.all(i != j)
+    for k, a in enumerate(pairs.anchors):
+        mine = np.flatnonzero(i == a) if np.sum(pairs.anchors == a) == 1 else None
+        if mine is not None:
+            assert sorted(j[mine].tolist()) == [y for y in range(*pairs.query_offsets[q[a]:q[a] + 2]) if y != a]
+            assert np.all(c[mine] == pairs.weights[k])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sort_within_queries_matches_lexsort(seed):
+    pairs, s, _ = _pairs(seed, ties=True, max_len=200 if seed % 2 else 30)
+    order = sort_within_queries(s, pairs.query_offsets)
+    seg = np.repeat(np.arange(pairs.query_offsets.size - 1), np.diff(pairs.query_offsets))
+    assert np.array_equal(s[order], s[np.lexsort((s, seg))])
+    assert np.array_equal(seg[order], seg)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_pair_sums_match_explicit_pairs(seed):
+    pairs, s, rng = _pairs(seed, ties=seed % 3 == 0)
+    margin = [1.0, 0.5, 2.0, 0.0, -0.5][seed % 5]
+    mu = [1.0, 0.3, 0.01, 2.5][seed % 4]
+    Cc = rng.uniform(0, 2, pairs.anchors.size)
+    i, j, _ = pairs.explicit()
+    owner = _owner(pairs)
+    z = margin - (s[i] - s[j])
+    # hinge sums per anchor
+    expected_h = np.bincount(owner, np.maximum(z, 0), minlength=pairs.anchors.size)
+    assert np.allclose(pairs.hinge_sums(s, margin), expected_h, atol=1e-10)
+    ev = _Smoothed(pairs, s, Cc, margin, mu)
+    assert ev.hinge() == pytest.approx(float(np.dot(Cc[owner], np.maximum(z, 0))), abs=1e-9)
+    alpha = Cc[owner] * np.clip(z / mu, 0, 1)
+    g, alpha_sum = ev.aggregate()
+    n = pairs.n_rows
+    assert alpha_sum == pytest.approx(alpha.sum(), abs=1e-9)
+    assert np.allclose(g, np.bincount(i, alpha, minlength=n) - np.bincount(j, alpha, minlength=n), atol=1e-9)
+    # Band Laplacian: band membership jumps at z = 0 and z = mu, where rounding of
+    # s_a - margin against margin - (s_a - s_y) may disagree; scores off the grid avoid that.
+    s = s + 1e-6 * rng.normal(size=s.size)
+    z = margin - (s[i] - s[j])
+    ev = _Smoothed(pairs, s, Cc, margin, mu)
+    band = (z > 0) & (z < mu)
+    h = Cc[owner][band] / mu
+    V = rng.normal(size=(n, 3))
+    diff = V[i[band]] - V[j[band]]
+    LV = np.zeros_like(V)
+    np.add.at(LV, i[band], h[:, None] * diff)
+    np.add.at(LV, j[band], -h[:, None] * diff)
+    assert np.allclose(ev.laplacian(V), LV, atol=1e-9)
+    assert np.allclose(ev.laplacian(V[:, 0]), LV[:, 0], atol=1e-9)
+    X = rng.normal(size=(n, 4))
+    D = X[i[band]] - X[j[band]]
+    assert np.allclose(band_hessian(X, ev), D.T @ (h[:, None] * D), atol=1e-8)
+    # in blocks of one query at a time (bounded memory): the same matrix
+    assert np.allclose(band_hessian(X, ev, block_bytes=1), D.T @ (h[:, None] * D), atol=1e-8)
+
+
+def _owner(pairs):
+    lengths = np.diff(pairs.query_offsets)[pairs.anchor_query]
+    owner = np.repeat(np.arange(pairs.anchors.size), lengths)
+    first = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    members = np.repeat(pairs.query_offsets[pairs.anchor_query], lengths) + np.arange(lengths.sum()) - first
+    return owner[members != pairs.anchors[owner]]
+
+
+def _reference(X, i, j, c, C, margin=1.0):
+    cp = pytest.importorskip("cvxpy")
+    w = cp.Variable(X.shape[1])
+    prob = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + C * (c @ cp.pos(margin - (X[i] - X[j]) @ w))))
+    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    return prob.value
+
+
+@pytest.fixture
+def implicit_always(monkeypatch):
+    monkeypatch.setattr(solvers, "_IMPLICIT_MIN_PAIRS_PER_ANCHOR", 0)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_implicit_solver_matches_cvxpy_and_certifies(seed, implicit_always):
+    pairs, _, rng = _pairs(seed, max_len=25)
+    X = rng.normal(size=(pairs.n_rows, int(rng.integers(2, 7))))
+    if seed % 3 == 0:
+        X = np.round(X, 1)                        # ties between scores
+    C = [0.01, 0.1, 1.0, 10.0, 1000.0][seed % 5]
+    margin = [1.0, 0.5][seed % 2]
+    res = solve_pairwise_hinge(X, pairs, None, None, C, margin=margin, tol=1e-9)
+    i, j, c = pairs.explicit()
+    ref = _reference(X, i, j, c, C, margin)
+    assert res.converged and res.gap >= 0
+    assert res.objective == pytest.approx(ref, rel=1e-6, abs=1e-9)
+    assert res.objective - ref <= res.gap + 1e-7 * max(1.0, ref)
+    assert res.dual_objective <= ref + 1e-7 * max(1.0, ref)
+    s = X @ res.coef
+    exact = 0.5 * res.coef @ res.coef + C * np.sum(c * np.maximum(0, margin - (s[i] - s[j])))
+    assert res.objective == pytest.approx(exact, rel=1e-12)
+
+
+def test_implicit_warm_start_and_automatic_choice(implicit_always):
+    pairs, _, rng = _pairs(3, max_len=30)
+    X = rng.normal(size=(pairs.n_rows, 5))
+    cold = solve_pairwise_hinge(X, pairs, None, None, 10.0, tol=1e-10)
+    re = pairs.with_weights(pairs.weights * rng.uniform(0.5, 2.0, pairs.weights.size))
+    cold2 = solve_pairwise_hinge(X, re, None, None, 10.0, tol=1e-10)
+    warm2 = solve_pairwise_hinge(X, re, None, None, 10.0, tol=1e-10, w0=cold.coef)
+    assert warm2.converged and warm2.objective == pytest.approx(cold2.objective, rel=1e-8)
+    i, j, c = re.explicit()
+    explicit = solve_pairwise_hinge(X, i, j, c, 10.0, tol=1e-10)
+    assert explicit.objective == pytest.approx(cold2.objective, rel=1e-8)
+
+
+def test_long_lists_choose_the_implicit_path(monkeypatch):
+    rng = np.random.default_rng(0)
+    offsets = np.arange(0, 3 * 200 + 1, 200)
+    X = rng.normal(size=(600, 3))
+    pairs = ClickPairs(offsets, [5, 250, 580], [1.0, 2.0, 0.5])
+    called = []
+    real = solvers._solve_implicit
+    monkeypatch.setattr(solvers, "_solve_implicit", lambda *a: called.append(1) or real(*a))
+    res = solve_pairwise_hinge(X, pairs, None, None, 1.0, tol=1e-8)
+    assert called and res.converged
+    short = ClickPairs(np.arange(0, 601, 10), [5, 250, 580], [1.0, 2.0, 0.5])
+    solve_pairwise_hinge(X, short, None, None, 1.0, tol=1e-8)
+    assert len(called) == 1                   # 9 pairs per anchor: explicit pairs
+
+
+def test_implicit_degenerate_problems(implicit_always):
+    X = np.random.default_rng(0).normal(size=(6, 2))
+    none = solve_pairwise_hinge(X, ClickPairs([0, 3, 6], [0, 4], [0.0, 0.0]), None, None, 1.0)
+    assert none.converged and none.objective == 0.0 and not none.coef.any()
+    # a click alone in its query has no pair; warm start from an arbitrary point
+    pairs = ClickPairs([0, 1, 6], [0, 4], [1.0, 1.0])
+    res = solve_pairwise_hinge(X, pairs, None, None, 1.0, w0=[1.0, 2.0], tol=1e-9)
+    assert res.converged
+    assert res.objective == pytest.approx(solve_pairwise_hinge(X, *pairs.explicit(), 1.0, tol=1e-9).objective,
+                                          rel=1e-8)
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(pairs_j=[0]), "must be None"),
+    (dict(X=np.ones((7, 2))), "rows"),
+])
+def test_click_pairs_errors(bad, match):
+    pairs = ClickPairs([0, 3, 6], [0, 4], [1.0, 1.0])
+    args = dict(X=np.ones((6, 2)), pairs_j=None)
+    args.update(bad)
+    with pytest.raises(ValueError, match=match):
+        solve_pairwise_hinge(args["X"], pairs, args["pairs_j"], None, 1.0)
+
+
+@pytest.mark.parametrize("args, match", [
+    (([0, 3], [3], [1.0]), "out of range"),
+    (([0, 3], [1], [-1.0]), ">= 0"),
+    (([0, 3], [1], [1.0, 2.0]), "one per anchor"),
+    (([0, 3], [0.5], [1.0]), "integer"),
+    (([0, 3], [1], [np.nan]), "finite"),
+])
+def test_click_pairs_validation(args, match):
+    with pytest.raises(ValueError, match=match):
+        ClickPairs(*args)
