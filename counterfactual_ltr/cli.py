@@ -160,8 +160,9 @@ def cli():
 @click.option("--production-fraction", default=0.01, show_default=True, type=click.FloatRange(0, 1, min_open=True),
               help="Share of the queries the default production ranker is trained on (their full labels).")
 @click.option("--max-shown", type=click.IntRange(min=1), help="Show only the top documents of each ranking.")
-@click.option("--intervention", help="Randomised intervention of the logging policy (e.g. swap experiments "
-                                     "for propensity estimation), when the simulator offers it.")
+@click.option("--intervention", help="Randomised intervention for propensity estimation: 'swap:SHARE[:MAX_POSITION]' "
+                                     "(top result swapped with a random one of positions 2..MAX_POSITION, default 10, "
+                                     "in a share of the sessions) or 'shuffle:N[:SHARE]' (top N shuffled).")
 @click.option("--seed", default=0, show_default=True, type=int,
               help="Random seed of the default production ranker's queries and of the clicks (same seed, same log).")
 @_quiet_option
@@ -176,8 +177,6 @@ def simulate(data, output, passes, eta, eps_minus, eps_plus, ranker, production_
     Example:
       cltr simulate train.txt --passes 20 --eta 1 --eps-minus 0.1 -o train_log.parquet
     """
-    import inspect
-
     from click_sim import PositionBasedClickModel, simulate_clicks, train_production_ranker
 
     from ._progress import show_progress
@@ -187,9 +186,7 @@ def simulate(data, output, passes, eta, eps_minus, eps_plus, ranker, production_
     dataset = _load_data(data)
     extra = {}
     if intervention is not None:
-        if "intervention" not in inspect.signature(simulate_clicks).parameters:
-            raise InputError("--intervention: this version's simulator has no interventions")
-        extra["intervention"] = intervention
+        extra["intervention"] = _parse_intervention(intervention)
     model = PositionBasedClickModel(eta=eta, eps_minus=eps_minus, eps_plus=eps_plus)
     with show_progress(_progress_setting(quiet)):
         if ranker is not None:
@@ -204,22 +201,44 @@ def simulate(data, output, passes, eta, eps_minus, eps_plus, ranker, production_
     _echo(quiet, f"wrote {output}: {log.n_sessions} sessions, {log.n_clicks} clicks ({model})")
 
 
+def _parse_intervention(spec: str):
+    """``swap:SHARE[:MAX_POSITION]`` or ``shuffle:N[:SHARE]`` as a click_sim intervention."""
+    from click_sim import SwapIntervention, TopNShuffle
+
+    kind, _, rest = spec.partition(":")
+    parts = rest.split(":") if rest else []
+    try:
+        if kind == "swap" and 1 <= len(parts) <= 2:
+            return SwapIntervention(float(parts[0]), *(int(p) for p in parts[1:]))
+        if kind == "shuffle" and 1 <= len(parts) <= 2:
+            return TopNShuffle(int(parts[0]), *(float(p) for p in parts[1:]))
+    except (ValueError, TypeError) as err:
+        raise InputError(f"--intervention {spec!r}: {err}") from None
+    raise InputError(f"--intervention {spec!r}: expected 'swap:SHARE[:MAX_POSITION]' or 'shuffle:N[:SHARE]'")
+
+
 @cli.command()
 @click.argument("log", type=click.Path(exists=True, dir_okay=False))
 @click.argument("data", type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="JSON file to write.")
-@click.option("--method", required=True, help="Estimation method of estimate_propensities "
-                                               "(e.g. swap, harvesting, em).")
+@click.option("--method", required=True, type=click.Choice(["swap", "harvest", "em", "trust_em"]),
+              help="Estimation method of estimate_propensities.")
+@click.option("--max-position", default=10, show_default=True, type=click.IntRange(min=2),
+              help="Positions 1..MAX_POSITION are estimated.")
+@click.option("--bootstrap", default=200, show_default=True, type=click.IntRange(min=0),
+              help="Bootstrap replicates for the intervals (0: none).")
+@click.option("--seed", default=0, show_default=True, type=int, help="Random seed of the bootstrap.")
 @_quiet_option
-def propensity(log, data, output, method, quiet):
+def propensity(log, data, output, method, max_position, bootstrap, seed, quiet):
     """Estimate position propensities from the click LOG over DATA; write them as JSON.
 
-    Calls counterfactual_ltr.propensity.estimate_propensities(log, method). The
+    Calls counterfactual_ltr.propensity.estimate_propensities(log, method, ...). The
     JSON holds the per-position values, their intervals and eta_ when the method
     gives them, and a "propensity" entry that --propensity of fit/evaluate reads.
 
     \b
     Example:
+      cltr simulate train.txt --passes 100 --intervention swap:0.25 -o swap_log.parquet
       cltr propensity swap_log.parquet train.txt --method swap -o propensity.json
       cltr fit train_log.parquet train.txt --propensity propensity.json -o model.npz
     """
@@ -234,7 +253,7 @@ def propensity(log, data, output, method, quiet):
     dataset = _load_data(data)
     click_log = _load_log(log, dataset)
     with show_progress(_progress_setting(quiet)):
-        result = estimate(click_log, method)
+        result = estimate(click_log, method, max_position=max_position, n_bootstrap=bootstrap, random_state=seed)
     payload = _estimation_payload(result, method)
     Path(output).write_text(json.dumps(payload, indent=1))
     _echo(quiet, f"wrote {output}")
@@ -268,8 +287,8 @@ def _estimation_payload(result, method) -> dict:
             break
         except (ValueError, TypeError):
             continue
-    for name in ("values_", "propensities_", "intervals_", "ci_low_", "ci_high_", "stderr_", "eta_", "values",
-                 "intervals", "eta"):
+    for name in ("relative_", "lower_", "upper_", "confidence_", "n_sessions_", "values_", "propensities_",
+                 "intervals_", "ci_low_", "ci_high_", "stderr_", "eta_", "values", "intervals", "eta"):
         if hasattr(result, name) and not callable(getattr(result, name)):
             payload[name] = _jsonable(getattr(result, name))
     if isinstance(result, dict):

@@ -12,6 +12,7 @@ import pytest
 from sklearn.datasets import dump_svmlight_file
 
 from click_sim import PositionBasedClickModel, load_letor, make_ranking, simulate_clicks, train_production_ranker
+from counterfactual_ltr import ClickLog
 from counterfactual_ltr.cli import MODELS, main
 from counterfactual_ltr.evaluation import snips_estimate, ips_estimate
 from counterfactual_ltr.files import read_click_log
@@ -213,13 +214,36 @@ def test_bad_input_exits_2_with_one_line(args, expected, small_files, capsys):
     _bad(args, capsys, small_files, expected)
 
 
-def test_propensity_command_without_estimation(small_files, capsys):
-    from counterfactual_ltr import propensity
+def test_swap_simulation_and_propensity_estimation_match_the_api(small_files, monkeypatch):
+    """simulate --intervention swap, then propensity --method swap: the Python API's log and estimate."""
+    from click_sim import SwapIntervention
+    from counterfactual_ltr.propensity import estimate_propensities
 
-    if hasattr(propensity, "estimate_propensities"):
-        pytest.skip("estimate_propensities exists: the command is tested with it")
-    _bad(("propensity", "log.parquet", "data.txt", "--method", "swap", "-o", "p.json"), capsys, small_files,
-         "estimate_propensities is missing")
+    monkeypatch.chdir(small_files)
+    assert main(["simulate", "data.txt", "--passes", "40", "--intervention", "swap:0.5:4", "--seed", "3",
+                 "-o", "swap.parquet", "-q"]) == 0
+    data = load_letor(small_files / "data.txt")
+    production = train_production_ranker(data, fraction=0.01, random_state=3)
+    expected = simulate_clicks(data, production, PositionBasedClickModel(), n_passes=40, random_state=3,
+                               intervention=SwapIntervention(0.5, 4))
+    log = ClickLog.read_parquet(small_files / "swap.parquet", data)
+    assert log.equals(expected) and np.any(log.intervention > 0)
+    assert main(["propensity", "swap.parquet", "data.txt", "--method", "swap", "--max-position", "4",
+                 "--bootstrap", "20", "--seed", "1", "-o", "swap.json", "-q"]) == 0
+    payload = json.loads((small_files / "swap.json").read_text())
+    model = estimate_propensities(expected, "swap", max_position=4, n_bootstrap=20, random_state=1)
+    np.testing.assert_allclose(payload["relative_"], model.relative_, rtol=1e-12)
+    np.testing.assert_allclose(payload["lower_"], model.lower_, rtol=1e-12)
+    assert payload["eta_"] == pytest.approx(model.eta_, rel=1e-12)
+    assert main(["fit", "swap.parquet", "data.txt", "--C", "1", "--cv", "2", "--propensity", "swap.json", "-q",
+                 "-o", "swap_model.npz"]) == 0
+    fitted = load_model(small_files / "swap_model.npz").propensity
+    np.testing.assert_allclose(fitted([1, 2, 3, 4]), model([1, 2, 3, 4]), rtol=1e-12)
+
+
+@pytest.mark.parametrize("spec", ["swap", "swap:2", "swap:0.5:1", "shuffle:x", "magic:0.5"])
+def test_bad_intervention_exits_2(spec, small_files, capsys):
+    _bad(("simulate", "data.txt", "--intervention", spec, "-o", "l.parquet"), capsys, small_files, "--intervention")
 
 
 def test_fit_reads_propensity_file_and_eta_alike(small_files, monkeypatch):
@@ -266,7 +290,7 @@ def test_propensity_command_writes_what_fit_reads(small_files, monkeypatch):
 
     calls = []
 
-    def fake_estimate(log, method):
+    def fake_estimate(log, method, **options):
         calls.append((log.n_sessions, method))
         return SimpleNamespace(propensity_=PositionBasedPropensity(0.7), eta_=0.7,
                                intervals_=np.array([[1.0, 1.0], [0.55, 0.68]]))
@@ -281,15 +305,6 @@ def test_propensity_command_writes_what_fit_reads(small_files, monkeypatch):
     assert main(["fit", "log.csv", "data.txt", "--C", "1", "--cv", "2", "--propensity", "est.json", "-q",
                  "-o", "est_model.npz"]) == 0
     assert repr(load_model(small_files / "est_model.npz").propensity) == "PositionBasedPropensity(eta=0.7)"
-
-
-def test_simulate_intervention_needs_simulator_support(small_files, capsys):
-    import inspect
-
-    if "intervention" in inspect.signature(simulate_clicks).parameters:
-        pytest.skip("the simulator has interventions")
-    _bad(("simulate", "data.txt", "--intervention", "swap", "-o", "l.parquet"), capsys, small_files,
-         "no interventions")
 
 
 def test_simulate_with_a_saved_logging_ranker(small_files, monkeypatch):
