@@ -217,3 +217,11 @@ def test_preprocessor_and_score_on_aggregates(log):
     np.testing.assert_array_equal(from_log.coef_, from_agg.coef_)
     np.testing.assert_array_equal(from_log.predict(log.data.X), from_agg.predict(log.data.X))
     assert from_agg.score(log.aggregate()) == pytest.approx(from_log.score(log), rel=1e-12)
+
+
+def test_constrained_learners_fit_on_aggregates_identically(log):
+    params = {"C": 3.0, "monotone_constraints": [1] + [0] * (log.data.n_features - 1), "penalty": "elasticnet"}
+    from_log = SVMPropDCG(**params).fit(log)
+    from_agg = SVMPropDCG(**params).fit(log.aggregate())
+    np.testing.assert_array_equal(from_log.coef_, from_agg.coef_)
+    assert from_agg.coef_[0] >= 0
