@@ -87,6 +87,19 @@ class FeasibleSet:
     ``lower``/``upper``: per-feature bounds (``-inf``/``inf`` where free);
     ``l1_ratio``: ``rho`` of the penalty ``rho ||w||_1 + 0.5 (1 - rho) ||w||^2``;
     ``constraints``: the user callable or None; ``solver``: the method asked for.
+
+    Parameters
+    ----------
+    lower, upper : arrays (n_features,)
+    l1_ratio : float, default 0
+    constraints : callable or None
+    solver : str, default "auto"
+
+    Examples
+    --------
+    >>> fs = feasible_set(3, monotone_constraints=[1, 0, -1])
+    >>> fs.lower.tolist(), fs.upper.tolist(), fs.is_box
+    ([0.0, -inf, -inf], [inf, inf, 0.0], True)
     """
 
     lower: np.ndarray
@@ -313,6 +326,21 @@ class ConstrainedResult(SolverResult):
 
     ``support_points`` (k, d): the points whose planes support the final cutting-plane model; pass
     them as ``warm_points`` to re-solve a re-weighted problem.
+
+    Parameters
+    ----------
+    coef, objective, gap, n_iter, converged, ... :
+        As in :class:`~counterfactual_ltr.solvers.SolverResult`.
+    support_points : array (k, n_features)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
+    >>> fs = feasible_set(2, bounds=([0.0, 0.0], [1.0, 1.0]))
+    >>> result = solve_constrained_hinge(X, np.array([0, 0]), np.array([1, 2]), np.ones(2), 1.0, feasible=fs)
+    >>> bool(np.all((result.coef >= 0) & (result.coef <= 1))), result.support_points.shape[1]
+    (True, 2)
     """
 
     support_points: np.ndarray = field(default_factory=lambda: np.empty((0, 0)), repr=False)

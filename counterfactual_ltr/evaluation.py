@@ -91,7 +91,30 @@ BOOTSTRAP_BLOCKS = 2000
 
 
 class EstimateWarning(UserWarning):
-    """A diagnostic of an off-policy estimate says the number is not to be trusted."""
+    """A diagnostic of an off-policy estimate says the number is not to be trusted.
+
+    Issued (and its message also kept in :attr:`Estimate.warnings`) when the
+    effective sample size of the click weights is below :data:`MIN_ESS`, one
+    click carries more than :data:`MAX_WEIGHT_SHARE` of the summed weights,
+    more than :data:`MAX_UNSHOWN_MASS` of the ranker's metric mass is on
+    documents the log never showed, the logging policy's Monte Carlo expected
+    examination is too imprecise (:data:`MAX_POLICY_ERROR`), or bootstrap
+    resamples had no clicks. Filter it with the :mod:`warnings` module.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> data = make_ranking(n_queries=5, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], random_state=0)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     est = ips_estimate(log, data.X[:, 0], n_bootstrap=0)
+    >>> any(issubclass(w.category, EstimateWarning) for w in caught)
+    True
+    >>> est.warnings[0].startswith("effective sample size")
+    True
+    """
 
 
 @dataclass(frozen=True)
@@ -107,6 +130,56 @@ class Estimate:
     percentile bootstrap over sessions (``None`` when not computed).
     ``bias_bound``: bound on the absolute bias the estimator adds by design
     (clipping); 0 for the others. ``warnings``: the diagnostics' messages.
+
+    Made by the estimators (:func:`ips_estimate` and the others), not by hand;
+    ``float(estimate)`` is its ``value``.
+
+    Parameters
+    ----------
+    value : float
+        The estimate of the metric (the mean of the per-session values; their
+        ratio for SNIPS).
+    stderr : float
+        Its standard error over sessions (delta method for SNIPS; ``inf`` for a
+        single session).
+    ci_low, ci_high : float
+        Normal confidence interval ``value -+ z stderr`` at level ``confidence``.
+    confidence : float
+        Level of both intervals, in (0, 1).
+    n_sessions : int
+        Number of sessions of the log.
+    n_clicks : int
+        Number of clicks of the log (one click weight each).
+    ess : float
+        Effective sample size ``(sum w)^2 / sum w^2`` of the click weights.
+    max_weight : float
+        Largest click weight ``w``.
+    estimator : str
+        Name of the estimator: ``"ips"``, ``"snips"``, ``"clipped_ips"``,
+        ``"dr"`` or ``"policy_aware"``.
+    metric : str
+        Name of the metric (``"custom"`` or the function's name for a callable).
+    max_weight_share : float, default 0.0
+        ``max_weight / sum w``.
+    unshown_mass : float, default 0.0
+        Share of the ranker's metric mass on documents the log never showed.
+    boot_low, boot_high : float or None, default None
+        Percentile-bootstrap interval over sessions; ``None`` without bootstrap.
+    bias_bound : float, default 0.0
+        Bound on the absolute bias added by design (clipped IPS), else 0.
+    warnings : tuple of str, default ()
+        Messages of the diagnostics that also issued an :class:`EstimateWarning`.
+
+    Examples
+    --------
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> data = make_ranking(n_queries=50, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=20, random_state=0)
+    >>> est = snips_estimate(log, data.X[:, 0], n_bootstrap=0)
+    >>> est.estimator, est.metric, est.n_sessions, est.boot_low is None
+    ('snips', 'dcg', 1000, True)
+    >>> float(est) == est.value and est.ci_low < est.value < est.ci_high
+    True
     """
 
     value: float
@@ -138,9 +211,31 @@ def metric_weight(metric="dcg", **params):
     (``"dcg"``, ``"avg_rank"``, ``"prec@k"``, ``"rbp"``) or a callable
     ``m(ranks) -> weights``.
 
+    Parameters
+    ----------
+    metric : str or callable, default "dcg"
+        Name of the metric (``"dcg"``: ``1 / log2(1 + r)``; ``"avg_rank"``:
+        ``r``; ``"prec@k"``: ``1[r <= k] / k``; ``"rbp"``:
+        ``(1 - p) p^(r - 1)``), or a callable ``m(ranks) -> weights``, which
+        is returned as is.
+    **params
+        Parameters of the named metric, passed to
+        :func:`~counterfactual_ltr.metrics.get_lambda`: ``k`` for ``"prec@k"``
+        (required), ``p`` for ``"rbp"`` (default 0.8).
+
+    Returns
+    -------
+    callable
+        ``m(ranks) -> weights``: the float array of weights of an array of
+        1-based ranks.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> metric_weight("dcg")(np.array([1, 3])).round(3).tolist()
     [1.0, 0.5]
+    >>> metric_weight("rbp", p=0.5)(np.array([1, 2, 3])).tolist()
+    [0.5, 0.25, 0.125]
     """
     if callable(metric):
         return metric
@@ -219,6 +314,31 @@ class RelevanceFit:
     fold of query ``q`` (-1: not in the log), and the predictions for its rows
     come from a model fitted on the other folds' sessions only, so they never
     saw the clicks they correct.
+
+    Made by :func:`fit_relevance`; pass it as ``relevance_model=`` to
+    :func:`dr_estimate` to reuse one fit for several rankers on the same log.
+
+    Parameters
+    ----------
+    predictions : ndarray of shape (n_docs,)
+        Predicted click-relevance ``R_hat`` of every data-set row.
+    query_fold : ndarray of int, shape (n_queries,)
+        Cross-fitting fold of every query, -1 for queries not in the log; all
+        -1 when the predictions come from a fitted model, a callable or an array.
+    log : ClickLog
+        The log the predictions were made for (a fit is refused on another log).
+    model : object, default None
+        The relevance model given (the unfitted estimator that was cloned per
+        fold, a fitted estimator, a callable or the array).
+
+    Examples
+    --------
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> data = make_ranking(n_queries=20, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], random_state=0)
+    >>> fit = fit_relevance(log, (data.y >= 1).astype(float))
+    >>> fit.predictions.shape == (data.n_docs,), set(fit.query_fold.tolist())
+    (True, {-1})
     """
 
     predictions: np.ndarray
@@ -296,6 +416,9 @@ def fit_relevance(log: ClickLog, relevance_model=None, *, propensity=None, n_fol
 
     Parameters
     ----------
+    log : ClickLog
+        The log whose clicks the relevance model is fitted on (and whose
+        queries are split into folds).
     relevance_model : None, scikit-learn estimator, callable, array (n_docs,) or RelevanceFit
         ``None``: a ridge regression on the features. An *unfitted* regressor
         is fitted, per row, on the mean debiased click ``(c - beta) / alpha``
@@ -305,6 +428,23 @@ def fit_relevance(log: ClickLog, relevance_model=None, *, propensity=None, n_fol
         ``predict_proba[:, class 1]`` for a classifier), a callable ``f(X)``
         or an array of one prediction per data-set row is used as is.
     propensity : propensity or trust-bias model of the debiased targets
+        ``None`` (default: ``PositionBasedPropensity(1.0)``), an ``eta`` or a
+        propensity model such as
+        :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`: the
+        targets are ``(c - beta) / alpha`` of its affine parts.
+    n_folds : int >= 2, default 2
+        Number of folds of the log's queries for cross-fitting an unfitted
+        model; the log needs at least this many queries.
+    random_state : None, int or numpy Generator, default None
+        Seed of the random assignment of queries to folds.
+
+    Returns
+    -------
+    RelevanceFit
+        The predictions for every data-set row and each query's fold (-1 when
+        no model was fitted here). A ``RelevanceFit`` given as
+        ``relevance_model`` is returned as is (``ValueError`` if it was made
+        for another log).
 
     Examples
     --------
@@ -411,7 +551,47 @@ def _session_terms(log, omega, model, *, rho=None, rhat=None, clip=None):
 
 
 def session_contributions(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=None, **metric_params):
-    """Per-session IPS ``X_i`` (weighted metric) and ``W_i`` (summed ``(c - beta) / alpha``), and the click weights."""
+    """Per-session IPS ``X_i`` (weighted metric) and ``W_i`` (summed ``(c - beta) / alpha``), and the click weights.
+
+    The building blocks of :func:`ips_estimate` (``X.mean()``) and
+    :func:`snips_estimate` (``X.sum() / W.sum()``); see the module docstring.
+
+    Parameters
+    ----------
+    log : ClickLog
+        The logged sessions.
+    scores_or_ranker : array of shape (n_docs,) or object with ``predict``
+        Scores of every data-set row or a fitted ranker, as the estimators
+        take them.
+    metric : str or callable, default "dcg"
+        Metric; see :func:`metric_weight`.
+    propensity : None, float or propensity model, default None
+        Examination model of the log (``None``:
+        ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
+    **metric_params
+        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
+
+    Returns
+    -------
+    X : ndarray of shape (n_sessions,)
+        ``sum_{shown d} omega(d) (c(d) - beta_k) / alpha_k`` per session.
+    W : ndarray of shape (n_sessions,)
+        ``sum_{shown d} (c(d) - beta_k) / alpha_k`` per session.
+    w : ndarray of shape (n_clicks,)
+        The click weights ``1 / alpha_k`` of the log's clicks, in log order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> data = make_ranking(n_queries=50, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=20, random_state=0)
+    >>> X, W, w = session_contributions(log, data.X[:, 0])
+    >>> X.shape == W.shape == (log.n_sessions,), w.shape == (log.n_clicks,)
+    (True, True)
+    >>> bool(np.isclose(X.mean(), ips_estimate(log, data.X[:, 0], n_bootstrap=0).value))
+    True
+    """
     omega = _omega(log, scores_or_ranker, metric, metric_params)
     X, W, w, _ = _session_terms(log, omega, as_propensity_model(propensity))
     return X, W, w
@@ -552,6 +732,50 @@ def ips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=No
 
     A log without any click is a ``ValueError``: every ranker would get 0 with a zero-width interval,
     a certainty the log does not give (as SNIPS, which is undefined there).
+
+    Parameters
+    ----------
+    log : ClickLog
+        The logged sessions (shown documents, their positions and clicks).
+    scores_or_ranker : array of shape (n_docs,) or object with ``predict``
+        Scores of every data-set row, or a fitted ranker whose ``predict`` is
+        called on the rows of the queries the log touches; each query's rows
+        are ranked by decreasing score.
+    metric : str or callable, default "dcg"
+        Name of :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` or a rank
+        weight ``m(ranks) -> weights``; see :func:`metric_weight`.
+    propensity : None, float or propensity model, default None
+        Examination model of the log: ``None`` for
+        ``PositionBasedPropensity(1.0)``, a number for its ``eta``, or a model
+        (e.g. :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`,
+        corrected affinely by ``(c - beta) / alpha``).
+    confidence : float in (0, 1), default 0.95
+        Level of the normal and bootstrap intervals.
+    n_bootstrap : int >= 0, default 200
+        Number of bootstrap resamples of the sessions (0: no bootstrap
+        interval, ``boot_low`` and ``boot_high`` are ``None``).
+    random_state : None, int or numpy Generator, default None
+        Seed of the bootstrap.
+    **metric_params
+        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
+
+    Returns
+    -------
+    Estimate
+        The IPS estimate of the metric (mean over sessions), with its
+        intervals and diagnostics.
+
+    Raises
+    ------
+    ValueError
+        If the log has no sessions or no clicks, or the scores do not have one
+        finite value per data-set row.
+
+    Warns
+    -----
+    EstimateWarning
+        When a diagnostic says not to trust the number (see
+        :class:`EstimateWarning`); its message is also in ``Estimate.warnings``.
     """
     return _estimate("ips", log, scores_or_ranker, metric, propensity, confidence, metric_params,
                      n_bootstrap=n_bootstrap, random_state=random_state)
@@ -559,7 +783,52 @@ def ips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=No
 
 def snips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=None, confidence=0.95,
                    n_bootstrap=200, random_state=None, **metric_params) -> Estimate:
-    """SNIPS estimate (metric per relevant document) of ``metric``; see the module docstring."""
+    """SNIPS estimate (metric per relevant document) of ``metric``; see the module docstring.
+
+    Parameters
+    ----------
+    log : ClickLog
+        The logged sessions (shown documents, their positions and clicks).
+    scores_or_ranker : array of shape (n_docs,) or object with ``predict``
+        Scores of every data-set row, or a fitted ranker whose ``predict`` is
+        called on the rows of the queries the log touches; each query's rows
+        are ranked by decreasing score.
+    metric : str or callable, default "dcg"
+        Name of :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` or a rank
+        weight ``m(ranks) -> weights``; see :func:`metric_weight`.
+    propensity : None, float or propensity model, default None
+        Examination model of the log: ``None`` for
+        ``PositionBasedPropensity(1.0)``, a number for its ``eta``, or a model
+        (e.g. :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`,
+        corrected affinely by ``(c - beta) / alpha``).
+    confidence : float in (0, 1), default 0.95
+        Level of the normal and bootstrap intervals.
+    n_bootstrap : int >= 0, default 200
+        Number of bootstrap resamples of the sessions (0: no bootstrap
+        interval, ``boot_low`` and ``boot_high`` are ``None``).
+    random_state : None, int or numpy Generator, default None
+        Seed of the bootstrap.
+    **metric_params
+        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
+
+    Returns
+    -------
+    Estimate
+        The SNIPS estimate (ratio of the summed weighted metric to the summed
+        click weights), with its intervals and diagnostics.
+
+    Raises
+    ------
+    ValueError
+        If the log has no sessions or no clicks, or the scores do not have one
+        finite value per data-set row.
+
+    Warns
+    -----
+    EstimateWarning
+        When a diagnostic says not to trust the number (see
+        :class:`EstimateWarning`); its message is also in ``Estimate.warnings``.
+    """
     return _estimate("snips", log, scores_or_ranker, metric, propensity, confidence, metric_params,
                      n_bootstrap=n_bootstrap, random_state=random_state)
 
@@ -571,6 +840,52 @@ def clipped_ips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", prope
     The weights are at most ``1 / clip``. The bound
     ``(1/N) sum_i sum_{shown d, alpha < clip} |omega(d)| (1 - alpha / clip)``
     holds for any relevance in [0, 1]; see the module docstring.
+
+    Parameters
+    ----------
+    log : ClickLog
+        The logged sessions (shown documents, their positions and clicks).
+    scores_or_ranker : array of shape (n_docs,) or object with ``predict``
+        Scores of every data-set row, or a fitted ranker whose ``predict`` is
+        called on the rows of the queries the log touches; each query's rows
+        are ranked by decreasing score.
+    metric : str or callable, default "dcg"
+        Name of :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` or a rank
+        weight ``m(ranks) -> weights``; see :func:`metric_weight`.
+    propensity : None, float or propensity model, default None
+        Examination model of the log: ``None`` for
+        ``PositionBasedPropensity(1.0)``, a number for its ``eta``, or a model
+        (e.g. :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`,
+        corrected affinely by ``(c - beta) / alpha``).
+    confidence : float in (0, 1), default 0.95
+        Level of the normal and bootstrap intervals.
+    clip : float in (0, 1], default 0.1
+        Floor ``tau`` of the propensities (the slopes ``alpha``).
+    n_bootstrap : int >= 0, default 200
+        Number of bootstrap resamples of the sessions (0: no bootstrap
+        interval, ``boot_low`` and ``boot_high`` are ``None``).
+    random_state : None, int or numpy Generator, default None
+        Seed of the bootstrap.
+    **metric_params
+        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
+
+    Returns
+    -------
+    Estimate
+        The clipped IPS estimate of the metric, with its intervals and
+        diagnostics; ``bias_bound`` bounds its absolute bias.
+
+    Raises
+    ------
+    ValueError
+        If the log has no sessions or no clicks, or the scores do not have one
+        finite value per data-set row, or ``clip`` is not in (0, 1].
+
+    Warns
+    -----
+    EstimateWarning
+        When a diagnostic says not to trust the number (see
+        :class:`EstimateWarning`); its message is also in ``Estimate.warnings``.
     """
     return _estimate("clipped_ips", log, scores_or_ranker, metric, propensity, confidence, metric_params,
                      clip=clip, n_bootstrap=n_bootstrap, random_state=random_state)
@@ -586,6 +901,61 @@ def dr_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=Non
     ``random_state``). Divides by the logging policy's expected examination
     when the log carries its policy (or ``logging_policy`` is given), else by
     each session's propensity. See the module docstring.
+
+    Parameters
+    ----------
+    log : ClickLog
+        The logged sessions (shown documents, their positions and clicks).
+    scores_or_ranker : array of shape (n_docs,) or object with ``predict``
+        Scores of every data-set row, or a fitted ranker whose ``predict`` is
+        called on the rows of the queries the log touches; each query's rows
+        are ranked by decreasing score.
+    metric : str or callable, default "dcg"
+        Name of :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` or a rank
+        weight ``m(ranks) -> weights``; see :func:`metric_weight`.
+    propensity : None, float or propensity model, default None
+        Examination model of the log: ``None`` for
+        ``PositionBasedPropensity(1.0)``, a number for its ``eta``, or a model
+        (e.g. :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`,
+        corrected affinely by ``(c - beta) / alpha``).
+    confidence : float in (0, 1), default 0.95
+        Level of the normal and bootstrap intervals.
+    relevance_model : None, scikit-learn estimator, callable, array (n_docs,) or RelevanceFit
+        The relevance model ``R_hat``, as :func:`fit_relevance` takes it;
+        default ``None``: a ridge regression on the features, cross-fitted.
+    n_folds : int >= 2, default 2
+        Number of folds of queries when the relevance model is fitted here.
+    logging_policy : object with ``position_probabilities(data)``, optional
+        Policy that logged the sessions (e.g. a
+        :class:`~counterfactual_ltr.logging_policy.PlackettLucePolicy`); default
+        ``None``: the log's own ``log.logging_policy``, and when neither
+        is there, each session's propensity is the denominator.
+    n_bootstrap : int >= 0, default 200
+        Number of bootstrap resamples of the sessions (0: no bootstrap
+        interval, ``boot_low`` and ``boot_high`` are ``None``).
+    random_state : None, int or numpy Generator, default None
+        Seed of the bootstrap and of the folds of the relevance model.
+    **metric_params
+        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
+
+    Returns
+    -------
+    Estimate
+        The doubly robust estimate of the metric (mean over sessions), with
+        its intervals and diagnostics.
+
+    Raises
+    ------
+    ValueError
+        If the log has no sessions or no clicks, or the scores do not have one
+        finite value per data-set row, or the relevance model does not give
+        one finite prediction per row.
+
+    Warns
+    -----
+    EstimateWarning
+        When a diagnostic says not to trust the number (see
+        :class:`EstimateWarning`); its message is also in ``Estimate.warnings``.
     """
     return _estimate("dr", log, scores_or_ranker, metric, propensity, confidence, metric_params,
                      relevance_model=relevance_model, n_folds=n_folds, logging_policy=logging_policy,
@@ -601,6 +971,55 @@ def policy_aware_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", prop
     :class:`~counterfactual_ltr.logging_policy.PlackettLucePolicy` or
     :class:`~counterfactual_ltr.logging_policy.PositionProbabilities`);
     ``ValueError`` without one.
+
+    Parameters
+    ----------
+    log : ClickLog
+        The logged sessions (shown documents, their positions and clicks).
+    scores_or_ranker : array of shape (n_docs,) or object with ``predict``
+        Scores of every data-set row, or a fitted ranker whose ``predict`` is
+        called on the rows of the queries the log touches; each query's rows
+        are ranked by decreasing score.
+    metric : str or callable, default "dcg"
+        Name of :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` or a rank
+        weight ``m(ranks) -> weights``; see :func:`metric_weight`.
+    propensity : None, float or propensity model, default None
+        Examination model of the log: ``None`` for
+        ``PositionBasedPropensity(1.0)``, a number for its ``eta``, or a model
+        (e.g. :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`,
+        corrected affinely by ``(c - beta) / alpha``).
+    confidence : float in (0, 1), default 0.95
+        Level of the normal and bootstrap intervals.
+    logging_policy : object with ``position_probabilities(data)``, optional
+        Policy that logged the sessions (e.g. a
+        :class:`~counterfactual_ltr.logging_policy.PlackettLucePolicy`); default
+        ``None``: the log's own ``log.logging_policy``.
+    n_bootstrap : int >= 0, default 200
+        Number of bootstrap resamples of the sessions (0: no bootstrap
+        interval, ``boot_low`` and ``boot_high`` are ``None``).
+    random_state : None, int or numpy Generator, default None
+        Seed of the bootstrap.
+    **metric_params
+        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
+
+    Returns
+    -------
+    Estimate
+        The policy-aware estimate of the metric (mean over sessions), with
+        its intervals and diagnostics.
+
+    Raises
+    ------
+    ValueError
+        If the log has no sessions or no clicks, or the scores do not have one
+        finite value per data-set row, or no logging policy is known or it
+        gives 0 expected examination to a document the log shows.
+
+    Warns
+    -----
+    EstimateWarning
+        When a diagnostic says not to trust the number (see
+        :class:`EstimateWarning`); its message is also in ``Estimate.warnings``.
     """
     return _estimate("policy_aware", log, scores_or_ranker, metric, propensity, confidence, metric_params,
                      logging_policy=logging_policy, n_bootstrap=n_bootstrap, random_state=random_state)
@@ -640,7 +1059,45 @@ class _LogScorer:
 
 def ips_scorer(metric="dcg", propensity=None, **metric_params):
     """Scorer for ``GridSearchCV``/``cross_validate`` on click logs: the IPS estimate (greater is better;
-    average rank is negated)."""
+    average rank is negated).
+
+    Parameters
+    ----------
+    metric : str or callable, default "dcg"
+        Metric to estimate; see :func:`metric_weight`.
+    propensity : None, float or propensity model, default None
+        Examination model of the scored logs, as the estimators take it
+        (``None``: ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
+    **metric_params
+        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
+
+    Returns
+    -------
+    callable
+        ``scorer(estimator, log, y=None) -> float``: the IPS estimate of
+        ``estimator`` (a fitted ranker with ``predict``) on the
+        :class:`~counterfactual_ltr.clicklog.ClickLog` ``log``, at
+        ``confidence=0.95`` without bootstrap; negated for average rank.
+        A ``log`` that is not a ``ClickLog`` is a ``ValueError``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LinearRegression
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> data = make_ranking(n_queries=50, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=20, random_state=0)
+    >>> ranker = LinearRegression().fit(data.X, data.y)
+    >>> scorer = ips_scorer("dcg")
+    >>> scorer
+    ips_scorer(metric='dcg', propensity=None)
+    >>> score = scorer(ranker, log)
+    >>> bool(np.isclose(score, ips_estimate(log, ranker, n_bootstrap=0).value))
+    True
+    >>> avg_rank = ips_estimate(log, ranker, metric="avg_rank", n_bootstrap=0).value
+    >>> bool(np.isclose(ips_scorer("avg_rank")(ranker, log), -avg_rank))
+    True
+    """
     return _LogScorer("ips", metric, propensity, metric_params)
 
 
@@ -648,10 +1105,38 @@ def snips_scorer(metric="dcg", propensity=None, **metric_params):
     """Scorer for ``GridSearchCV``/``cross_validate`` on click logs: the SNIPS estimate (greater is better;
     average rank is negated).
 
+    Parameters
+    ----------
+    metric : str or callable, default "dcg"
+        Metric to estimate; see :func:`metric_weight`.
+    propensity : None, float or propensity model, default None
+        Examination model of the scored logs, as the estimators take it
+        (``None``: ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
+    **metric_params
+        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
+
+    Returns
+    -------
+    callable
+        ``scorer(estimator, log, y=None) -> float``: the SNIPS estimate of
+        ``estimator`` (a fitted ranker with ``predict``) on the
+        :class:`~counterfactual_ltr.clicklog.ClickLog` ``log``, at
+        ``confidence=0.95`` without bootstrap; negated for average rank.
+        A ``log`` that is not a ``ClickLog`` is a ``ValueError``.
+
     Examples
     --------
     >>> from sklearn.model_selection import GroupKFold, cross_val_score
     >>> # cross_val_score(est, log, groups=log.groups, cv=GroupKFold(3), scoring=snips_scorer("dcg"))
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LinearRegression
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> data = make_ranking(n_queries=50, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=20, random_state=0)
+    >>> ranker = LinearRegression().fit(data.X, data.y)
+    >>> score = snips_scorer("dcg")(ranker, log)
+    >>> bool(np.isclose(score, snips_estimate(log, ranker, n_bootstrap=0).value))
+    True
     """
     return _LogScorer("snips", metric, propensity, metric_params)
 
@@ -659,6 +1144,29 @@ def snips_scorer(metric="dcg", propensity=None, **metric_params):
 def clipped_ips_scorer(metric="dcg", propensity=None, clip=0.1, **metric_params):
     """Scorer of the clipped IPS estimate (greater is better; average rank is negated).
 
+    Parameters
+    ----------
+    metric : str or callable, default "dcg"
+        Metric to estimate; see :func:`metric_weight`.
+    propensity : None, float or propensity model, default None
+        Examination model of the scored logs, as the estimators take it
+        (``None``: ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
+    clip : float in (0, 1], default 0.1
+        Floor of the propensities; see :func:`clipped_ips_estimate`.
+    **metric_params
+        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
+
+    Returns
+    -------
+    callable
+        ``scorer(estimator, log, y=None) -> float``: the clipped IPS estimate of
+        ``estimator`` (a fitted ranker with ``predict``) on the
+        :class:`~counterfactual_ltr.clicklog.ClickLog` ``log``, at
+        ``confidence=0.95`` without bootstrap; negated for average rank.
+        A ``log`` that is not a ``ClickLog`` is a ``ValueError``.
+
+    Examples
+    --------
     >>> clipped_ips_scorer("dcg", clip=0.2)
     clipped_ips_scorer(metric='dcg', propensity=None, clip=0.2)
     """
@@ -668,6 +1176,34 @@ def clipped_ips_scorer(metric="dcg", propensity=None, clip=0.1, **metric_params)
 def dr_scorer(metric="dcg", propensity=None, relevance_model=None, n_folds=2, random_state=None, **metric_params):
     """Scorer of the doubly robust estimate (the relevance model is fitted on each scored log; greater is better).
 
+    Parameters
+    ----------
+    metric : str or callable, default "dcg"
+        Metric to estimate; see :func:`metric_weight`.
+    propensity : None, float or propensity model, default None
+        Examination model of the scored logs, as the estimators take it
+        (``None``: ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
+    relevance_model : None, scikit-learn estimator, callable or array (n_docs,), default None
+        Relevance model of :func:`fit_relevance` (``None``: ridge regression);
+        an unfitted estimator is cross-fitted on each scored log.
+    n_folds : int >= 2, default 2
+        Number of folds of queries of the cross-fitting.
+    random_state : None, int or numpy Generator, default None
+        Seed of the folds.
+    **metric_params
+        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
+
+    Returns
+    -------
+    callable
+        ``scorer(estimator, log, y=None) -> float``: the doubly robust estimate of
+        ``estimator`` (a fitted ranker with ``predict``) on the
+        :class:`~counterfactual_ltr.clicklog.ClickLog` ``log``, at
+        ``confidence=0.95`` without bootstrap; negated for average rank.
+        A ``log`` that is not a ``ClickLog`` is a ``ValueError``.
+
+    Examples
+    --------
     >>> dr_scorer("dcg", random_state=0)
     dr_scorer(metric='dcg', propensity=None, relevance_model=None, n_folds=2, random_state=0)
     """
@@ -678,6 +1214,30 @@ def dr_scorer(metric="dcg", propensity=None, relevance_model=None, n_folds=2, ra
 def policy_aware_scorer(metric="dcg", propensity=None, logging_policy=None, **metric_params):
     """Scorer of the policy-aware estimate (the log's own logging policy unless one is given; greater is better).
 
+    Parameters
+    ----------
+    metric : str or callable, default "dcg"
+        Metric to estimate; see :func:`metric_weight`.
+    propensity : None, float or propensity model, default None
+        Examination model of the scored logs, as the estimators take it
+        (``None``: ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
+    logging_policy : object with ``position_probabilities(data)``, optional
+        Policy that logged the scored logs; default ``None``: each log's own
+        ``logging_policy``.
+    **metric_params
+        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
+
+    Returns
+    -------
+    callable
+        ``scorer(estimator, log, y=None) -> float``: the policy-aware estimate of
+        ``estimator`` (a fitted ranker with ``predict``) on the
+        :class:`~counterfactual_ltr.clicklog.ClickLog` ``log``, at
+        ``confidence=0.95`` without bootstrap; negated for average rank.
+        A ``log`` that is not a ``ClickLog`` is a ``ValueError``.
+
+    Examples
+    --------
     >>> policy_aware_scorer("dcg")
     policy_aware_scorer(metric='dcg', propensity=None, logging_policy=None)
     """
@@ -698,6 +1258,41 @@ class ValidationReport:
     were given, ``row[metric]["true"]`` the true value each estimator targets
     (``"ips"``: per session, which IPS, clipped IPS, DR and policy-aware
     estimate; ``"snips"``: per relevant document).
+
+    Made by :func:`validation_report`; read it with :meth:`to_markdown`,
+    :meth:`to_html`, :meth:`plot` or :meth:`best`.
+
+    Parameters
+    ----------
+    rows : list of dict
+        One dict per ranker: ``row["name"]`` its name and ``row[metric]`` a
+        dict of estimator name -> :class:`Estimate` (and ``"true"`` -> the
+        dict of :func:`true_values`, when known).
+    metrics : tuple of str
+        The metrics estimated.
+    confidence : float
+        Level of the intervals, in (0, 1).
+    n_sessions, n_clicks : int
+        Size of the validation log.
+    propensity : str
+        ``repr`` of the propensity model the estimates used.
+    estimators : tuple of str, default ("ips", "snips")
+        Names of :data:`ESTIMATORS` in every row, in the tables' order.
+
+    Examples
+    --------
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> data = make_ranking(n_queries=50, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=20, random_state=0)
+    >>> report = validation_report({"f0": data.X[:, 0], "f1": data.X[:, 1]}, log, metrics=("dcg",),
+    ...                            estimators=("ips", "snips"), true_relevance=(data.y >= 1).astype(float),
+    ...                            n_bootstrap=0)
+    >>> report.rows[0]["name"], sorted(report.rows[0]["dcg"]), report.n_sessions
+    ('f0', ['ips', 'snips', 'true'], 1000)
+    >>> report.best("dcg", "ips") in ("f0", "f1")
+    True
+    >>> print(report.to_markdown().splitlines()[0])
+    Validation log: 1000 sessions, ... clicks; propensities PositionBasedPropensity(eta=1.0); 95% normal ...
     """
 
     rows: list
@@ -737,6 +1332,7 @@ class ValidationReport:
         return header, lines
 
     def to_markdown(self) -> str:
+        """The report as Markdown: one table per metric and the best ranker by SNIPS (else the first estimator)."""
         pct = int(round(self.confidence * 100))
         out = [f"Validation log: {self.n_sessions} sessions, {self.n_clicks} clicks; propensities {self.propensity}; "
                f"{pct}% normal and percentile-bootstrap intervals.", ""]
@@ -806,6 +1402,14 @@ def validation_report(rankers: dict, log: ClickLog, *, propensity=None, metrics=
     ----------
     rankers : dict name -> fitted ranker (``predict``) or scores per data-set row
     log : ClickLog of the validation queries
+    propensity : None, float or propensity model, default None
+        Examination model of the log, as the estimators take it (``None``:
+        ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
+    metrics : sequence of str, default ("dcg", "avg_rank")
+        Metrics to estimate, names of
+        :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` without parameters.
+    confidence : float in (0, 1), default 0.95
+        Level of the normal and bootstrap intervals.
     true_relevance : array (n_docs,), optional
         Click-relevance of every data-set row when it is known (simulation):
         ``P(click | examined)``, e.g. binarised labels for a noiseless click
@@ -815,6 +1419,12 @@ def validation_report(rankers: dict, log: ClickLog, *, propensity=None, metrics=
     clip, relevance_model : options of clipped IPS and DR (the relevance
         model is fitted once, cross-fitted, and shared by every ranker).
     n_bootstrap, random_state : bootstrap intervals (and DR's folds).
+
+    Returns
+    -------
+    ValidationReport
+        Every ranker's estimate of every metric by every estimator (and the
+        true values when ``true_relevance`` is given).
 
     Examples
     --------
@@ -863,6 +1473,35 @@ def true_values(log: ClickLog, scores_or_ranker, relevance, *, metric="dcg", **m
     ``ips``: mean over the log's sessions of ``sum_y m(rank(y)) c(y)``;
     ``snips``: ``sum_sessions sum_y m(rank(y)) c(y) / sum_sessions sum_y c(y)``,
     where ``c`` is ``relevance`` (e.g. ``P(click | examined)``).
+
+    Parameters
+    ----------
+    log : ClickLog
+        The sessions whose queries are averaged over.
+    scores_or_ranker : array of shape (n_docs,) or object with ``predict``
+        Scores of every data-set row or a fitted ranker, as the estimators
+        take them.
+    relevance : array of shape (n_docs,)
+        Known click-relevance of every data-set row.
+    metric : str or callable, default "dcg"
+        Metric; see :func:`metric_weight`.
+    **metric_params
+        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
+
+    Returns
+    -------
+    dict
+        ``{"ips": float, "snips": float}``: the full-information values that
+        IPS (and clipped IPS, DR, policy-aware) and SNIPS estimate.
+
+    Examples
+    --------
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> data = make_ranking(n_queries=50, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=20, random_state=0)
+    >>> truth = true_values(log, data.X[:, 0], (data.y >= 1).astype(float))
+    >>> sorted(truth), truth["ips"] > truth["snips"] > 0
+    (['ips', 'snips'], True)
     """
     data = log.data
     c = np.asarray(relevance, dtype=np.float64)

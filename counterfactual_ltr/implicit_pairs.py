@@ -52,6 +52,7 @@ class ClickPairs:
 
     Examples
     --------
+    >>> import numpy as np
     >>> pairs = ClickPairs([0, 3, 5], [0, 4], [2.0, 1.0])
     >>> pairs.n_pairs
     3

@@ -154,8 +154,19 @@ def click_pair_set(data: RankingDataset, weights: np.ndarray):
     ``pairs.explicit()`` gives the arrays ``i, j, pair_w`` of :func:`click_pairs`,
     in the same order.
 
+    Parameters
+    ----------
+    data : RankingDataset
+    weights : array (n_docs,)
+        Click weight of every row; rows with 0 are not clicked.
+
+    Returns
+    -------
+    tuple ``(rows, local_X, pairs, clicked)``
+
     Examples
     --------
+    >>> import numpy as np
     >>> from click_sim import make_ranking
     >>> data = make_ranking(n_queries=5, n_docs=4, random_state=0)
     >>> weights = np.zeros(data.n_docs); weights[[1, 9]] = [2.0, 0.5]
