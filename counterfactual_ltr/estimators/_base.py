@@ -63,46 +63,44 @@ def _transformed(pre, X, where: str) -> np.ndarray:
     return Xt
 
 
+def _restricted(data: RankingDataset, queries, pre, fit: bool):
+    """The data set of ``queries`` only, features through ``pre`` (fitted on those rows first with ``fit``).
+
+    Returns ``(sub, new_row, pre)``: ``new_row[r]`` is the row of ``sub`` of row ``r`` of ``data`` (-1: dropped).
+    """
+    from sklearn.base import clone
+
+    rows = data.rows_of(queries)
+    Xr = data.X[rows]
+    if fit:
+        pre = clone(pre).fit(Xr)
+    sub = RankingDataset(_transformed(pre, Xr, "the log's documents"), data.y[rows], data.qid[rows], name=data.name)
+    new_row = np.full(data.n_docs, -1, dtype=np.int64)
+    new_row[rows] = np.arange(len(rows))
+    return sub, new_row, pre
+
+
 def transform_log(log: ClickLog, pre, *, fit: bool = False):
     """``(log', pre')``: the log over its own queries' rows with features ``pre'.transform(X)``.
 
     With ``fit``, ``pre'`` is a clone of ``pre`` fitted on the rows of the queries the
     log touches (the training fold's documents), so no other fold's rows leak into it.
     """
-    from sklearn.base import clone
-
-    data = log.data
     queries = np.unique(log.session_query)
-    rows = data.rows_of(queries)
-    Xr = data.X[rows]
-    if fit:
-        pre = clone(pre).fit(Xr)
-    sub = RankingDataset(_transformed(pre, Xr, "the log's documents"), data.y[rows], data.qid[rows], name=data.name)
-    new_row = np.full(data.n_docs, -1, dtype=np.int64)
-    new_row[rows] = np.arange(len(rows))
-    new_query = np.full(data.n_queries, -1, dtype=np.int64)
+    sub, new_row, pre = _restricted(log.data, queries, pre, fit)
+    new_query = np.full(log.data.n_queries, -1, dtype=np.int64)
     new_query[queries] = np.arange(len(queries))
     return ClickLog(sub, new_query[log.session_query], log.session_offsets, new_row[log.docs], log.clicks,
-                    log.session_ids), pre
+                    log.session_ids, logger=log.logger, intervention=log.intervention), pre
 
 
 def transform_aggregate(agg: ClickAggregate, pre, *, fit: bool = False):
     """:func:`transform_log` for an aggregate: the same queries (those with impressions), rows and weights."""
-    from sklearn.base import clone
-
     if agg.table is None:
         raise ValueError("a preprocessor needs the aggregate's (doc, position) count table to restrict it to its "
                          "queries; build the aggregate with ClickLog.aggregate or aggregate_clicks")
-    data = agg.data
     docs, positions, clicks, impressions = agg.table
-    queries = np.unique(data.query_index[docs])
-    rows = data.rows_of(queries)
-    Xr = data.X[rows]
-    if fit:
-        pre = clone(pre).fit(Xr)
-    sub = RankingDataset(_transformed(pre, Xr, "the log's documents"), data.y[rows], data.qid[rows], name=data.name)
-    new_row = np.full(data.n_docs, -1, dtype=np.int64)
-    new_row[rows] = np.arange(len(rows))
+    sub, new_row, pre = _restricted(agg.data, np.unique(agg.data.query_index[docs]), pre, fit)
     return ClickAggregate.from_table(sub, new_row[docs], positions, clicks, impressions, agg.n_sessions,
                                      agg.propensity), pre
 
