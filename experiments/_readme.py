@@ -119,6 +119,15 @@ def table3_section(payload: dict, deep: dict | None) -> tuple[str, list]:
               "Clicks per session do not settle it: MQ2008 alone gives more clicks per session than Table 2 implies "
               "under either binarisation (label 2 is the nearer), and the paper's 59.8 % irrelevant clicks at "
               "eps- = 0.3 lies between the two. " + MQ2007_NOTE + ".", ""]
+    earlier = load("table3_clicks_label1")
+    if earlier:  # the same table with clicks simulated from label >= 1 (made before issue 16)
+        er = earlier["results"]["rows"]
+        lines += [f"Clicks simulated from label >= 1 instead (earlier run, `{earlier['command'].strip()}` before the "
+                  f"label-2 reading: folds {earlier['settings']['folds']}, seeds {earlier['settings']['seeds']}, "
+                  f"C grid {earlier['settings']['C_grid']}, no LambdaRank row; kept as "
+                  "`results/table3_clicks_label1.json`): avg DCG (log2, label >= 1) / (ln, label >= 1) " + "; ".join(
+                      f"{_cltr.METHOD_NAMES[m].split(' (')[0]} {r['avg_dcg']['mean']:.4f} / {r['avg_dcg_ln']['mean']:.4f}"
+                      for m, r in er.items()) + ".", ""]
     pooled = res.get("pooled_selection_per_fold", {})
     if pooled:
         lines += ["C chosen by SNIPS (one C per method and fold, SNIPS averaged over the seeds) against the C "
@@ -454,7 +463,14 @@ def main(argv=None):
               "means p >= 0.05.", "",
               "| paper / item | paper's claim | ours | verdict | reason |", "|---|---|---|---|---|"]
     parts += [f"| {a} | {b} | {c} | **{d}** | {e} |" for a, b, c, d, e in verdicts]
-    parts += [""] + details + [END]
+    from .__main__ import scripts
+
+    seconds = {name: (load(name) or {}).get("seconds") for name in scripts()}
+    parts += ["", f"Time of the full runs of `python -m experiments all`, as each JSON records it (runs made in "
+              f"parallel parts count the sum of their parts; machines differ in load, so this is not one "
+              f"measured run): {sum(v for v in seconds.values() if v):,.0f} s in all; "
+              + ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items() if v) + ".", ""]
+    parts += details + [END]
     readme = ROOT / "README.md"
     text = readme.read_text()
     block = "\n".join(parts)

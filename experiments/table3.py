@@ -51,6 +51,7 @@ def main(argv=None):
                     "seeds": sorted({r["seed"] for r in runs}), "merged_from": [part["command"] for part in parts],
                     "seconds_of_parts": [part.get("seconds") for part in parts]}
         C_grid = settings["C_grid"]
+        started = time.time() - sum(part.get("seconds") or 0 for part in parts)  # the JSON records the parts' sum
     else:
         seeds = list(range(args.seeds or (2 if args.quick else 10)))
         folds = args.folds or ([1] if args.quick else [1, 2, 3, 4, 5])
