@@ -338,17 +338,16 @@ def deep_section(payload: dict) -> tuple[str, list]:
     lines = ["### Figure 8 and the Deep PropDCG row (Agarwal et al. 2019)", "",
              f"{s['data']}, seeds {s['seeds']}; reading: {reading(payload)}. Made by {cmd(payload)}.", "",
              "| passes | clicks | SVM PropDCG | Deep PropDCG | Deep - SVM (paired) |", "|---|---|---|---|---|"]
-    paired = res.get("paired_deep_minus_svm", {}).get("avg_dcg")
-    for n, x in enumerate(res["passes"]):
-        if paired:
-            d = paired[n]
-        else:
-            runs = [r for r in res["runs"] if r["passes"] == x]
-            d = _cltr.paired([r["deep_propdcg"]["avg_dcg"] for r in runs], [r["svm_propdcg"]["avg_dcg"] for r in runs])
-        lines.append(f"| {x} | {res['clicks'][n]:,.0f} | {res['curve']['svm_propdcg']['avg_dcg'][n]['mean']:.4f} | "
-                     f"{res['curve']['deep_propdcg']['avg_dcg'][n]['mean']:.4f} | {fmt(d)} |")
-    ds = paired or [None]
-    table_d = ds[res["passes"].index(res["table3_passes"])] if paired else d
+    rows, ds = deep_curve(res)
+    lines += rows
+    earlier = load("deep_propdcg_clicks_label1")
+    if earlier:
+        rows, _ = deep_curve(earlier["results"])
+        lines += ["", f"Figure 8's curve from the earlier run (`{earlier['command'].strip()}`, seeds "
+                  f"{earlier['settings']['seeds']}; clicks from label >= 1, avg DCG log2; "
+                  "`results/deep_propdcg_clicks_label1.json` and `.png`):", "",
+                  "| passes | clicks | SVM PropDCG | Deep PropDCG | Deep - SVM (paired) |", "|---|---|---|---|---|", *rows]
+    table_d = ds[res["passes"].index(res["table3_passes"])]
     lines += ["", "![Figure 8](results/deep_propdcg.png)", ""]
     v = res.get("variants_at_table3_point") or {}
     why = ""
@@ -370,6 +369,18 @@ def deep_section(payload: dict) -> tuple[str, list]:
                f"Deep - SVM at the Table 3 point {fmt(table_d)}" + (f"; {why}" if why else ""), verdict_for(table_d),
                reason_for(table_d) + "; " + reading(payload))
     return "\n".join(lines), [verdict]
+
+
+def deep_curve(res: dict) -> tuple[list, list]:
+    """Rows of the SVM vs Deep PropDCG table per number of passes, and the paired differences."""
+    rows, ds = [], []
+    for n, x in enumerate(res["passes"]):
+        runs = [r for r in res["runs"] if r["passes"] == x]
+        d = _cltr.paired([r["deep_propdcg"]["avg_dcg"] for r in runs], [r["svm_propdcg"]["avg_dcg"] for r in runs])
+        ds.append(d)
+        rows.append(f"| {x} | {res['clicks'][n]:,.0f} | {res['curve']['svm_propdcg']['avg_dcg'][n]['mean']:.4f} | "
+                    f"{res['curve']['deep_propdcg']['avg_dcg'][n]['mean']:.4f} | {fmt(d)} |")
+    return rows, ds
 
 
 # ------------------------------------------------------------------ SLAM and top-k papers
