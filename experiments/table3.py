@@ -47,6 +47,10 @@ def main(argv=None):
     if args.merge:
         parts = [json.loads(Path(f).read_text()) for f in args.merge]
         runs = [r for part in parts for r in part["results"]["runs"]]
+        for r in runs:  # JSON turned the per-C dictionaries' keys into strings
+            for m in _cltr.METHODS:
+                for key in ("vali_snips_dcg", "test_avg_dcg_by_C", "vali_avg_dcg_by_C"):
+                    r[m][key] = {float(C): v for C, v in r[m][key].items()}
         settings = {**parts[0]["settings"], "folds": sorted({r["fold"] for r in runs}),
                     "seeds": sorted({r["seed"] for r in runs}), "merged_from": [part["command"] for part in parts],
                     "seconds_of_parts": [part.get("seconds") for part in parts]}
