@@ -148,7 +148,20 @@ def table3_section(payload: dict, deep: dict | None) -> tuple[str, list]:
     d1, d2 = P["proprank-naive"]["avg_dcg"], P["propdcg-naive"]["avg_dcg"]
     v = "reproduced" if (significant(d1) and d1["diff"] > 0 and significant(d2) and d2["diff"] > 0) else "partly"
     verdicts.append(("004 Table 3", "propensity-weighted SVMs above the naive click SVM Rank",
-                     f"PropRank - naive {fmt(d1)}; PropDCG - naive {fmt(d2)}", v, "paired test over the same runs"))
+                     f"PropRank - naive {fmt(d1)}; PropDCG - naive {fmt(d2)}", v,
+                     f"PropRank vs naive: {direction(d1)}; PropDCG vs naive: {direction(d2)}"))
+    order = [m for m in ("naive", "lambdarank", "proprank", "propdcg") if m in rows]
+    means = [rows[m]["avg_dcg"]["mean"] for m in order]
+    adjacent = [P[f"{b}-{a}"]["avg_dcg"] if f"{b}-{a}" in P else _cltr.paired(
+        [r[b]["avg_dcg"] for r in res["runs"]], [r[a]["avg_dcg"] for r in res["runs"]]) for a, b in zip(order, order[1:])]
+    in_order = all(x < y for x, y in zip(means, means[1:]))
+    verdicts.append(("004 Table 3", "ordering " + " < ".join(_cltr.METHOD_NAMES[m].split(" (")[0] for m in order),
+                     " < ".join(f"{m:.4f}" for m in means) if in_order else ", ".join(f"{m:.4f}" for m in means),
+                     "reproduced" if in_order and all(significant(d) and d["diff"] > 0 for d in adjacent) else
+                     ("partly" if in_order else "not"),
+                     ("means in the paper's order" if in_order else "means not in the paper's order") +
+                     f"; adjacent paired differences significant in {sum(significant(d) for d in adjacent)} of "
+                     f"{len(adjacent)}"))
     if "lambdarank-naive" in P:
         dl, dp = P["lambdarank-naive"]["avg_dcg"], P["propdcg-lambdarank"]["avg_dcg"]
         ok = significant(dl) and dl["diff"] > 0 and significant(dp) and dp["diff"] > 0
@@ -162,8 +175,11 @@ def table3_section(payload: dict, deep: dict | None) -> tuple[str, list]:
                      f"SVM rows {min(svm):.3f}-{max(svm):.3f} (label 2, ln); label >= 1: "
                      f"{min(rows[m]['avg_dcg_ln_rel1']['mean'] for m in ('naive', 'proprank', 'propdcg')):.3f}-"
                      f"{max(rows[m]['avg_dcg_ln_rel1']['mean'] for m in ('naive', 'proprank', 'propdcg')):.3f} (ln)",
-                     "reproduced" if min(svm) > 0.66 and max(svm) < 0.74 else "partly",
-                     "the scale only (a level, no comparison); MQ2008 only"))
+                     "reproduced" if min(svm) >= 0.675 and max(svm) <= 0.73 else "partly",
+                     "a level, not a comparison: the label-2/ln reading is on the paper's scale, the label >= 1 "
+                     "readings are not; over the 5 MQ2008 folds our SVM rows lie "
+                     f"{0.6841 - rows['naive']['avg_dcg']['mean']:.3f}-{0.7043 - rows['propdcg']['avg_dcg']['mean']:.3f} "
+                     "below the paper's (folds differ by up to 0.1 in level)"))
     verdicts.append(("004 Table 2", f"{t2['avg_train_clicks']:,} training clicks at 100 passes over "
                      f"{t2['train_queries']} queries ({t2['clicks_per_session']:.3f} per session)",
                      f"{clicks['mean_train_clicks']['mean']:,.0f} clicks at {settings['n_passes']} passes (label 2; label >= 1: "
