@@ -210,7 +210,11 @@ def sweep_paired(payload: dict, a: str, b: str, metric: str, label: str, x) -> d
 def sweep_table(payload: dict, metric: str = "avg_dcg") -> str:
     res = payload["results"]
     keys = list(res["summary"])
-    lines = [f"| {res['xlabel']} | clicks | " + " | ".join(_cltr.METHOD_NAMES.get(k, k) for k in keys) +
+    def name(key):  # "propdcg 5K clicks" -> "SVM PropDCG, 5K clicks"
+        method, _, label = key.partition(" ")
+        return _cltr.METHOD_NAMES.get(method, method) + (f", {label}" if label else "")
+
+    lines = [f"| {res['xlabel']} | clicks | " + " | ".join(name(k) for k in keys) +
              " | PropDCG - PropRank (paired) |", "|---|---|" + "---|" * (len(keys) + 1)]
     labels = sorted({r["series"] for r in res["runs"]}, key=lambda s: [r["series"] for r in res["runs"]].index(s))
     for label in labels:
