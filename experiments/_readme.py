@@ -139,6 +139,10 @@ def table3_section(payload: dict, deep: dict | None) -> tuple[str, list]:
                       f"{_cltr.METHOD_NAMES[m]} within one grid step of the test-best C in "
                       f"{p['share_within_one_step']:.0%} of folds and of the validation-fold-best C in "
                       f"{p['share_within_one_step_of_vali_labels_best']:.0%}" for m, p in pooled.items()) + ".", ""]
+        edge = res.get("snips_C_at_grid_edge")
+        if edge:
+            lines += ["Share of runs whose SNIPS-chosen C is at an end of the grid (the grid may be too narrow "
+                      "there): " + ", ".join(f"{_cltr.METHOD_NAMES[m]} {v:.0%}" for m, v in edge.items()) + ".", ""]
     # Verdict rows.
     P = res["paired"]
     verdicts = []
