@@ -13,10 +13,15 @@ paper's fixed setting (Adam, lr 1e-6 / 1e-7 / 1e-8 over 300 / 200 / 250 epochs, 
 1e-6, batches of 1000 documents, no tuning) is also run at the Table 3 point ("deep_paper").
 
 Test metrics (binarised test labels, see ``experiments._cltr``): ``avg_dcg`` = mean over
-relevant test documents of 1/log2(1 + rank) (what SNIPS-DCG estimates), NDCG@10, per-query DCG,
-average rank of relevant documents.
+relevant (label 2) test documents of 1/ln(1 + rank) (what SNIPS-DCG estimates), NDCG@10,
+per-query DCG, average rank of relevant documents. Deep - SVM is reported paired per point.
 
-python -m experiments.deep_propdcg [--quick] [--seeds N] [--passes 1 3 10 30 100 300]
+At the Table 3 point the first ``--variant-seeds`` seeds also run the variants of ``run_one``
+(capacity, learning rate, full-information ceiling), to find why Deep does not beat the linear
+model; the number of epochs is set by early stopping (``best_epoch`` against its cap shows
+whether it binds), and the amount of data by the 1000-pass point.
+
+python -m experiments.deep_propdcg [--quick] [--seeds N] [--passes 10 100 1000] [--jobs N]
 """
 
 from __future__ import annotations
@@ -43,15 +48,17 @@ def deep_grid(quick: bool) -> list[dict]:
     return [{"learning_rate": lr, "alpha": a} for lr, a in itertools.product(lrs, alphas)]
 
 
-def fit_deep(train_log, vali_log, test, grid, *, seed: int, max_epochs: int, patience: int) -> dict:
+def fit_deep(train_log, vali_log, test, grid, *, seed: int, max_epochs: int, patience: int, hidden=(200,),
+             propensity=None) -> dict:
     """Fit every Deep PropDCG setting (early stopping on validation SNIPS-DCG); keep the best on validation."""
     from counterfactual_ltr.estimators import DeepPropDCG
 
     fits = []
     for setting in grid:
         t0 = time.perf_counter()
-        model = DeepPropDCG(hidden_layer_sizes=(200,), activation="sigmoid", batch_size=1000, max_epochs=max_epochs,
-                            early_stopping=True, n_iter_no_change=patience, random_state=seed, **setting)
+        model = DeepPropDCG(hidden_layer_sizes=hidden, activation="sigmoid", batch_size=1000, max_epochs=max_epochs,
+                            early_stopping=True, n_iter_no_change=patience, random_state=seed, propensity=propensity,
+                            **setting)
         model.fit(train_log, validation_log=vali_log)
         fits.append({**setting, "vali_snips_dcg": model.best_validation_score_, "best_epoch": model.best_epoch_,
                      "epochs_run": model.n_iter_, "seconds": time.perf_counter() - t0,
@@ -73,13 +80,71 @@ def fit_deep_paper(train_log, vali_log, test, *, seed: int, max_epochs: int) -> 
             "loss_last": model.loss_curve_[-1], "seconds": time.perf_counter() - t0}
 
 
-def fit_svm(train_log, vali_log, test, C_grid) -> dict:
+def fit_svm(train_log, vali_log, test, C_grid, propensity=None) -> dict:
     from sklearn.exceptions import ConvergenceWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        res = _cltr.fit_and_select(train_log, vali_log, test, methods=("propdcg",), C_grid=C_grid)["propdcg"]
+        res = _cltr.fit_and_select(train_log, vali_log, test, methods=("propdcg",), C_grid=C_grid,
+                                   propensity=propensity)["propdcg"]
     return res
+
+
+_FOLD1: list = []
+
+
+def run_one(task) -> dict:
+    """One (seed, passes) run: SVM and Deep PropDCG on the same logs, and the variants if asked.
+
+    The variants ask why Deep PropDCG does not beat the linear model, each on the same logs
+    (paired): capacity (50 and 400 hidden units), a wider learning-rate grid, and the
+    full-information ceiling (clicks = relevance, propensity 1: what either model class can
+    reach with perfect data).
+    """
+    seed, n_passes, variants, o = task
+    from click_sim import PositionBasedClickModel, simulate_clicks, train_production_ranker
+    from counterfactual_ltr.propensity import PositionBasedPropensity
+
+    if not _FOLD1:
+        _FOLD1.extend(load_fold(1))
+    train, vali, test = _FOLD1
+    production = train_production_ranker(train, fraction=0.01, random_state=seed)
+    _, train_log, vali_log = _cltr.simulate_run(train, vali, seed=seed, n_passes=n_passes, production=production)
+    deep_kw = dict(seed=seed, max_epochs=o["max_epochs"], patience=o["patience"])
+    t0 = time.perf_counter()
+    svm = fit_svm(train_log, vali_log, test, o["C_grid"])
+    t_svm = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    deep = fit_deep(train_log, vali_log, test, o["grid"], **deep_kw)
+    t_deep = time.perf_counter() - t0
+    run = {"seed": seed, "passes": n_passes, "n_train_clicks": train_log.n_clicks,
+           "n_vali_clicks": vali_log.n_clicks, "svm_propdcg": svm, "deep_propdcg": deep,
+           "production": _cltr.test_metrics(production.predict(test.X), test),
+           "seconds": {"svm_propdcg": t_svm, "deep_propdcg": t_deep}}
+    line = (f"seed {seed} passes {n_passes:3d} clicks {train_log.n_clicks:6d} | avg DCG: SVM PropDCG "
+            f"{svm['avg_dcg']:.4f} (C={svm['C']}), Deep PropDCG {deep['avg_dcg']:.4f} "
+            f"(lr={deep['selected']['learning_rate']:g}, alpha={deep['selected']['alpha']:g}, "
+            f"epoch {deep['selected']['best_epoch']})")
+    if variants:
+        v = {}
+        for hidden in ((50,), (400,)):
+            v[f"hidden_{hidden[0]}"] = fit_deep(train_log, vali_log, test, o["grid"], hidden=hidden, **deep_kw)
+        wide = fit_deep(train_log, vali_log, test, [{"learning_rate": lr, "alpha": 1e-4} for lr in (1e-4, 3e-2)],
+                        **deep_kw)
+        v["lr_wide"] = max([deep, wide], key=lambda f: f["vali_snips_dcg"])
+        full = PositionBasedClickModel(eta=0.0, eps_minus=0.0, eps_plus=1.0)  # every document seen, clicks = labels
+        q1 = PositionBasedPropensity(eta=0.0)
+        full_train = simulate_clicks(train, production, full, n_passes=1, random_state=seed)
+        full_vali = simulate_clicks(vali, production, full, n_passes=1, random_state=seed)
+        v["full_information_svm"] = fit_svm(full_train, full_vali, test, o["C_grid"], propensity=q1)
+        v["full_information_deep"] = fit_deep(full_train, full_vali, test, o["grid"], propensity=q1, **deep_kw)
+        run["variants"] = v
+        line += " | " + ", ".join(f"{k} {d['avg_dcg']:.4f}" for k, d in v.items())
+    if o["paper_setting"]:
+        run["deep_paper"] = fit_deep_paper(train_log, vali_log, test, seed=seed, max_epochs=o["paper_epochs"])
+        line += f", paper setting {run['deep_paper']['avg_dcg']:.4f}"
+    print(line + f" [{t_svm:.0f} s + {t_deep:.0f} s]", flush=True)
+    return run
 
 
 def main(argv=None):
@@ -88,13 +153,15 @@ def main(argv=None):
     p.add_argument("--table-passes", type=int, default=None, help="passes of the Table 3 point (default 100)")
     p.add_argument("--max-epochs", type=int, default=None)
     p.add_argument("--no-paper-setting", action="store_true", help="skip the fixed 750-epoch paper setting")
+    p.add_argument("--variant-seeds", type=int, default=None, help="seeds that also run the variants (default 5)")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes (results do not depend on it)")
     args = p.parse_args(argv)
     started = time.time()
-    from click_sim import train_production_ranker
+    from concurrent.futures import ProcessPoolExecutor
 
     quick = args.quick
-    seeds = list(range(args.seeds or (1 if quick else 3)))
-    passes = args.passes or ([10, 100] if quick else [1, 3, 10, 30, 100, 300])
+    seeds = list(range(args.seeds or (1 if quick else 10)))
+    passes = args.passes or ([10, 100] if quick else [10, 100, 1000])
     table_passes = args.table_passes or 100
     if table_passes not in passes:
         passes = sorted(passes + [table_passes])
@@ -103,35 +170,18 @@ def main(argv=None):
     paper_epochs = 75 if quick else 750
     C_grid = _cltr.QUICK_C_GRID if quick else _cltr.DEFAULT_C_GRID
     grid = deep_grid(quick)
-    train, vali, test = load_fold(1)
-
-    runs = []
-    productions = {}
-    for seed in seeds:
-        productions[seed] = train_production_ranker(train, fraction=0.01, random_state=seed)
-        for n_passes in passes:
-            _, train_log, vali_log = _cltr.simulate_run(train, vali, seed=seed, n_passes=n_passes,
-                                                        production=productions[seed])
-            t0 = time.perf_counter()
-            svm = fit_svm(train_log, vali_log, test, C_grid)
-            t_svm = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            deep = fit_deep(train_log, vali_log, test, grid, seed=seed, max_epochs=max_epochs, patience=patience)
-            t_deep = time.perf_counter() - t0
-            run = {"seed": seed, "passes": n_passes, "n_train_clicks": train_log.n_clicks,
-                   "n_vali_clicks": vali_log.n_clicks, "svm_propdcg": svm, "deep_propdcg": deep,
-                   "seconds": {"svm_propdcg": t_svm, "deep_propdcg": t_deep}}
-            line = (f"seed {seed} passes {n_passes:3d} clicks {train_log.n_clicks:6d} | avg DCG: SVM PropDCG "
-                    f"{svm['avg_dcg']:.4f} (C={svm['C']}), Deep PropDCG {deep['avg_dcg']:.4f} "
-                    f"(lr={deep['selected']['learning_rate']:g}, alpha={deep['selected']['alpha']:g}, "
-                    f"epoch {deep['selected']['best_epoch']})")
-            if n_passes == table_passes and not args.no_paper_setting:
-                run["deep_paper"] = fit_deep_paper(train_log, vali_log, test, seed=seed, max_epochs=paper_epochs)
-                line += f", paper setting {run['deep_paper']['avg_dcg']:.4f}"
-            runs.append(run)
-            print(line + f" [{t_svm:.0f} s + {t_deep:.0f} s]", flush=True)
-
-    production = {s: _cltr.test_metrics(pr.predict(test.X), test) for s, pr in productions.items()}
+    n_variant = args.variant_seeds if args.variant_seeds is not None else (0 if quick else 5)
+    options = {"max_epochs": max_epochs, "patience": patience, "paper_epochs": paper_epochs, "C_grid": C_grid,
+               "grid": grid, "paper_setting": False}
+    tasks = [(seed, n, n == table_passes and seed < n_variant,
+              {**options, "paper_setting": n == table_passes and not args.no_paper_setting})
+             for seed in seeds for n in passes]
+    if args.jobs > 1:
+        with ProcessPoolExecutor(args.jobs) as pool:
+            runs = list(pool.map(run_one, tasks))
+    else:
+        runs = [run_one(t) for t in tasks]
+    production = {r["seed"]: r["production"] for r in runs}
     metrics = ("avg_dcg", "ndcg10", "dcg_per_query", "avg_rank")
     methods = ("svm_propdcg", "deep_propdcg")
     curve = {m: {metric: [_cltr.mean_std([r[m][metric] for r in runs if r["passes"] == x]) for x in passes]
@@ -143,9 +193,32 @@ def main(argv=None):
     if not args.no_paper_setting:
         table["deep_paper_setting"] = {metric: _cltr.mean_std([r["deep_paper"][metric] for r in runs
                                                                if "deep_paper" in r]) for metric in metrics}
+    paired = {metric: [_cltr.paired([r["deep_propdcg"][metric] for r in runs if r["passes"] == x],
+                                    [r["svm_propdcg"][metric] for r in runs if r["passes"] == x]) for x in passes]
+              for metric in metrics}
+    with_v = [r for r in runs if "variants" in r]
+    variants = {}
+    if with_v:
+        base = {"svm_propdcg": [r["svm_propdcg"]["avg_dcg"] for r in with_v],
+                "deep_propdcg": [r["deep_propdcg"]["avg_dcg"] for r in with_v]}
+        for key in with_v[0]["variants"]:
+            vals = [r["variants"][key]["avg_dcg"] for r in with_v]
+            variants[key] = {"avg_dcg": _cltr.mean_std(vals),
+                             "minus_deep_propdcg": _cltr.paired(vals, base["deep_propdcg"]),
+                             "minus_svm_propdcg": _cltr.paired(vals, base["svm_propdcg"])}
+        variants["full_information_deep_minus_svm"] = _cltr.paired(
+            [r["variants"]["full_information_deep"]["avg_dcg"] for r in with_v],
+            [r["variants"]["full_information_svm"]["avg_dcg"] for r in with_v])
+        variants["deep_propdcg_minus_svm_propdcg"] = _cltr.paired(base["deep_propdcg"], base["svm_propdcg"])
+        variants["seeds"] = [r["seed"] for r in with_v]
+    epochs = [f["best_epoch"] for r in runs for f in r["deep_propdcg"]["grid"]]
     results = {"passes": passes, "clicks": clicks, "curve": curve, "table3_row": table,
+               "paired_deep_minus_svm": paired, "variants_at_table3_point": variants,
+               "best_epoch": {"max": int(max(epochs)), "median": float(np.median(epochs)), "cap": max_epochs},
                "table3_passes": table_passes, "production": production, "paper_table3": PAPER, "runs": runs}
     settings = {"data": "MQ2008 Fold1", "seeds": seeds, "passes": passes, "eta": 1.0, "eps_minus": 0.1,
+                "relevance_threshold": _cltr.RELEVANCE_THRESHOLD, "variant_seeds": n_variant,
+                "avg_dcg": f"mean over test documents with label >= {_cltr.RELEVANCE_THRESHOLD} of 1/ln(1 + rank)",
                 "eps_plus": 1.0, "production": "RankSVM (C=1) on 1% of the training queries, random_state=seed",
                 "click_seeds": "train 10000+seed, vali 20000+seed (experiments._cltr.simulate_run)",
                 "svm_C_grid": C_grid, "deep_grid": grid,

@@ -3,7 +3,7 @@
 eta=1, eps-=0.1, eps+=1; the x-axis is the number of passes over the training queries
 (the JSON records the resulting number of clicks).
 
-python -m experiments.fig23_learning_curve [--quick] [--seeds N]
+python -m experiments.fig23_learning_curve [--quick] [--seeds N] [--jobs N]
 """
 
 from . import _cltr
@@ -12,9 +12,9 @@ NAME = "fig23_learning_curve"
 
 
 def main(argv=None):
-    return _cltr.sweep(NAME, __doc__, [2, 5, 10, 20, 50, 100, 300], lambda x: {"n_passes": x},
+    return _cltr.sweep(NAME, __doc__, [2, 20, 300], lambda x: {"n_passes": x},
                        quick_xs=[20, 100], xlabel="passes over the training queries (clicks in JSON)",
-                       metrics=("avg_dcg", "avg_rank", "ndcg10"), argv=argv,
+                       metrics=("avg_dcg", "avg_rank", "ndcg10"), argv=argv, default_seeds=10,
                        extra_settings={"eta": 1.0, "eps_minus": 0.1, "eps_plus": 1.0})
 
 

@@ -14,14 +14,14 @@ SYNTHETIC_ONLY = {"slam_fig1_separable"}
 
 # Top-level result fields each script must write (what its figure or table is made of).
 EXPECTED_FIELDS = {
-    "table3": {"rows", "share_of_ndcg10_gap_closed", "snips_C_within_one_step_of_test_best",
+    "table3": {"rows", "paired", "clicks", "share_of_ndcg10_gap_closed", "snips_C_within_one_step_of_test_best",
                "test_avg_dcg_lost_by_snips_choice", "runs", "paper_avg_dcg_letor"},
-    "fig23_learning_curve": {"x", "summary", "production", "runs"},
-    "fig4_eta": {"x", "summary", "production", "runs"},
-    "fig5_noise": {"x", "summary", "production", "runs"},
-    "fig6_misspecification": {"x", "summary", "production", "runs"},
+    "fig23_learning_curve": {"x", "summary", "paired_propdcg_minus_proprank", "production", "runs"},
+    "fig4_eta": {"x", "summary", "paired_propdcg_minus_proprank", "production", "runs"},
+    "fig5_noise": {"x", "summary", "paired_propdcg_minus_proprank", "production", "runs"},
+    "fig6_misspecification": {"x", "summary", "paired_propdcg_minus_proprank", "production", "runs"},
     "fig7_ccp": {"curves", "n_train_clicks"},
-    "deep_propdcg": {"passes", "clicks", "curve", "table3_row", "paper_table3", "runs"},
+    "deep_propdcg": {"passes", "clicks", "curve", "table3_row", "paired_deep_minus_svm", "paper_table3", "runs"},
     "slam_fig1_separable": {"summary", "tuning", "curves", "paper"},
     "slam_fig23_mq2008": {"ap", "ndcg10", "paper"},
     "slam_batch_table": {"rows"},
@@ -72,9 +72,12 @@ def test_mq2008_script_quick(name, tmp_path, monkeypatch):
     payload = _run(name, tmp_path, monkeypatch)
     if name == "table3":
         rows = payload["results"]["rows"]
-        assert set(rows) == {"production", "naive", "proprank", "propdcg", "skyline", "ideal"}
+        assert set(rows) == {"production", "naive", "lambdarank", "proprank", "propdcg", "skyline", "ideal"}
         for row in rows.values():
-            assert {"avg_dcg", "ndcg10", "avg_rank"} <= set(row)
+            assert {"avg_dcg", "ndcg10", "avg_rank", "avg_dcg_ln_rel1", "avg_dcg_log2_rel2"} <= set(row)
+        # Every row is a ranking of the test set: none above the ideal ranking's avg DCG.
+        assert all(row["avg_dcg"]["mean"] <= rows["ideal"]["avg_dcg"]["mean"] + 1e-12 for row in rows.values())
+        assert payload["results"]["paired"]["propdcg-proprank"]["avg_dcg"]["n"] == len(payload["results"]["runs"])
     if name in ("fig23_learning_curve", "fig4_eta", "fig5_noise", "fig6_misspecification"):
         results = payload["results"]
         for series in results["summary"].values():
@@ -84,6 +87,10 @@ def test_mq2008_script_quick(name, tmp_path, monkeypatch):
         # Training and selection use the true click model's eta, not the estimators' default.
         for run in payload["results"]["runs"]:
             assert run["propensity"] == f"PositionBasedPropensity(eta={run['x']})"
+    if name in ("fig4_eta", "fig5_noise", "fig6_misspecification"):
+        # The number of training clicks is fixed (as in the paper), whatever eta or the noise.
+        for run in payload["results"]["runs"]:
+            assert run["n_clicks"] <= run["n_train_clicks"] <= run["n_clicks"] + 10
     if name == "fig7_ccp":
         for curve in payload["results"]["curves"].values():
             objective = curve["objective"]
