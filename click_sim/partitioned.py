@@ -64,8 +64,9 @@ def simulate_clicks_partitioned(data: RankingDataset, ranker, click_model: Posit
     Parameters
     ----------
     data, ranker, click_model, n_passes, relevance_threshold, max_shown
-        As in :func:`simulate_clicks`; ``ranker`` is scored once here, so it
-        need not be picklable.
+        As in :func:`simulate_clicks`, for one deterministic ranker (no list of
+        loggers, no stochastic ranker, no intervention); ``ranker`` is scored
+        once here, so it need not be picklable.
     random_state : int or SeedSequence
         The same seed gives the same files, and the union of the files equals
         ``simulate_clicks(..., random_state=random_state).to_frame()`` exactly.
@@ -106,6 +107,11 @@ def simulate_clicks_partitioned(data: RankingDataset, ranker, click_model: Posit
         raise ValueError(f"engine must be 'processes', 'dask' or 'serial', got {engine!r}")
     if max_shown is not None:
         max_shown = check_int(max_shown, "max_shown", min_value=1)
+    if isinstance(ranker, (list, tuple)) or callable(getattr(ranker, "sample_orders", None)):
+        # Several loggers or a stochastic logger draw more than one uniform per shown item and pass,
+        # so a partition could not jump to its passes' place in the serial stream.
+        raise ValueError("simulate_clicks_partitioned takes one deterministic ranker; for several loggers or a "
+                         "stochastic ranker use simulate_clicks")
     seed = _seed_of(random_state)
     # The serial simulate_clicks seeds np.random.default_rng(random_state), i.e. PCG64(SeedSequence(seed)).
     click_model = PositionBasedClickModel() if click_model is None else click_model

@@ -138,6 +138,11 @@ def test_partitioned_simulation_is_bit_identical_to_serial(data, tmp_path):
         simulate_clicks_partitioned(data, data.X[:, 1], n_passes=2, random_state=3, path=tmp_path / "sim")
     with pytest.raises(TypeError, match="random_state"):
         simulate_clicks_partitioned(data, data.X[:, 1], random_state=np.random.default_rng(0), path=tmp_path / "x")
+    from click_sim import StochasticRanker
+
+    for ranker in ([data.X[:, 0], data.X[:, 1]], StochasticRanker(data.X[:, 0], 1.0)):
+        with pytest.raises(ValueError, match="one deterministic ranker"):
+            simulate_clicks_partitioned(data, ranker, random_state=0, path=tmp_path / "y")
 
 
 # ------------------------------------------------------------------ on a Dask cluster
