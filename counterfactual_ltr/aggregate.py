@@ -260,21 +260,22 @@ def _parquet_files(source) -> list[str]:
     return files
 
 
-def _batch_table(columns: dict, data: RankingDataset, where: str):
-    """Validate one batch of rows and reduce it to a count table plus its number of first positions."""
-    arrays = {}
-    for name in AGGREGATE_COLUMNS:
-        col = np.asarray(columns[name])
-        if name == "click":
-            if col.dtype == object or not (col.dtype == bool or np.issubdtype(col.dtype, np.number)):
-                raise ValueError(f"{where}: column 'click' must be boolean or 0/1, got dtype {col.dtype}")
-            if col.dtype != bool:
-                if not np.all((col == 0) | (col == 1)):
-                    raise ValueError(f"{where}: column 'click' must hold 0/1 (or booleans)")
-            col = col.astype(np.int64)
-        elif not np.issubdtype(col.dtype, np.integer):
-            raise ValueError(f"{where}: column {name!r} must hold integers, got dtype {col.dtype}")
-        arrays[name] = col
+def _batch_table(frame, data: RankingDataset, where: str):
+    """Validate one batch of rows (a pandas frame) and reduce it to a count table plus its first positions.
+
+    Columns are read by the same checks as :meth:`ClickLog.from_frame` (missing values, integer
+    types, ids beyond int64, clicks other than 0/1), with ``where`` naming the file or partition.
+    """
+    from .clicklog import _frame_column
+
+    missing = [c for c in AGGREGATE_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{where}: the log lacks the columns {missing}")
+    try:
+        arrays = {name: _frame_column(frame, name) for name in AGGREGATE_COLUMNS}
+    except ValueError as err:
+        raise ValueError(f"{where}: {err}") from None
+    arrays["click"] = arrays["click"].astype(np.int64)
     doc, qid, pos = arrays["doc"], arrays["qid"], arrays["position"]
     if doc.size == 0:
         return _merge_keys(np.zeros(0, dtype=np.int64), None, None), 0
@@ -310,11 +311,7 @@ def _read_file_table(path: str, data: RankingDataset, batch_size: int):
     try:
         batches = handle.iter_batches(batch_size=batch_size, columns=list(AGGREGATE_COLUMNS))
         for k, batch in enumerate(batches):
-            columns = {name: batch.column(name).to_numpy(zero_copy_only=False) for name in AGGREGATE_COLUMNS}
-            for name in AGGREGATE_COLUMNS:
-                if batch.column(name).null_count:
-                    raise ValueError(f"{path} (batch {k}): column {name!r} has missing values")
-            table, first = _batch_table(columns, data, f"{path} (batch {k})")
+            table, first = _batch_table(batch.to_pandas(), data, f"{path} (batch {k})")
             n_first += first
             # Merge as we go: memory stays at one batch plus the table.
             tables = [_merge_tables(tables + [table])]
@@ -380,19 +377,6 @@ def aggregate_clicks(source, data: RankingDataset, propensity=None, *, engine: s
     return ClickAggregate._weighted(data, table, n_sessions, propensity)
 
 
-def _frame_table(frame, data, where):
-    missing = [c for c in AGGREGATE_COLUMNS if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{where}: the log lacks the columns {missing}")
-    columns = {}
-    for name in AGGREGATE_COLUMNS:
-        col = frame[name]
-        if col.isna().any():
-            raise ValueError(f"{where}: column {name!r} has missing values")
-        columns[name] = col.to_numpy()
-    return _batch_table(columns, data, where)
-
-
 def _dask_table(source, data, batch_size):
     try:
         import dask
@@ -400,7 +384,7 @@ def _dask_table(source, data, batch_size):
         raise ImportError("engine='dask' needs Dask: pip install 'counterfactual-ltr[dask]'") from err
     data_ref = dask.delayed(data, pure=True)
     if hasattr(source, "to_delayed"):   # a Dask DataFrame: one reduction per partition
-        parts = [dask.delayed(_frame_table)(part, data_ref, f"partition {k}")
+        parts = [dask.delayed(_batch_table)(part, data_ref, f"partition {k}")
                  for k, part in enumerate(source.to_delayed())]
     else:                               # files: each task streams one file as the pyarrow engine does
         files = _parquet_files(source)

@@ -117,6 +117,15 @@ def test_bad_sources_name_the_file(log, tmp_path):
     frame.assign(qid=frame["qid"] + 1).to_parquet(bad_qid, index=False)
     with pytest.raises(ValueError, match=r"bad_qid\.parquet.*qid"):
         aggregate_clicks(bad_qid, log.data)
+    # The column checks are those of ClickLog.from_frame, prefixed with the file.
+    gap = tmp_path / "gap.parquet"
+    frame.assign(click=pd.array([None] + [True] * (len(frame) - 1), dtype="boolean")).to_parquet(gap, index=False)
+    with pytest.raises(ValueError, match=r"gap\.parquet.*'click' has a missing value"):
+        aggregate_clicks(gap, log.data)
+    wrap = tmp_path / "wrap.parquet"
+    frame.assign(doc=frame["doc"].astype(np.uint64) + np.uint64(2**63)).to_parquet(wrap, index=False)
+    with pytest.raises(ValueError, match=r"wrap\.parquet.*64-bit signed range"):
+        aggregate_clicks(wrap, log.data)
     with pytest.raises(ValueError, match="no Parquet files"):
         aggregate_clicks(tmp_path / "nothing" / "*.parquet", log.data)
     with pytest.raises(ValueError, match="engine"):
