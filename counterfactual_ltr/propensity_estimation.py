@@ -29,14 +29,24 @@ position-only methods estimate ``theta_r / theta_1``):
     binomial likelihood is replaced by the Poisson one, which has the same
     expectations and closed-form alternating updates).
 ``"em"`` (regression EM, Wang et al., WSDM 2018)
-    ``P(click) = theta_k gamma(x)``, ``gamma`` a scikit-learn classifier on
-    the documents' features (``relevance_model``, default logistic
-    regression) fitted in the M-step to the posterior relevance of every
-    impression; one logger suffices. Every bootstrap replicate refits the
-    whole EM (about as long as the estimate itself): use a small
-    ``n_bootstrap`` (or 0) when time matters. The estimate is only as good
-    as the relevance model: where it cannot follow the click rates'
-    dependence on the features, the bias shows up in ``theta``.
+    ``P(click) = theta_k gamma(x)``, ``gamma`` a classifier on the
+    documents' features. By default ``gamma`` is L2-penalised logistic
+    regression (scikit-learn's ``LogisticRegression(C=1)`` objective with
+    impression weights), and the fixed point that regression EM converges
+    to is found directly: Newton's method on the joint penalised likelihood
+    of ``theta`` and the logistic weights, over (document, position) counts,
+    so a bootstrap replicate (warm-started at the estimate) costs a few
+    Newton steps. With ``relevance_model`` (any scikit-learn classifier with
+    ``sample_weight`` and ``predict_proba``) EM refits that model in every
+    M-step, and every bootstrap replicate refits the whole EM: use a small
+    ``n_bootstrap`` there. One logger suffices, but what identifies
+    ``theta`` then matters: where a deterministic logger always shows a
+    document at the same position, position and relevance are told apart
+    only through the relevance model's form, and where that model cannot
+    follow the click rates' dependence on the features, the misfit shows up
+    in ``theta``. A logger whose rankings vary (a stochastic ranker, changes
+    over time, several loggers) shows documents at several positions and
+    needs no such luck.
 ``"trust_em"`` (Agarwal et al., WWW 2019)
     ``P(click | k, R) = theta_k eps+_k`` if ``R = 1`` else ``theta_k eps-_k``
     with ``R`` a latent binary relevance per (query, document), fixed across
@@ -52,6 +62,8 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from scipy import linalg
+from scipy.special import expit, log_expit
 from sklearn.exceptions import ConvergenceWarning
 
 from ._validation import check_int, check_probability, check_real
@@ -376,27 +388,134 @@ def _harvest(log, K, options):
 # ----------------------------------------------------------------------------- regression EM
 
 
-def _em(log, K, options):
-    from sklearn.base import clone
-    from sklearn.linear_model import LogisticRegression
+def _em_logistic_fit(Xd, doc_of_row, kidx, n, c, K, theta0, v0, max_iter, tol):
+    """Maximise the penalised likelihood of ``P(click) = theta_k sigmoid(x v)`` by Fisher scoring.
 
+    This is the fixed point of regression EM with sklearn's ``LogisticRegression(C=1)``
+    as the M-step (impression-weighted log-likelihood minus ``|w|^2 / 2``, intercept
+    free), maximised directly: Fisher scoring converges in a handful of steps, and a
+    bootstrap replicate warm-started at the full-sample fit in two or three, where EM
+    needs tens of refits of the relevance model. Rows are (document, position) counts:
+    ``n`` impressions with ``c`` clicks; ``Xd`` the documents' features with a trailing
+    column of ones; ``theta_1 = 1``. Returns ``theta`` (K,), ``v``, converged, iterations.
+    """
+    n_docs, n_coef = Xd.shape
+    misses = n - c
+    penalty = np.ones(n_coef)
+    penalty[-1] = 0.0
+
+    def loglik(u, v):
+        z = Xd @ v
+        p = np.exp(u)[kidx] * expit(z)[doc_of_row]
+        if np.any(p >= 1.0):
+            return -np.inf
+        return float(c @ (u[kidx] + log_expit(z)[doc_of_row]) + misses @ np.log1p(-p) - 0.5 * penalty @ (v * v))
+
+    by_doc = np.zeros((n_docs, K))
+    u, v = np.log(theta0), v0.copy()
+    current = loglik(u, v)
+    for iteration in range(1, max_iter + 1):
+        s = expit(Xd @ v)[doc_of_row]
+        p = np.exp(u)[kidx] * s
+        resid = (c - n * p) / (1.0 - p)                 # d loglik / d log theta_k of each row
+        grad_u = np.bincount(kidx, resid, minlength=K)
+        grad_v = Xd.T @ np.bincount(doc_of_row, resid * (1.0 - s), minlength=n_docs) - penalty * v
+        # Newton's step on the observed information; where that is not positive definite (far from
+        # the optimum), Fisher scoring's expected information n / (p (1 - p)) J J', J = (p, p (1 - s) x).
+        q = 1.0 - p
+        h_uu = misses * p / q ** 2
+        h_uz = h_uu * (1.0 - s)
+        h_zz = c * s * (1.0 - s) + misses * p * (1.0 - s) * ((1.0 - 2.0 * s) * q + p * (1.0 - s)) / q ** 2
+        g = np.r_[grad_u[1:], grad_v]
+        f = n * p / q
+        for uu, uz, zz in ((h_uu, h_uz, h_zz), (f, f * (1.0 - s), f * (1.0 - s) ** 2)):
+            by_doc[doc_of_row, kidx] = uz             # (document, position) is unique per row
+            H_uv = by_doc.T @ Xd
+            H_vv = (Xd * np.bincount(doc_of_row, zz, minlength=n_docs)[:, None]).T @ Xd
+            H_vv[np.diag_indices(n_coef)] += penalty
+            H = np.block([[np.diag(np.bincount(kidx, uu, minlength=K)[1:]), H_uv[1:]], [H_uv[1:].T, H_vv]])
+            try:
+                step = linalg.cho_solve(linalg.cho_factor(H), g)
+                break
+            except linalg.LinAlgError:
+                step = linalg.lstsq(H, g, cond=1e-12)[0]  # used only if the expected information fails too
+        t = 1.0
+        while True:  # halve the step until the likelihood does not fall (and every p stays below 1)
+            u_new = np.r_[0.0, u[1:] + t * step[:K - 1]]
+            v_new = v + t * step[K - 1:]
+            new = loglik(u_new, v_new)
+            if new >= current - 1e-12 * abs(current) or t < 1e-10:
+                break
+            t *= 0.5
+        if new < current - 1e-12 * abs(current):
+            return np.exp(u), v, False, iteration
+        change = float(np.max(np.abs(np.expm1(u_new - u))))
+        u, v, current = u_new, v_new, new
+        if change < tol:
+            return np.exp(u), v, True, iteration
+    return np.exp(u), v, False, max_iter
+
+
+def _em(log, K, options):
     plain = log.intervention == 0
     imp = _Impressions(log, K, plain)
     imp.check_positions("em", options["min_clicks"], "in sessions without intervention")
     model = options.get("relevance_model")
-    # warm_start: each M-step starts from the last fit (the soft labels change little between steps).
-    model = LogisticRegression(C=1.0, max_iter=200, warm_start=True) if model is None else model
+    kidx = imp.k - 1
+    mean_ctr = np.bincount(kidx, imp.c, minlength=K) / np.bincount(kidx, imp.n, minlength=K)
+    # Start: click rates as if relevance did not depend on position.
+    theta_start = np.clip(mean_ctr / mean_ctr[0], 1e-3, 1.0)
+    max_iter, tol = options["max_iter"], options["tol"]
+    if model is None:
+        return _em_builtin(log, imp, K, theta_start, max_iter, tol), int(plain.sum())
+    return _em_sklearn(log, imp, K, model, theta_start, max_iter, tol), int(plain.sum())
+
+
+def _em_builtin(log, imp, K, theta_start, max_iter, tol):
+    """The default relevance model (penalised logistic regression), fitted jointly with ``theta``."""
+    docs, doc_of_row = np.unique(imp.doc, return_inverse=True)
+    Xd = np.hstack([np.asarray(log.data.X[docs], dtype=np.float64), np.ones((docs.size, 1))])
+    kidx = imp.k - 1
+    row_query = imp.query
+    state = {}
+
+    def estimate(W):
+        out = np.empty((W.shape[0], K))
+        failed = 0
+        for b in range(W.shape[0]):
+            w = W[b, row_query]
+            if "v" in state:   # replicates start from the full-sample fit
+                theta0, v0 = state["theta"], state["v"]
+            else:
+                ctr = np.sum(w * imp.c) / np.sum(w * imp.n)
+                theta0, v0 = theta_start, np.r_[np.zeros(Xd.shape[1] - 1), np.log(ctr / (1 - ctr))]
+            theta, v, ok, _ = _em_logistic_fit(Xd, doc_of_row, kidx, imp.n * w, imp.c * w, K, theta0, v0,
+                                               max_iter, tol)
+            if "v" not in state:
+                state.update(theta=theta, v=v)
+            out[b] = theta
+            failed += not ok
+        if failed:
+            warnings.warn(f"'em' did not converge in max_iter={max_iter} iterations in {failed} of {W.shape[0]} "
+                          "fits", ConvergenceWarning)
+        return out
+
+    return estimate
+
+
+def _em_sklearn(log, imp, K, model, theta_start, max_iter, tol):
+    """Regression EM with a user's scikit-learn classifier as the relevance model (refitted every M-step)."""
+    from sklearn.base import clone
+
     X = log.data.X[imp.doc]
     XX = np.vstack([X, X])
     y = np.r_[np.ones(len(X)), np.zeros(len(X))]
-    max_iter, tol = options["max_iter"], options["tol"]
     kidx = imp.k - 1
-    mean_ctr = np.bincount(kidx, imp.c, minlength=K) / np.bincount(kidx, imp.n, minlength=K)
 
     def fit_one(w):
         """EM with impression weights ``w`` (bootstrap multiplicities of the rows' queries)."""
         n, c = imp.n * w, imp.c * w
-        theta = mean_ctr / mean_ctr[0]  # start: click rates as if relevance did not depend on position
+        theta = theta_start
         gamma = np.clip(imp.c / imp.n / theta[kidx], 0.01, 0.99)
         relevance = clone(model)
         for _ in range(max_iter):
@@ -427,7 +546,7 @@ def _em(log, K, options):
                           "fits", ConvergenceWarning)
         return out
 
-    return estimate, int(plain.sum())
+    return estimate
 
 
 # ----------------------------------------------------------------------------- trust-bias EM
@@ -509,8 +628,10 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
     **options
         ``confidence`` (0.95), ``min_clicks`` (10: fewest clicks per position
         for an estimate with an interval), ``max_iter`` and ``tol`` of the
-        iterative methods, ``relevance_model`` ("em": a scikit-learn
-        classifier with ``sample_weight`` and ``predict_proba``),
+        iterative methods (``tol`` 1e-8, or 1e-4 for ``"em"`` with a
+        ``relevance_model``), ``relevance_model`` ("em": a scikit-learn
+        classifier with ``sample_weight`` and ``predict_proba`` in place of
+        the built-in logistic regression),
         ``eps_plus`` ("trust_em": known eps+, scalar or per position).
 
     Returns
@@ -549,8 +670,9 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
                                         include_one=False),
         "min_clicks": check_int(options.get("min_clicks", 10), "min_clicks", min_value=1),
         "max_iter": check_int(options.get("max_iter", 500 if method != "em" else 100), "max_iter", min_value=1),
-        "tol": check_real(options.get("tol", 1e-8 if method != "em" else 1e-4), "tol", min_value=0,
-                          include_min=False),
+        # EM with a user's relevance model refits it every step: a looser default there.
+        "tol": check_real(options.get("tol", 1e-4 if options.get("relevance_model") is not None else 1e-8),
+                          "tol", min_value=0, include_min=False),
     }
     for key in ("relevance_model", "eps_plus"):
         if options.get(key) is not None:

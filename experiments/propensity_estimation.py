@@ -4,13 +4,20 @@ Part 1 (recovery): for true examination curves eta in {0.5, 1, 2}, a non-power-l
 trust-bias setting, simulate logs of growing size on MQ2008 Fold1 train and estimate
 theta_r / theta_1 at positions 1-10 with every method:
 
-* swap: the production ranker, 25% of sessions with position 1 swapped with 2..10;
+* swap: the production ranker, 25% of sessions with position 1 swapped with 2..10 (also at
+  larger sizes than the others: it uses only a quarter of the sessions, and at eta = 2 the
+  top document moved to position 10 is clicked about once in 200 sessions);
 * harvest: three production rankers trained on different 1% subsets, no randomisation;
-* em: the production ranker's log alone (logistic-regression relevance model);
+* em: one ranker's log, a Plackett-Luce ranker over the first production ranker's scores at
+  temperature 0.3 (its top document is the deterministic top in 81% of the sessions), with the
+  built-in logistic relevance model; "em (deterministic)" is the same on the deterministic
+  production ranker's log, reported to show that there only the relevance model's form tells
+  position from relevance (and its misfit biases theta);
 * trust_em: the three-ranker log (eps+ assumed position-independent, max theta = 1).
 
-Reported: the largest relative error over positions 1-10 per size, and the fewest sessions
-at which it is below 10%, with the bootstrap 95% intervals of the largest size.
+Every log shows the top 10 (max_shown = 10). Reported: the largest relative error over positions
+1-10 per size, the fewest sessions at which it is below 10%, and the bootstrap 95% intervals
+(200 replicates, queries resampled) at every size.
 
 Part 2 (Table-3 style): SVM PropDCG on the production log (eta = 1, eps- = 0.1) trained and
 selected (SNIPS-DCG on validation clicks) with the true propensities, with the "harvest"
@@ -46,6 +53,10 @@ CURVES = {
     "trust bias": {"eta": 1.0, "eps_plus": 1.0, "eps_minus": list(np.round(0.6 / R ** 0.7, 4))},
 }
 METHODS = ("swap", "harvest", "em", "trust_em")
+# "em (deterministic)": regression EM on the deterministic production ranker's log, reported beside "em"
+# (one Plackett-Luce ranker over the same scores) to show what identifies theta.
+ROWS = ("swap", "harvest", "em", "em (deterministic)", "trust_em")
+PL_TEMPERATURE = 0.3
 
 
 def _click_model(setting):
@@ -56,9 +67,9 @@ def _click_model(setting):
                                    eps_plus=kw.pop("eps_plus", 1.0), examination=kw.pop("examination", None))
 
 
-def recovery(train, rankers, settings, passes, n_bootstrap, seed):
-    """Estimates of every method for every setting and size."""
-    from click_sim import SwapIntervention, simulate_clicks
+def recovery(train, rankers, settings, passes, n_bootstrap, seed, swap_passes=()):
+    """Estimates of every method for every setting and size (``swap_passes``: further sizes for swap only)."""
+    from click_sim import StochasticRanker, SwapIntervention, simulate_clicks
     from counterfactual_ltr.propensity import estimate_propensities
 
     out = {}
@@ -67,25 +78,36 @@ def recovery(train, rankers, settings, passes, n_bootstrap, seed):
         truth = model.examination_curve(K)
         truth = truth / truth[0]
         rows = []
-        for n_passes in passes:
-            swap_log = simulate_clicks(train, rankers[0], model, n_passes, seed,
-                                       intervention=SwapIntervention(0.25, max_position=K))
-            multi_log = simulate_clicks(train, rankers, model, n_passes, seed + 1)
-            logs = {"swap": swap_log, "harvest": multi_log, "em": multi_log[multi_log.logger == 0],
-                    "trust_em": multi_log}
-            for method in METHODS:
-                if setting == "trust bias" and method in ("swap", "harvest", "em"):
-                    continue  # position-only methods are not consistent under trust bias
+        for n_passes in sorted(set(passes) | set(swap_passes)):
+            methods = [m for m in ROWS if n_passes in passes or m == "swap"]
+            if setting == "trust bias":  # position-only methods are not consistent under trust bias
+                methods = [m for m in methods if m == "trust_em"]
+            logs = {}
+            for method in methods:
+                if method == "swap":
+                    logs[method] = simulate_clicks(train, rankers[0], model, n_passes, seed, max_shown=K,
+                                                   intervention=SwapIntervention(0.25, max_position=K))
+                elif method in ("harvest", "trust_em"):  # one three-ranker log for both
+                    if "harvest" not in logs:
+                        logs["harvest"] = simulate_clicks(train, rankers, model, n_passes, seed + 1, max_shown=K)
+                    logs[method] = logs["harvest"]
+                elif method == "em":
+                    logs[method] = simulate_clicks(train, StochasticRanker(rankers[0], PL_TEMPERATURE), model,
+                                                   n_passes, seed + 2, max_shown=K)
+                else:  # em (deterministic)
+                    logs[method] = simulate_clicks(train, rankers[0], model, n_passes, seed + 3, max_shown=K)
+            for method in methods:
+                log = logs[method]
                 started = time.perf_counter()
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     try:
-                        est = estimate_propensities(logs[method], method, max_position=K, random_state=seed,
-                                                    n_bootstrap=0 if method == "em" else n_bootstrap)
+                        est = estimate_propensities(log, method.split(" ")[0], max_position=K, random_state=seed,
+                                                    n_bootstrap=n_bootstrap)
                     except ValueError as err:  # too little data at this size: recorded, not hidden
                         rows.append({"method": method, "n_passes": n_passes, "error": str(err)})
                         continue
-                row = {"method": method, "n_passes": n_passes, "sessions": logs[method].n_sessions,
+                row = {"method": method, "n_passes": n_passes, "sessions": log.n_sessions,
                        "seconds": time.perf_counter() - started, "relative": est.relative_,
                        "max_rel_error": float(np.max(np.abs(est.relative_ / truth - 1))), "eta": est.eta_}
                 if est.lower_ is not None:
@@ -97,10 +119,11 @@ def recovery(train, rankers, settings, passes, n_bootstrap, seed):
                                eps_minus_error=float(np.max(np.abs(est.eps_minus
                                                                    - model.trust_model(K).eps_minus))))
                 rows.append(row)
-                print(f"{setting:14s} {method:8s} passes={n_passes:4d} sessions={logs[method].n_sessions:7d} "
-                      f"max rel err={row['max_rel_error']:.3f}", flush=True)
+                print(f"{setting:14s} {method:17s} passes={n_passes:5d} sessions={log.n_sessions:8d} "
+                      f"max rel err={row['max_rel_error']:.3f} ({row['seconds']:.1f} s)", flush=True)
+            del logs
         needed = {}
-        for method in METHODS:
+        for method in ROWS:
             ok = [r["sessions"] for r in rows if r["method"] == method and r.get("max_rel_error", 1) < 0.10]
             mine = [r for r in rows if r["method"] == method]
             if mine:
@@ -191,20 +214,22 @@ def main(argv=None):
     train, vali, test = load_fold(1)
     rankers = [train_production_ranker(train, 0.01, random_state=s) for s in range(3)]
     if args.quick:
-        settings, passes, n_boot = ["eta=1", "trust bias"], [40], 20
+        settings, passes, swap_passes, n_boot = ["eta=1", "trust bias"], [40], [], 20
         seeds, t_passes, est_passes, C_grid = [0], 10, 40, (100.0,)
     else:
-        settings, passes, n_boot = list(CURVES), [200, 1600], 100
+        settings, passes, swap_passes, n_boot = list(CURVES), [200, 1600], [6400, 12800], 200
         seeds, t_passes, est_passes = list(range(args.seeds or 3)), 100, 200
         C_grid = (10.0, 100.0, 1e3, 1e4)
-    rec = recovery(train, rankers, settings, passes, n_boot, seed=0)
+    rec = recovery(train, rankers, settings, passes, n_boot, seed=0, swap_passes=swap_passes)
     tab = table(train, vali, test, rankers, seeds, t_passes, est_passes, C_grid)
     trust = trust_training(train, test, seeds, t_passes, (100.0,) if args.quick else (100.0, 1e3))
     sessions_needed = {s: rec[s]["sessions_for_10pct"] for s in rec}
     results = {"recovery": rec, "sessions_for_10pct": sessions_needed, "table": tab["summary"], "runs": tab["runs"],
                "trust_training": trust}
     settings_out = {"data": "MQ2008 Fold1", "max_position": K, "curves": CURVES, "passes": passes,
-                    "queries_per_pass": train.n_queries, "n_bootstrap": n_boot, "em_bootstrap": 0,
+                    "queries_per_pass": train.n_queries, "swap_passes": swap_passes,
+                    "n_bootstrap": n_boot, "max_shown": K, "em_logger": f"StochasticRanker(production 0, temperature="
+                    f"{PL_TEMPERATURE}): Plackett-Luce over the first production ranker's scores",
                     "swap_share": 0.25, "harvest_loggers": "3 production rankers (RankSVM on 1% subsets, seeds 0-2)",
                     "table_passes": t_passes, "estimation_passes": est_passes, "C_grid": C_grid, "seeds": seeds}
     save_results(NAME, results, settings_out, out=args.out, started=started)

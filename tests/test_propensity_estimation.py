@@ -4,8 +4,8 @@ the four estimators (recovery of a known truth), their bootstrap intervals, and 
 import numpy as np
 import pytest
 
-from click_sim import (ClickLog, PositionBasedClickModel, SwapIntervention, TopNShuffle, make_ranking,
-                       simulate_clicks)
+from click_sim import (ClickLog, PositionBasedClickModel, StochasticRanker, SwapIntervention, TopNShuffle,
+                       make_ranking, simulate_clicks)
 from counterfactual_ltr._segments import offsets_from_lengths, order_within_queries
 from counterfactual_ltr.propensity import TrustBiasPropensity, estimate_propensities
 from counterfactual_ltr.propensity_estimation import EstimatedPropensity, EstimatedTrustBias
@@ -189,14 +189,35 @@ def test_harvest_recovers_examination_without_randomisation(ranked):
 def test_em_recovers_examination_from_one_logger(ranked):
     data, scores = ranked
     curve = 1.0 / np.arange(1, 7)
-    log = simulate_clicks(data, scores, PositionBasedClickModel(examination=curve, eps_minus=0.1), 100, 0)
+    model = PositionBasedClickModel(examination=curve, eps_minus=0.1)
+    log = simulate_clicks(data, scores, model, 100, 0)
     est = estimate_propensities(log, "em", max_position=6, n_bootstrap=0)
     assert est.lower_ is None
-    # The logistic relevance model cannot follow gamma(x) = eps- + (eps+ - eps-) P(R | x) exactly:
-    # about 10% error remains (click-rate ratios, which ignore relevance, are off by far more).
+    # A deterministic logger shows every document at one position: the logistic relevance model,
+    # which cannot follow gamma(x) = eps- + (eps+ - eps-) P(R | x) exactly, leaves about 10% error
+    # (click-rate ratios, which ignore relevance, are off by far more).
     assert _max_rel_error(est, curve) < 0.15
     naive = np.bincount(log.positions[log.clicks])[1:7] / np.bincount(log.positions)[1:7]
     assert np.max(np.abs(naive / naive[0] / curve - 1)) > 0.3
+    # One stochastic logger shows each document at several positions, which identifies theta.
+    varied = simulate_clicks(data, StochasticRanker(scores, 1.0), model, 100, 0)
+    assert _max_rel_error(estimate_propensities(varied, "em", max_position=6, n_bootstrap=0), curve) < 0.05
+
+
+def test_em_is_the_fixed_point_of_regression_em(ranked):
+    """The built-in Newton fit equals EM with scikit-learn's LogisticRegression(C=1) run to convergence."""
+    from sklearn.linear_model import LogisticRegression
+
+    data, scores = ranked
+    log = simulate_clicks(data, StochasticRanker(scores, 1.0), PositionBasedClickModel(1.0, 0.1), 20, 3)
+    fast = estimate_propensities(log, "em", max_position=5, n_bootstrap=0)
+    reference = estimate_propensities(log, "em", max_position=5, n_bootstrap=0, tol=1e-10, max_iter=5000,
+                                      relevance_model=LogisticRegression(C=1.0, tol=1e-12, max_iter=10_000))
+    np.testing.assert_allclose(fast.relative_, reference.relative_, rtol=1e-5)
+    # ... and a different relevance model gives a different estimate (the option is used).
+    ridge_heavy = estimate_propensities(log, "em", max_position=5, n_bootstrap=0,
+                                        relevance_model=LogisticRegression(C=1e-4))
+    assert np.max(np.abs(ridge_heavy.relative_ / fast.relative_ - 1)) > 1e-3
 
 
 def test_trust_em_recovers_eps(ranked):
@@ -259,6 +280,41 @@ def test_intervals_cover_the_truth(method):
         covered.append((est.lower_[1:] <= truth[1:]) & (truth[1:] <= est.upper_[1:]))
     coverage = np.mean(covered)
     assert 0.90 <= coverage <= 0.99, coverage
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["em", "trust_em"])
+def test_em_intervals_cover_the_truth(method):
+    """Coverage of the EM methods' 95% intervals in 200 simulations where their models hold.
+
+    "em": one deterministic logger, and a feature that is the relevance indicator, so the logistic
+    relevance model can be exact; "trust_em": per-position eps- and a position-independent eps+.
+    Positions 2-4 are pooled for theta_r / theta_1, and for trust_em also eps- and eps+ at 1-4.
+    """
+    from counterfactual_ltr.datasets import RankingDataset
+
+    data, w = make_ranking(n_queries=150, n_docs=(6, 12), random_state=5, return_ranker=True)
+    K, r = 4, np.arange(1, 5)
+    scores = data.X @ w
+    if method == "em":
+        data = RankingDataset(np.c_[data.X[:, :3], data.y >= 1], data.y, data.qid)
+        model, passes = PositionBasedClickModel(1.0, eps_minus=0.1), 20
+    else:
+        model, passes = PositionBasedClickModel(examination=1 / r, eps_minus=0.4 / r ** 0.5, eps_plus=0.9), 40
+    truth = model.examination_curve(K)
+    covered, eps_covered = [], []
+    for seed in range(200):
+        log = simulate_clicks(data, scores, model, passes, seed)
+        est = estimate_propensities(log, method, max_position=K, n_bootstrap=200, random_state=seed)
+        covered.append((est.lower_[1:] <= truth[1:]) & (truth[1:] <= est.upper_[1:]))
+        if method == "trust_em":
+            for name in ("eps_minus", "eps_plus"):
+                lo, hi = est.intervals_[name]
+                true = getattr(model.trust_model(K), name)
+                eps_covered.append((lo <= true) & (true <= hi))
+    assert 0.90 <= np.mean(covered) <= 0.99, np.mean(covered)
+    if eps_covered:
+        assert 0.90 <= np.mean(eps_covered) <= 0.99, np.mean(eps_covered)
 
 
 # ----------------------------------------------------------------------------- bad input
