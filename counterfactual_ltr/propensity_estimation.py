@@ -388,16 +388,30 @@ def _harvest(log, K, options):
 # ----------------------------------------------------------------------------- regression EM
 
 
-def _em_logistic_fit(Xd, doc_of_row, kidx, n, c, K, theta0, v0, max_iter, tol):
-    """Maximise the penalised likelihood of ``P(click) = theta_k sigmoid(x v)`` by Fisher scoring.
+def _weighted_gram(X, weights):
+    """``X' diag(weights) X`` as ``A'A - B'B`` (numpy computes ``A.T @ A`` as a symmetric rank-k update)."""
+    A = X * np.sqrt(np.maximum(weights, 0.0))[:, None]
+    gram = A.T @ A
+    negative = weights < 0
+    if negative.any():
+        B = X[negative] * np.sqrt(-weights[negative])[:, None]
+        gram -= B.T @ B
+    return gram
+
+
+def _em_logistic_fit(Xd, doc_of_row, kidx, n, c, K, theta0, v0, max_iter, tol, factor=None):
+    """Maximise the penalised likelihood of ``P(click) = theta_k sigmoid(x v)`` by Newton's method.
 
     This is the fixed point of regression EM with sklearn's ``LogisticRegression(C=1)``
     as the M-step (impression-weighted log-likelihood minus ``|w|^2 / 2``, intercept
-    free), maximised directly: Fisher scoring converges in a handful of steps, and a
-    bootstrap replicate warm-started at the full-sample fit in two or three, where EM
-    needs tens of refits of the relevance model. Rows are (document, position) counts:
-    ``n`` impressions with ``c`` clicks; ``Xd`` the documents' features with a trailing
-    column of ones; ``theta_1 = 1``. Returns ``theta`` (K,), ``v``, converged, iterations.
+    free), found directly, where EM needs tens of refits of the relevance model. Rows
+    are (document, position) counts: ``n`` impressions with ``c`` clicks; ``Xd`` the
+    documents' features with a trailing column of ones; ``theta_1 = 1``. ``factor``: a
+    Cholesky factor of the information to start with in place of the exact one. A
+    factor is reused while the steps shrink at least fourfold (each such step is a
+    gradient and a triangular solve) and recomputed otherwise, so the iterates still
+    converge to this sample's own optimum.
+    Returns ``theta`` (K,), ``v``, converged, iterations and the factor last used.
     """
     n_docs, n_coef = Xd.shape
     misses = n - c
@@ -412,6 +426,7 @@ def _em_logistic_fit(Xd, doc_of_row, kidx, n, c, K, theta0, v0, max_iter, tol):
         return float(c @ (u[kidx] + log_expit(z)[doc_of_row]) + misses @ np.log1p(-p) - 0.5 * penalty @ (v * v))
 
     by_doc = np.zeros((n_docs, K))
+    last, previous = factor, np.inf
     u, v = np.log(theta0), v0.copy()
     current = loglik(u, v)
     for iteration in range(1, max_iter + 1):
@@ -420,25 +435,28 @@ def _em_logistic_fit(Xd, doc_of_row, kidx, n, c, K, theta0, v0, max_iter, tol):
         resid = (c - n * p) / (1.0 - p)                 # d loglik / d log theta_k of each row
         grad_u = np.bincount(kidx, resid, minlength=K)
         grad_v = Xd.T @ np.bincount(doc_of_row, resid * (1.0 - s), minlength=n_docs) - penalty * v
-        # Newton's step on the observed information; where that is not positive definite (far from
-        # the optimum), Fisher scoring's expected information n / (p (1 - p)) J J', J = (p, p (1 - s) x).
-        q = 1.0 - p
-        h_uu = misses * p / q ** 2
-        h_uz = h_uu * (1.0 - s)
-        h_zz = c * s * (1.0 - s) + misses * p * (1.0 - s) * ((1.0 - 2.0 * s) * q + p * (1.0 - s)) / q ** 2
         g = np.r_[grad_u[1:], grad_v]
-        f = n * p / q
-        for uu, uz, zz in ((h_uu, h_uz, h_zz), (f, f * (1.0 - s), f * (1.0 - s) ** 2)):
-            by_doc[doc_of_row, kidx] = uz             # (document, position) is unique per row
-            H_uv = by_doc.T @ Xd
-            H_vv = (Xd * np.bincount(doc_of_row, zz, minlength=n_docs)[:, None]).T @ Xd
-            H_vv[np.diag_indices(n_coef)] += penalty
-            H = np.block([[np.diag(np.bincount(kidx, uu, minlength=K)[1:]), H_uv[1:]], [H_uv[1:].T, H_vv]])
-            try:
-                step = linalg.cho_solve(linalg.cho_factor(H), g)
-                break
-            except linalg.LinAlgError:
-                step = linalg.lstsq(H, g, cond=1e-12)[0]  # used only if the expected information fails too
+        if factor is not None:
+            step = linalg.cho_solve(factor, g)
+        else:
+            # Newton's step on the observed information; where that is not positive definite (far from the
+            # optimum), Fisher scoring's expected information n / (p (1 - p)) J J', J = (p, p (1 - s) x).
+            q = 1.0 - p
+            h_uu = misses * p / q ** 2
+            h_zz = c * s * (1.0 - s) + misses * p * (1.0 - s) * ((1.0 - 2.0 * s) * q + p * (1.0 - s)) / q ** 2
+            f = n * p / q
+            for uu, uz, zz in ((h_uu, h_uu * (1.0 - s), h_zz), (f, f * (1.0 - s), f * (1.0 - s) ** 2)):
+                by_doc[doc_of_row, kidx] = uz             # (document, position) is unique per row
+                H_uv = by_doc.T @ Xd
+                H_vv = _weighted_gram(Xd, np.bincount(doc_of_row, zz, minlength=n_docs))
+                H_vv[np.diag_indices(n_coef)] += penalty
+                H = np.block([[np.diag(np.bincount(kidx, uu, minlength=K)[1:]), H_uv[1:]], [H_uv[1:].T, H_vv]])
+                try:
+                    factor = last = linalg.cho_factor(H)
+                    step = linalg.cho_solve(last, g)
+                    break
+                except linalg.LinAlgError:
+                    step = linalg.lstsq(H, g, cond=1e-12)[0]  # only if the expected information fails too
         t = 1.0
         while True:  # halve the step until the likelihood does not fall (and every p stays below 1)
             u_new = np.r_[0.0, u[1:] + t * step[:K - 1]]
@@ -448,12 +466,20 @@ def _em_logistic_fit(Xd, doc_of_row, kidx, n, c, K, theta0, v0, max_iter, tol):
                 break
             t *= 0.5
         if new < current - 1e-12 * abs(current):
-            return np.exp(u), v, False, iteration
+            if factor is not None:   # the borrowed information does not give an ascent: exact Newton from here
+                factor = None
+                continue
+            return np.exp(u), v, False, iteration, last
         change = float(np.max(np.abs(np.expm1(u_new - u))))
         u, v, current = u_new, v_new, new
         if change < tol:
-            return np.exp(u), v, True, iteration
-    return np.exp(u), v, False, max_iter
+            return np.exp(u), v, True, iteration, last
+        # The information is kept while the steps shrink fast (a chord method: one factorisation
+        # serves several steps near the optimum) and recomputed when they do not.
+        if change > 0.25 * previous:
+            factor = None
+        previous = change
+    return np.exp(u), v, False, max_iter, last
 
 
 def _em(log, K, options):
@@ -484,15 +510,16 @@ def _em_builtin(log, imp, K, theta_start, max_iter, tol):
         failed = 0
         for b in range(W.shape[0]):
             w = W[b, row_query]
-            if "v" in state:   # replicates start from the full-sample fit
-                theta0, v0 = state["theta"], state["v"]
+            if "v" in state:   # replicates start from the full-sample fit, with its information
+                theta0, v0, factor = state["theta"], state["v"], state["factor"]
             else:
                 ctr = np.sum(w * imp.c) / np.sum(w * imp.n)
                 theta0, v0 = theta_start, np.r_[np.zeros(Xd.shape[1] - 1), np.log(ctr / (1 - ctr))]
-            theta, v, ok, _ = _em_logistic_fit(Xd, doc_of_row, kidx, imp.n * w, imp.c * w, K, theta0, v0,
-                                               max_iter, tol)
+                factor = None
+            theta, v, ok, _, last = _em_logistic_fit(Xd, doc_of_row, kidx, imp.n * w, imp.c * w, K, theta0, v0,
+                                                     max_iter, tol, factor)
             if "v" not in state:
-                state.update(theta=theta, v=v)
+                state.update(theta=theta, v=v, factor=last)
             out[b] = theta
             failed += not ok
         if failed:
