@@ -9,10 +9,10 @@ theta_r / theta_1 at positions 1-10 with every method:
   top document moved to position 10 is clicked about once in 200 sessions);
 * harvest: three production rankers trained on different 1% subsets, no randomisation;
 * em: one ranker's log, a Plackett-Luce ranker over the first production ranker's scores at
-  temperature 0.3 (its top document is the deterministic top in 81% of the sessions), with the
-  built-in logistic relevance model; "em (deterministic)" is the same on the deterministic
-  production ranker's log, reported to show that there only the relevance model's form tells
-  position from relevance (and its misfit biases theta);
+  temperature 1 (its top document is the deterministic top in 49% of the sessions), with the
+  built-in logistic relevance model; "em (T=0.3)" (81%) and "em (deterministic)" are the same
+  with less or no variation of the ranking: the less a document's position varies, the more
+  only the relevance model's form tells position from relevance, and its misfit biases theta;
 * trust_em: the three-ranker log (eps+ assumed position-independent, max theta = 1).
 
 Every log shows the top 10 (max_shown = 10). Reported: the largest relative error over positions
@@ -21,7 +21,8 @@ Every log shows the top 10 (max_shown = 10). Reported: the largest relative erro
 
 Part 2 (Table-3 style): SVM PropDCG on the production log (eta = 1, eps- = 0.1) trained and
 selected (SNIPS-DCG on validation clicks) with the true propensities, with the "harvest"
-estimate (from a separate three-ranker log) and with a misspecified eta = 0.5 power law;
+estimate (from a separate three-ranker log), with the "em" estimate (from a separate log of the
+production ranker made stochastic, temperature 1) and with a misspecified eta = 0.5 power law;
 the share of the production-to-skyline gap each closes.
 
 Part 3 (trust bias in training): clicks with trust bias (theta_r = 1/r, eps+ = 1,
@@ -53,10 +54,11 @@ CURVES = {
     "trust bias": {"eta": 1.0, "eps_plus": 1.0, "eps_minus": list(np.round(0.6 / R ** 0.7, 4))},
 }
 METHODS = ("swap", "harvest", "em", "trust_em")
-# "em (deterministic)": regression EM on the deterministic production ranker's log, reported beside "em"
-# (one Plackett-Luce ranker over the same scores) to show what identifies theta.
-ROWS = ("swap", "harvest", "em", "em (deterministic)", "trust_em")
-PL_TEMPERATURE = 0.3
+# Regression EM on one ranker's log: "em" a Plackett-Luce ranker over the first production ranker's
+# scores at temperature 1 (its top document is the deterministic top in 49% of the sessions), beside the
+# same at temperature 0.3 (81%) and the deterministic ranker, to show what identifies theta.
+ROWS = ("swap", "harvest", "em", "em (T=0.3)", "em (deterministic)", "trust_em")
+PL_TEMPERATURE = {"em": 1.0, "em (T=0.3)": 0.3}
 
 
 def _click_model(setting):
@@ -91,9 +93,9 @@ def recovery(train, rankers, settings, passes, n_bootstrap, seed, swap_passes=()
                     if "harvest" not in logs:
                         logs["harvest"] = simulate_clicks(train, rankers, model, n_passes, seed + 1, max_shown=K)
                     logs[method] = logs["harvest"]
-                elif method == "em":
-                    logs[method] = simulate_clicks(train, StochasticRanker(rankers[0], PL_TEMPERATURE), model,
-                                                   n_passes, seed + 2, max_shown=K)
+                elif method in PL_TEMPERATURE:
+                    logs[method] = simulate_clicks(train, StochasticRanker(rankers[0], PL_TEMPERATURE[method]),
+                                                   model, n_passes, seed + 2, max_shown=K)
                 else:  # em (deterministic)
                     logs[method] = simulate_clicks(train, rankers[0], model, n_passes, seed + 3, max_shown=K)
             for method in methods:
@@ -134,7 +136,7 @@ def recovery(train, rankers, settings, passes, n_bootstrap, seed, swap_passes=()
 
 def table(train, vali, test, rankers, seeds, passes, est_passes, C_grid):
     """Table-3-style test metrics of SVM PropDCG with true, estimated and misspecified propensities."""
-    from click_sim import PositionBasedClickModel, simulate_clicks, train_production_ranker
+    from click_sim import PositionBasedClickModel, StochasticRanker, simulate_clicks, train_production_ranker
     from counterfactual_ltr.propensity import PositionBasedPropensity, estimate_propensities
 
     runs = []
@@ -144,12 +146,16 @@ def table(train, vali, test, rankers, seeds, passes, est_passes, C_grid):
         others = [train_production_ranker(train, 0.01, random_state=1000 * (seed + 1) + i) for i in range(2)]
         harvest_log = simulate_clicks(train, [production, *others], PositionBasedClickModel(1.0, 0.1, 1.0),
                                       est_passes, 30_000 + seed)
+        em_log = simulate_clicks(train, StochasticRanker(production, PL_TEMPERATURE["em"]),
+                                 PositionBasedClickModel(1.0, 0.1, 1.0), est_passes, 35_000 + seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             estimated = estimate_propensities(harvest_log, "harvest", max_position=K, n_bootstrap=0)
+            by_em = estimate_propensities(em_log, "em", max_position=K, n_bootstrap=0)
         propensities = {"true": PositionBasedPropensity(1.0), "estimated (harvest)": estimated,
-                        "misspecified (eta=0.5)": PositionBasedPropensity(0.5)}
+                        "estimated (em)": by_em, "misspecified (eta=0.5)": PositionBasedPropensity(0.5)}
         run = {"seed": seed, "estimated_relative": estimated.relative_, "estimated_eta": estimated.eta_,
+               "em_relative": by_em.relative_, "em_eta": by_em.eta_,
                "production": _cltr.test_metrics(production.predict(test.X), test), "skyline": sky}
         for label, prop in propensities.items():
             run[label] = _cltr.fit_and_select(train_log, vali_log, test, methods=("propdcg",), C_grid=C_grid,
@@ -161,11 +167,12 @@ def table(train, vali, test, rankers, seeds, passes, est_passes, C_grid):
         prod = np.mean([r["production"][metric] for r in runs])
         sky_m = sky[metric]
         row = {"production": prod, "skyline": sky_m}
-        for label in ("true", "estimated (harvest)", "misspecified (eta=0.5)"):
+        for label in ("true", "estimated (harvest)", "estimated (em)", "misspecified (eta=0.5)"):
             value = float(np.mean([r[label][metric] for r in runs]))
             row[label] = value
             row[f"{label}: share of gap closed"] = (value - prod) / (sky_m - prod)
         row["estimated / true gap closed"] = ((row["estimated (harvest)"] - prod) / (row["true"] - prod))
+        row["em estimate / true gap closed"] = ((row["estimated (em)"] - prod) / (row["true"] - prod))
         summary[metric] = row
     return {"runs": runs, "summary": summary}
 
@@ -228,8 +235,8 @@ def main(argv=None):
                "trust_training": trust}
     settings_out = {"data": "MQ2008 Fold1", "max_position": K, "curves": CURVES, "passes": passes,
                     "queries_per_pass": train.n_queries, "swap_passes": swap_passes,
-                    "n_bootstrap": n_boot, "max_shown": K, "em_logger": f"StochasticRanker(production 0, temperature="
-                    f"{PL_TEMPERATURE}): Plackett-Luce over the first production ranker's scores",
+                    "n_bootstrap": n_boot, "max_shown": K, "em_loggers": {m: f"StochasticRanker(production 0, temperature={t})"
+                                                     for m, t in PL_TEMPERATURE.items()},
                     "swap_share": 0.25, "harvest_loggers": "3 production rankers (RankSVM on 1% subsets, seeds 0-2)",
                     "table_passes": t_passes, "estimation_passes": est_passes, "C_grid": C_grid, "seeds": seeds}
     save_results(NAME, results, settings_out, out=args.out, started=started)
