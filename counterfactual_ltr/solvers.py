@@ -257,6 +257,7 @@ _SPECULATE, _MAX_RELEASES = 1.0, 3
 _SCREEN_START, _SCREEN_MIN_SHARE = 1e-3, 0.1
 _WARM_MU = 0.03
 
+
 def _aggregate(i, j, a, n_docs):
     """Per-document sum of pair values: ``+a`` on the first row of a pair, ``-a`` on the second."""
     return np.bincount(i, a, minlength=n_docs) - np.bincount(j, a, minlength=n_docs)
@@ -455,6 +456,8 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
     work = np.arange(all_i.size)
     s = X @ w
     mu = _initial_mu(margin, w0 is not None)
+    # Band width of the next Newton model: above mu once, right after mu shrinks.
+    width = mu
     if w.any():
         # The optimum for nearby weights is mostly a rescaled w0 (CCP steps change |w| by
         # 20-90 % but its direction by a few degrees): start from the best point on the ray.
@@ -527,6 +530,9 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
             work, i, j, Cc, fixed_g, fixed_sum, fixed_v = rebuild()
             ref, screened_at_gap = None, np.inf
             best_P = _hinge_objective(X, best_w, i, j, Cc, margin, fixed_sum, fixed_g)
+            # Released pairs can sit far inside the margin: resume the continuation from the
+            # warm-start level (a tiny mu makes the far-off point a piecewise-linear problem).
+            mu = width = max(mu, _initial_mu(margin, True))
             it += 1
             if it >= max_iter:
                 break
@@ -570,6 +576,7 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
         # per pair too: the two smoothing terms cancel.
         smooth_gap = P - hinge + float(alpha @ z) - D
         if smooth_gap <= _SWITCH * gap:
+            width = mu
             mu *= float(np.clip(0.5 * target / gap, _MU_MIN_FACTOR, _MU_MAX_FACTOR))
             it += 1
             if mu < _MU_FLOOR * max(abs(margin), 1e-12):
@@ -580,11 +587,23 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
                 break
             continue
         grad = w - v
-        band = (a > 0.0) & (a < 1.0)
+        if width > mu:
+            # Path-following step after mu shrank: the pairs of the last level's band keep
+            # their quadratic piece, now with slope 1 / mu (unclipped), and the rest their
+            # piece. The minimiser of that quadratic is where the smoothed optimum moves if
+            # no pair changes side; at the new mu alone the band holds a tenth of those
+            # pairs, and Newton steps from there crawl (t ~ 1e-3) until it fills again.
+            band = (z > 0.0) & (z < width)
+            model_a = np.where(band, z / mu, (z >= width).astype(np.float64))
+            model_grad = w - fixed_v - X.T @ _aggregate(i, j, Cc * model_a, n)
+            width = mu
+        else:
+            band = (a > 0.0) & (a < 1.0)
+            model_grad = grad
         H = _band_hessian(X, i[band], j[band], Cc[band] / mu)
         H[np.diag_indices_from(H)] += 1.0
         try:
-            u = -scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, overwrite_a=True), grad)
+            u = -scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, overwrite_a=True), model_grad)
         except (np.linalg.LinAlgError, ValueError):
             # C / mu so large that the identity is lost in rounding: stop with the best
             # certified point (the warning of ``_finish`` reports the gap).
@@ -865,8 +884,11 @@ def _solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose):
     history = []
     converged = False
     it = 0
+    width = mu                                   # as in the explicit path
+    ev = None                                    # the line search's evaluation at the new point
     while True:
-        ev = _Smoothed(pairs, s, Cc, margin, mu, hint)
+        if ev is None or ev.mu != mu:
+            ev = _Smoothed(pairs, s, Cc, margin, mu, hint)
         hint = ev.sorted.order
         hinge = ev.hinge()
         P = 0.5 * float(w @ w) + hinge
@@ -901,15 +923,23 @@ def _solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose):
         # sum_p alpha_p z_p = margin sum(alpha) - g.s: the smoothed problem's own gap.
         smooth_gap = P - hinge + margin * alpha_sum - float(g @ s) - D
         if smooth_gap <= _SWITCH * gap:
+            width = mu
             mu *= float(np.clip(0.5 * target / gap, _MU_MIN_FACTOR, _MU_MAX_FACTOR))
             it += 1
             continue
         grad = w - v
-        H = band_hessian(X, ev)
+        if width > mu:
+            # Path-following step after mu shrank (see the explicit path).
+            model = _Smoothed(pairs, s, Cc, margin, mu, hint, width=width)
+            model_grad = w - _rmatvec(X, model.aggregate()[0])
+            width = mu
+        else:
+            model, model_grad = ev, grad
+        H = band_hessian(X, model)
         H[np.diag_indices_from(H)] += 1.0
-        u = -scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, overwrite_a=True), grad)
+        u = -scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, overwrite_a=True), model_grad)
         Xu = X @ u
-        t = line_search(Xu, w, u, along(s, Xu), mu)
+        t, ev = line_search(Xu, w, u, along(s, Xu), mu, f0=float(grad @ u), return_eval=True)
         w = w + t * u
         s = s + t * Xu
         it += 1
