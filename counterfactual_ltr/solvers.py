@@ -258,6 +258,18 @@ _SCREEN_START, _SCREEN_MIN_SHARE = 1e-3, 0.1
 _WARM_MU = 0.03
 
 
+def _damping(damp, t):
+    """Levenberg-Marquardt weight of the identity in the Newton matrix after a step of length ``t``.
+
+    With fewer band pairs than features the band Hessian is singular: in the directions
+    it misses, the Newton step trusts the identity (the regulariser) alone, overshoots
+    to the next kinks, and the exact line search returns ``t << 1``. Scaling the
+    identity by ``0.5 / t`` shortens the next step there (the band's large curvature
+    is unchanged); steps of full length halve the weight back towards 1.
+    """
+    return damp if t <= 0.0 else max(1.0, damp * 0.5 / t)
+
+
 def _aggregate(i, j, a, n_docs):
     """Per-document sum of pair values: ``+a`` on the first row of a pair, ``-a`` on the second."""
     return np.bincount(i, a, minlength=n_docs) - np.bincount(j, a, minlength=n_docs)
@@ -456,8 +468,8 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
     work = np.arange(all_i.size)
     s = X @ w
     mu = _initial_mu(margin, w0 is not None)
-    # Band width of the next Newton model: above mu once, right after mu shrinks.
-    width = mu
+    # Band width of the next Newton model (above mu once, right after mu shrinks), damping.
+    width, damp = mu, 1.0
     if w.any():
         # The optimum for nearby weights is mostly a rescaled w0 (CCP steps change |w| by
         # 20-90 % but its direction by a few degrees): start from the best point on the ray.
@@ -533,6 +545,7 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
             # Released pairs can sit far inside the margin: resume the continuation from the
             # warm-start level (a tiny mu makes the far-off point a piecewise-linear problem).
             mu = width = max(mu, _initial_mu(margin, True))
+            damp = 1.0
             it += 1
             if it >= max_iter:
                 break
@@ -587,21 +600,24 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
                 break
             continue
         grad = w - v
-        if width > mu:
+        band = (a > 0.0) & (a < 1.0)
+        if width > mu and np.count_nonzero(band) < d:
             # Path-following step after mu shrank: the pairs of the last level's band keep
             # their quadratic piece, now with slope 1 / mu (unclipped), and the rest their
             # piece. The minimiser of that quadratic is where the smoothed optimum moves if
-            # no pair changes side; at the new mu alone the band holds a tenth of those
-            # pairs, and Newton steps from there crawl (t ~ 1e-3) until it fills again.
+            # no pair changes side. Needed where the new band alone holds fewer pairs than
+            # features (sparse, higher-dimensional data): its Hessian then misses directions,
+            # and Newton steps from there crawl (t ~ 1e-3) until the band fills again. With
+            # a full band the plain step is as good and cheaper (narrower band).
             band = (z > 0.0) & (z < width)
             model_a = np.where(band, z / mu, (z >= width).astype(np.float64))
             model_grad = w - fixed_v - X.T @ _aggregate(i, j, Cc * model_a, n)
-            width = mu
         else:
-            band = (a > 0.0) & (a < 1.0)
             model_grad = grad
+        width = mu
         H = _band_hessian(X, i[band], j[band], Cc[band] / mu)
-        H[np.diag_indices_from(H)] += 1.0
+        # Damping only where the band leaves directions without curvature (fewer pairs than d).
+        H[np.diag_indices_from(H)] += damp if np.count_nonzero(band) < d else 1.0
         try:
             u = -scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, overwrite_a=True), model_grad)
         except (np.linalg.LinAlgError, ValueError):
@@ -613,6 +629,7 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
         Xu = X @ u
         delta = Xu[i] - Xu[j]
         t = _line_search(w, u, float(grad @ u), z, delta, Cc, mu, fixed_slope=float(u @ fixed_v))
+        damp = _damping(damp, t)
         w = w + t * u
         s = s + t * Xu
         it += 1
@@ -928,13 +945,14 @@ def _solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose):
             it += 1
             continue
         grad = w - v
-        if width > mu:
-            # Path-following step after mu shrank (see the explicit path).
+        if width > mu and int(np.sum(ev.hi - ev.lo)) < X.shape[1]:
+            # Path-following step after mu shrank, where the band is short of d pairs (see
+            # the explicit path).
             model = _Smoothed(pairs, s, Cc, margin, mu, hint, width=width)
             model_grad = w - _rmatvec(X, model.aggregate()[0])
-            width = mu
         else:
             model, model_grad = ev, grad
+        width = mu
         H = band_hessian(X, model)
         H[np.diag_indices_from(H)] += 1.0
         u = -scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, overwrite_a=True), model_grad)
