@@ -956,9 +956,10 @@ def _solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose):
             it += 1
             continue
         grad = w - v
-        if width > mu and int(np.sum(ev.hi - ev.lo)) < X.shape[1]:
-            # Path-following step after mu shrank, where the band is short of d pairs (see
-            # the explicit path).
+        if width > mu:
+            # Path-following step after mu shrank (see the explicit path). On long lists it
+            # pays whatever the band's size (435 candidates, d = 46, PropDCG at C = 100:
+            # inner iterations 8 -> 15 over the CCP instead of 9 -> 20, 24.8 s CPU against 35.1 s).
             model = _Smoothed(pairs, s, Cc, margin, mu, hint, width=width)
             model_grad = w - _rmatvec(X, model.aggregate()[0])
         else:

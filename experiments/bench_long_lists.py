@@ -41,8 +41,9 @@ Issue 18, CCP of SVM PropDCG (2 cores shared, load average 5-6; CPU seconds; spa
 * 435 candidates, 11,417 clicked documents (4.95M pairs), d = 46, C = 100 (``--lengths 435
   --kinds dense --clicked 12000 --C 10 --dcg-C 100 --repeats 1 --no-memory``): PropRank
   (C = 10) 4.72 s, 9 iterations; PropDCG 24.8 s, 8 CCP steps, inner iterations 8, 7, 6,
-  6, 12, 13, 12, 15 (measured with the first commit of this change; before it: 9 -> 20
-  inner iterations, 40 s CPU for generation and fit together).
+  6, 12, 13, 12, 15; without the path-following step on long lists (same load) 35.1 s,
+  9, 7, 7, 9, 15, 16, 17, 20. Target (under 5 s) not reached: about 0.3 s per Newton
+  iteration at 570K rows, and the first, cold step alone costs ~4.7 s.
 """
 
 from __future__ import annotations
