@@ -182,11 +182,14 @@ class _Sorted:
 class _Smoothed:
     """Everything Newton needs at one iterate: objective pieces, aggregate ``g``, band Laplacian."""
 
-    def __init__(self, pairs: ClickPairs, scores, Cc, margin, mu, hint=None):
+    def __init__(self, pairs: ClickPairs, scores, Cc, margin, mu, hint=None, width=None):
         self.sorted = srt = _Sorted(pairs, scores, hint)
         self.Cc, self.margin, self.mu = Cc, margin, mu
-        self.lo, self.hi = srt.runs(margin, mu)
+        # ``width > mu``: the quadratic piece is kept over ``0 < z < width`` with slope
+        # ``1 / mu`` (unclipped): the Newton model of the solver's step right after mu shrinks.
+        self.lo, self.hi = srt.runs(margin, mu if width is None else width)
         self.n = scores.shape[0]
+        self._aggregate = None
 
     def hinge(self):
         """``sum_p C c_p max(0, z_p)``."""
@@ -194,6 +197,11 @@ class _Smoothed:
 
     def aggregate(self):
         """``(g, alpha_sum)``: per-row aggregate of ``alpha = C c clip(z/mu, 0, 1)`` and ``sum alpha``."""
+        if self._aggregate is None:
+            self._aggregate = self._compute_aggregate()
+        return self._aggregate
+
+    def _compute_aggregate(self):
         srt, lo, hi, Cc, m, mu = self.sorted, self.lo, self.hi, self.Cc, self.margin, self.mu
         end, sa, P = srt.end, srt.sa, srt.prefix
         band = (hi - lo) * (m - sa) + (P[hi] - P[lo])
@@ -299,24 +307,32 @@ def band_hessian(X, ev: _Smoothed, block_bytes=1 << 25):
     return 0.5 * (H + H.T)
 
 
-def line_search(X_u, w, u, ev_at, mu, t0=1.0, max_eval=30):
+def line_search(X_u, w, u, ev_at, mu, t0=1.0, max_eval=30, f0=None, rtol=1e-10, return_eval=False):
     """Exact minimiser over ``t >= 0`` of the smoothed objective along ``w + t u``.
 
     ``ev_at(t)`` evaluates the pair sums at ``w + t u``; the derivative is
     ``(w + t u).u - g(t).Xu`` and the second derivative adds the band
-    Laplacian's quadratic form of ``Xu``. Safeguarded 1-D Newton.
+    Laplacian's quadratic form of ``Xu``. Safeguarded 1-D Newton, stopped
+    when the derivative is below ``rtol`` times its value at 0 (``f0``, if
+    known, saves one evaluation). A first step ``t0`` that still descends
+    is taken as it is. ``return_eval``: also the evaluation at the returned
+    ``t`` (None if that point was not evaluated), so the caller need not
+    evaluate it again.
     """
     wu, uu = float(w @ u), float(u @ u)
-    g0, _ = ev_at(0.0, need_hess=False)
-    f0 = wu - float(g0 @ X_u)
+    if f0 is None:
+        g0, _ = ev_at(0.0, need_hess=False)
+        f0 = wu - float(g0 @ X_u)
     if f0 >= 0:
-        return 0.0
+        return (0.0, None) if return_eval else 0.0
     lo, hi, t = 0.0, np.inf, t0
+    last = (None, None)
     for _ in range(max_eval):
         g, ev = ev_at(t, need_hess=True)
+        last = (t, ev)
         f1 = wu + t * uu - float(g @ X_u)
-        if abs(f1) <= 1e-10 * -f0:
-            return t
+        if abs(f1) <= rtol * -f0:
+            return (t, ev) if return_eval else t
         if f1 < 0:
             lo = t
         else:
@@ -328,4 +344,7 @@ def line_search(X_u, w, u, ev_at, mu, t0=1.0, max_eval=30):
         if not lo < nt < hi:
             nt = 2.0 * t if hi == np.inf else 0.5 * (lo + hi)
         t = nt
-    return lo if lo > 0 else t
+    t = lo if lo > 0 else t
+    if not return_eval:
+        return t
+    return t, (last[1] if last[0] == t else None)

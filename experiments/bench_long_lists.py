@@ -29,6 +29,21 @@ the figures to read; ``--lengths 20 120 435 1000 --kinds dense --dcg-C 0
 Newton iterations each: time grows like the number of rows, well below
 ``m log m`` (t / (m log2 m) falls 1.00, 0.50, 0.22, 0.19). At 1,000 candidates
 the peak traced memory of the fit is 364 MiB beyond X.
+
+Issue 18, CCP of SVM PropDCG (2 cores shared, load average 5-6; CPU seconds; sparse d = 300,
+15 candidates, about 36K pairs: ``--lengths 15 --kinds sparse --d 300 --clicked 2800
+--C C --dcg-C C --repeats 1 --no-memory``):
+
+* C = 10: PropRank 0.57 s (16 iterations); PropDCG 2.62 s, 16 CCP steps, inner
+  iterations 3, 1, 4, 9, 22, 18, ..., 22 (flat after step 5).
+* C = 100: PropRank 0.45 s (21 iterations); PropDCG 5.66 s, 15 CCP steps, inner
+  iterations 9 -> 54 (before the path-following step: 9.81 s, 11 -> 146).
+* 435 candidates, 11,417 clicked documents (4.95M pairs), d = 46, C = 100 (``--lengths 435
+  --kinds dense --clicked 12000 --C 10 --dcg-C 100 --repeats 1 --no-memory``): PropRank
+  (C = 10) 4.72 s, 9 iterations; PropDCG 24.8 s, 8 CCP steps, inner iterations 8, 7, 6,
+  6, 12, 13, 12, 15; without the path-following step on long lists (same load) 35.1 s,
+  9, 7, 7, 9, 15, 16, 17, 20. Target (under 5 s) not reached: about 0.3 s per Newton
+  iteration at 570K rows, and the first, cold step alone costs ~4.7 s.
 """
 
 from __future__ import annotations

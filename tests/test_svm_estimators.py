@@ -88,6 +88,32 @@ def test_ccp_objective_non_increasing(C):
     assert len(tols) == model.n_ccp_iter_ and np.all(np.diff(tols) <= 0) and tols.min() >= model.solver_tol
 
 
+@pytest.mark.parametrize("C", [10.0, 100.0])
+@pytest.mark.parametrize("n_docs, density", [((3, 8), 1.0), (80, 0.3)])
+def test_ccp_result_is_a_fixed_point(C, n_docs, density):
+    """The final CCP iterate solves its own linearised QP (cvxpy reference), on explicit and implicit pairs.
+
+    80 candidates per query take the solver's implicit-pair path; sparse features in [0, 1] are
+    the data on which the inner Newton iterations used to grow over the CCP steps.
+    """
+    data = make_ranking(n_queries=8, n_docs=n_docs, n_features=5, density=density, random_state=3)
+    log = simulate_clicks(data, data.X[:, 0], PositionBasedClickModel(1.0, 0.1, 1.0), 4, random_state=3)
+    model = SVMPropDCG(C=C, max_ccp_iter=200, tol=1e-9, solver_tol=1e-10).fit(log)
+    assert model.converged_
+    agg = log.aggregate()
+    _, Xl, i, j, W, owner, clicked = click_pairs(data, agg.weights)
+    assert (n_docs == 80) == (i.size >= 64 * len(clicked))      # which solver path ran
+    lam = get_lambda("dcg")
+    D = Xl[i] - Xl[j]
+    hinge = np.maximum(0, 1 - D @ model.coef_)
+    H = np.bincount(owner, hinge, minlength=len(clicked))
+    c = (agg.weights[clicked] * lam.derivative(1 + H))[owner]
+    C_n = C / agg.n_clicks
+    ref, _ = _cvx_pairwise(Xl, i, j, c, C_n)
+    mine = 0.5 * model.coef_ @ model.coef_ + C_n * np.sum(c * hinge)
+    assert mine == pytest.approx(ref, rel=1e-6)
+
+
 def _repeat_log(log, k):
     lengths = np.tile(np.diff(log.session_offsets), k)
     return ClickLog(log.data, np.tile(log.session_query, k), offsets_from_lengths(lengths),
