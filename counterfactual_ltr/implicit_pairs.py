@@ -308,16 +308,22 @@ def band_hessian(X, ev: _Smoothed, block_bytes=1 << 25):
 
 
 def line_search(X_u, w, u, ev_at, mu, t0=1.0, max_eval=30, f0=None, rtol=1e-10, return_eval=False):
-    """Exact minimiser over ``t >= 0`` of the smoothed objective along ``w + t u``.
+    """Minimiser over ``t >= 0`` of the smoothed objective along ``w + t u``, to a relative slope ``rtol``.
 
     ``ev_at(t)`` evaluates the pair sums at ``w + t u``; the derivative is
-    ``(w + t u).u - g(t).Xu`` and the second derivative adds the band
-    Laplacian's quadratic form of ``Xu``. Safeguarded 1-D Newton, stopped
-    when the derivative is below ``rtol`` times its value at 0 (``f0``, if
-    known, saves one evaluation). A first step ``t0`` that still descends
-    is taken as it is. ``return_eval``: also the evaluation at the returned
-    ``t`` (None if that point was not evaluated), so the caller need not
-    evaluate it again.
+    ``(w + t u).u - g(t).Xu`` (convex objective: it increases with ``t``).
+    Stopped when the derivative is below ``rtol`` times its value at 0
+    (``f0``, if known, saves one evaluation): ``rtol = 1e-10`` is an exact
+    line search, ``rtol = 0.1`` a strong Wolfe condition, enough for Newton
+    and each evaluation saved is a sort of all scores. Inside a bracket the
+    next ``t`` is the root of the secant of the derivative (Illinois
+    variant, which keeps both ends moving): after a step across many kinks
+    the derivative jumps, and its secant lands near the root where a
+    Newton step on the band's curvature alone, or bisection, needs several
+    evaluations. Before a bracket exists, 1-D Newton on the band
+    Laplacian's quadratic form of ``Xu`` (or doubling) extends the step.
+    ``return_eval``: also the evaluation at the returned ``t`` (None if
+    that point was not evaluated), so the caller need not evaluate it again.
     """
     wu, uu = float(w @ u), float(u @ u)
     if f0 is None:
@@ -326,6 +332,8 @@ def line_search(X_u, w, u, ev_at, mu, t0=1.0, max_eval=30, f0=None, rtol=1e-10, 
     if f0 >= 0:
         return (0.0, None) if return_eval else 0.0
     lo, hi, t = 0.0, np.inf, t0
+    f_lo, f_hi = f0, np.nan
+    side = 0                                        # which end moved last (Illinois halving)
     last = (None, None)
     for _ in range(max_eval):
         g, ev = ev_at(t, need_hess=True)
@@ -334,15 +342,27 @@ def line_search(X_u, w, u, ev_at, mu, t0=1.0, max_eval=30, f0=None, rtol=1e-10, 
         if abs(f1) <= rtol * -f0:
             return (t, ev) if return_eval else t
         if f1 < 0:
-            lo = t
+            lo, f_lo = t, f1
+            if side < 0:
+                f_hi *= 0.5
+            side = -1
         else:
-            hi = t
+            hi, f_hi = t, f1
+            if side > 0:
+                f_lo *= 0.5
+            side = 1
         if hi - lo <= 1e-13 * hi:
             break
-        f2 = uu + float(X_u @ ev.laplacian(X_u))
-        nt = t - f1 / f2 if f2 > 0 else np.inf
-        if not lo < nt < hi:
-            nt = 2.0 * t if hi == np.inf else 0.5 * (lo + hi)
+        if hi == np.inf:
+            f2 = uu + float(X_u @ ev.laplacian(X_u))
+            nt = t - f1 / f2 if f2 > 0 else np.inf
+            if not lo < nt:
+                nt = 2.0 * t
+        else:
+            nt = lo + (hi - lo) * f_lo / (f_lo - f_hi)
+            width = hi - lo
+            if not lo + 1e-3 * width < nt < hi - 1e-3 * width:
+                nt = 0.5 * (lo + hi)
         t = nt
     t = lo if lo > 0 else t
     if not return_eval:

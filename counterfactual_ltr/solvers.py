@@ -878,6 +878,12 @@ def solve_regularized(oracle, n_features, C, *, w0=None, tol=1e-6, max_iter=1000
 
 
 # --------------------------------------------------------------------------- implicit click pairs
+# Line searches of the implicit path stop at a strong Wolfe slope (|phi'(t)| <= 0.1 |phi'(0)|):
+# every evaluation is a sort of all scores, and an exact search took 2.5-5 of them per Newton
+# step (435 candidates, 570K rows, PropDCG at C = 100) for no fewer Newton steps.
+_LINE_SEARCH_RTOL = 0.1
+
+
 def _solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose):
     """Smoothing continuation + Newton over :class:`ClickPairs` without forming any pair.
 
@@ -905,7 +911,7 @@ def _solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose):
         return ev_at
 
     if warm and w.any():
-        t = line_search(s, np.zeros_like(w), w, along(np.zeros_like(s), s), mu)
+        t = line_search(s, np.zeros_like(w), w, along(np.zeros_like(s), s), mu, rtol=_LINE_SEARCH_RTOL)
         w, s = t * w, t * s
     best_P, best_w, best_D = np.inf, w.copy(), -np.inf
     ref = None
@@ -969,7 +975,8 @@ def _solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose):
         H[np.diag_indices_from(H)] += 1.0
         u = -scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, overwrite_a=True), model_grad)
         Xu = X @ u
-        t, ev = line_search(Xu, w, u, along(s, Xu), mu, f0=float(grad @ u), return_eval=True)
+        t, ev = line_search(Xu, w, u, along(s, Xu), mu, f0=float(grad @ u), return_eval=True,
+                            rtol=_LINE_SEARCH_RTOL)
         w = w + t * u
         s = s + t * Xu
         it += 1

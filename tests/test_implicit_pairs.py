@@ -187,3 +187,36 @@ def test_click_pairs_errors(bad, match):
 def test_click_pairs_validation(args, match):
     with pytest.raises(ValueError, match=match):
         ClickPairs(*args)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("rtol", [1e-10, 0.1])
+def test_line_search_meets_its_slope_condition(seed, rtol):
+    # The smoothed objective along w + t u, from explicit pairs; the secant line search must
+    # stop where |phi'(t)| <= rtol |phi'(0)| and hand back the evaluation at that t.
+    from counterfactual_ltr.implicit_pairs import line_search
+
+    pairs, _, rng = _pairs(seed, max_len=30)
+    X = rng.normal(size=(pairs.n_rows, 4))
+    Cc = rng.uniform(0.5, 5.0, pairs.anchors.size) * (10.0 if seed % 2 else 1.0)
+    mu = [0.3, 0.01, 1.0][seed % 3]
+    i, j, _ = pairs.explicit()
+    owner = _owner(pairs)
+    w, u = rng.normal(size=4), rng.normal(size=4) * 3
+    s, Xu = X @ w, X @ u
+
+    def slope(t):
+        z = 1.0 - ((s + t * Xu)[i] - (s + t * Xu)[j])
+        return float((w + t * u) @ u) - float(np.dot(Cc[owner] * np.clip(z / mu, 0, 1), Xu[i] - Xu[j]))
+
+    def ev_at(t, need_hess):
+        ev = _Smoothed(pairs, s + t * Xu, Cc, 1.0, mu)
+        return ev.aggregate()[0], ev
+
+    f0 = slope(0.0)
+    if f0 >= 0:
+        u, Xu, f0 = -u, -Xu, -f0
+    t, ev = line_search(Xu, w, u, ev_at, mu, f0=f0, rtol=rtol, max_eval=200, return_eval=True)
+    assert t > 0
+    assert abs(slope(t)) <= rtol * -f0 + 1e-9 * max(1.0, -f0)
+    assert ev is not None and np.allclose(ev.sorted.s, s + t * Xu)
