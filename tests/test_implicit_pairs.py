@@ -82,6 +82,23 @@ def test_pair_sums_match_explicit_pairs(seed):
     assert np.allclose(band_hessian(X, ev), D.T @ (h[:, None] * D), atol=1e-8)
     # in blocks of one query at a time (bounded memory): the same matrix
     assert np.allclose(band_hessian(X, ev, block_bytes=1), D.T @ (h[:, None] * D), atol=1e-8)
+    # either way of summing (prefix sums over covered rows, enumerated band pairs), any block size
+    for method in ("prefix", "pairs"):
+        for block in (1, 1 << 25):
+            assert np.allclose(band_hessian(X, ev, block_bytes=block, method=method), D.T @ (h[:, None] * D),
+                               atol=1e-8)
+    # a sample of every k-th query, scaled by k: the exact Hessian of those queries' band pairs, times k
+    for max_rows in (1, 5, 10 ** 9):
+        covered = np.count_nonzero(np.cumsum(np.bincount(ev.lo, minlength=n + 1)
+                                             - np.bincount(ev.hi, minlength=n + 1))[:n])
+        stride = int(np.ceil(covered / max_rows)) if covered else 1
+        q = np.searchsorted(pairs.query_offsets, i, side="right") - 1
+        sub = band & (q % stride == 0) if stride > 1 else band
+        Ds = X[i[sub]] - X[j[sub]]
+        expected = stride * Ds.T @ ((Cc[owner][sub] / mu)[:, None] * Ds)
+        assert np.allclose(band_hessian(X, ev, max_rows=max_rows), expected, atol=1e-8)
+    with pytest.raises(ValueError, match="method"):
+        band_hessian(X, ev, method="dense")
 
 
 def _owner(pairs):
