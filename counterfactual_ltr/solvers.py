@@ -57,7 +57,19 @@ difference arrays over sorted positions; see that module), so an evaluation
 costs ``O(n log n + k log n)`` for ``n`` rows and ``k`` clicks however many pairs
 there are, and memory stays ``O(n + k)`` plus one ``d x |band rows|`` block for the
 Hessian. Same continuation, same dual line search, same exact certificate; no
-screening (nothing left to save). Chosen from 64 pairs per click on: at 40-120
+screening (nothing left to save). What an iteration costs there (issue 18, 435
+candidates, 570K rows, d = 46): each evaluation of the pair sums is a sort of
+all scores plus ``O(n)`` prefix and difference sums (~35 ms CPU), each of
+``X u`` and ``X^T g`` ~30 ms. So the primal line search stops at a strong
+Wolfe slope (0.1) with secant steps inside its bracket, no Laplacian products
+(an exact search took 2.5-5 evaluations per Newton step; now 1-3, same
+Newton steps); the band Hessian sums enumerated band pairs where they are
+about as many as the rows they cover (narrow bands: 32 -> 24 ms at mu = 0.03),
+and on the cold start's first level (mu = margin, bands over most rows) it is
+estimated from every ``k``-th query (a direction only; 0.37 s for the exact
+one); the cold start's first model keeps the pairs on the band's edge
+(``z = margin`` at ``w = 0``) quadratic, so its step is not the raw gradient
+cut to ``t ~ 5e-3`` by 7 evaluations. Chosen from 64 pairs per click on: at 40-120
 candidates the two paths cost the same CPU time (0.35 vs 0.40 s and 0.74 vs
 0.77 s, ``python -m experiments.bench_long_lists --lengths 40 120 --kinds dense
 --clicked 5000 --dcg-C 0 --explicit``), and the implicit one needs no pair
@@ -973,7 +985,8 @@ def _solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose):
         if width > mu:
             # Path-following step after mu shrank (see the explicit path). On long lists it
             # pays whatever the band's size (435 candidates, d = 46, PropDCG at C = 100:
-            # inner iterations 8 -> 15 over the CCP instead of 9 -> 20, 24.8 s CPU against 35.1 s).
+            # inner iterations 8 -> 15 over the CCP instead of 9 -> 20, 24.8 s CPU against 35.1 s,
+            # before the cheaper line search and Hessians).
             model = _Smoothed(pairs, s, Cc, margin, mu, hint, width=width)
             model_grad = w - _rmatvec(X, model.aggregate()[0])
         else:

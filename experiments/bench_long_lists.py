@@ -44,6 +44,22 @@ Issue 18, CCP of SVM PropDCG (2 cores shared, load average 5-6; CPU seconds; spa
   6, 12, 13, 12, 15; without the path-following step on long lists (same load) 35.1 s,
   9, 7, 7, 9, 15, 16, 17, 20. Target (under 5 s) not reached: about 0.3 s per Newton
   iteration at 570K rows, and the first, cold step alone costs ~4.7 s.
+* Same command after the cheaper iteration (strong Wolfe line search with secant steps,
+  band Hessian from enumerated pairs when the band is narrow, sampled Hessian on the cold
+  start's first level, hinge sums of the last CCP objective reused; load average 1.9-2.2):
+  PropRank (C = 10) 2.44 s CPU, 12 iterations; PropDCG 13.5 s CPU (13.7 s wall), 8 CCP
+  steps, inner iterations 9, 8, 7, 7, 12, 13, 16, 16, solves 1.6, 1.0, 0.9, 1.1, 1.6, 1.9,
+  2.3, 2.2 s. Target (under 5 s) still not reached. Per Newton step ~0.14 s CPU: ~2.6
+  evaluations of the pair sums (sort with the last order as hint ~13 ms, aggregate ~17 ms,
+  binary searches ~5 ms) and ``X u``, ``X^T g`` (~30 ms each, memory-bound at 200 MiB).
+  The growth 9 -> 16 is the CCP's tighter asked gap (1e-4 -> 1.4e-5): one more smoothing
+  level (mu = 3e-3) whose Newton steps after the path-following step are cut to t ~ 1e-2
+  by the line search for about 6 steps. Tried without gain on those subproblems:
+  Levenberg-Marquardt damping of the identity, a Hessian band widened to 3 or 10 mu after a
+  short step, warm starts at mu = 0.01 or 0.003, shrinking mu by 0.3. Asking the later
+  subproblems for 0.1 (not 0.01) of the CCP's last relative change takes 11.5 s CPU with
+  inner iterations 9, 8, 7, 7, 8, 8, 9, 6 and a final objective 1.3e-5 (relative) higher; not
+  made the default (it changes every PropDCG fit, MQ2008 included).
 """
 
 from __future__ import annotations

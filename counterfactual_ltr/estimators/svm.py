@@ -229,6 +229,8 @@ class _LinearRanker(RankerMixin, BaseEstimator):
 
 # Relative duality gap of the first CCP subproblem: its solution is only a starting point.
 _CCP_FIRST_INNER_TOL = 1e-4
+# Later subproblems are solved to this fraction of the last relative change of the CCP objective.
+_CCP_INNER_FACTOR = 0.01
 # Trust-bias correction: CCP settings of PropRank with negative weights, and step halvings of a non-bound step.
 _AFFINE_CCP_MAX, _AFFINE_CCP_TOL, _AFFINE_BACKTRACKS = 50, 1e-3, 8
 
@@ -485,7 +487,7 @@ class _PropensitySVM(_LinearRanker):
             # returns its best iterate, never worse than the warm start where the majoriser
             # touches the objective, so the objective stays non-increasing; the tolerance
             # tightens with the objective change down to ``solver_tol``.
-            inner_tol = max(solver_tol, min(inner_tol, 0.01 * change))
+            inner_tol = max(solver_tol, min(inner_tol, _CCP_INNER_FACTOR * change))
         bar.close()
         if not converged_ccp and not linear and n_pairs:
             warnings.warn(f"{type(self).__name__}: the convex-concave procedure stopped after {max_ccp} "
