@@ -32,8 +32,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["choose_method", "newton_cg_direction", "explicit_band", "implicit_band", "METHODS",
-           "DENSE_MAX_FEATURES", "CG_RTOL"]
+__all__ = ["choose_method", "newton_cg_direction", "METHODS", "DENSE_MAX_FEATURES", "CG_RTOL"]
 
 #: Names accepted by ``solve_pairwise_hinge(method=...)``.
 METHODS = ("auto", "newton", "newton_cg")
@@ -63,7 +62,24 @@ def is_sparse(X) -> bool:
 
 
 def choose_method(X, method: str) -> str:
-    """``"newton"`` (dense Hessian) or ``"newton_cg"`` (Hessian-free) for ``X`` under ``method``."""
+    """``"newton"`` (dense Hessian) or ``"newton_cg"`` (Hessian-free) for ``X`` under ``method``.
+
+    Parameters
+    ----------
+    X : array or scipy.sparse matrix (n, d)
+    method : {"auto", "newton", "newton_cg"}
+        ``"auto"``: Hessian-free for a sparse ``X`` or ``d > DENSE_MAX_FEATURES``.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> choose_method(np.ones((3, 4)), "auto"), choose_method(sp.eye(3, format="csr"), "auto")
+    ('newton', 'newton_cg')
+    """
     if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if method != "auto":

@@ -56,6 +56,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._validation import check_int, check_probability, check_real
 from .clicklog import ClickLog
+from .datasets import dense_features
 from .propensity import TabularPropensity, TrustBiasPropensity
 
 __all__ = ["estimate_propensities", "EstimatedPropensity", "EstimatedTrustBias", "METHODS"]
@@ -386,7 +387,7 @@ def _em(log, K, options):
     model = options.get("relevance_model")
     # warm_start: each M-step starts from the last fit (the soft labels change little between steps).
     model = LogisticRegression(C=1.0, max_iter=200, warm_start=True) if model is None else model
-    X = log.data.X[imp.doc]
+    X = dense_features(log.data.X[imp.doc])
     XX = np.vstack([X, X])
     y = np.r_[np.ones(len(X)), np.zeros(len(X))]
     max_iter, tol = options["max_iter"], options["tol"]
