@@ -53,6 +53,10 @@ _FAIL_RESIDUAL = 0.5
 #: Products with X run on the band's rows only when they are fewer than this share of the rows.
 _RESTRICT_SHARE = 0.7
 
+#: A sparse block of rows is multiplied densely inside CG when at least this share of it is
+#: non-zero and it holds at most this many values (32 MiB).
+_DENSE_BLOCK_DENSITY, _DENSE_BLOCK_VALUES = 0.1, 1 << 22
+
 #: Upper bound on conjugate-gradient steps per Newton system (never more than ``d``).
 CG_MAX_ITER = 200
 
@@ -158,20 +162,46 @@ def dense_band_hessian(X, ib, jb, h):
 
 
 # --------------------------------------------------------------------------- Newton-CG
-def newton_cg_direction(X, grad, laplacian, degree, X2, rtol=None, max_iter=CG_MAX_ITER, w=None):
+class Products:
+    """``X`` with what every Newton system of one solve reuses.
+
+    ``X o X`` (the preconditioner) is formed once. A block of rows of a sparse
+    ``X`` whose products are cheaper dense (at least ``_DENSE_BLOCK_DENSITY``
+    non-zero and at most ``_DENSE_BLOCK_VALUES`` values: scipy's per-product
+    overhead then exceeds the flops) is densified for the CG products.
+    """
+
+    def __init__(self, X):
+        self.X = X
+        self.X2 = squared(X)
+
+    def block(self, rows=None):
+        """``(X_rows, X2_rows)`` for the CG products (all rows when ``rows`` is None)."""
+        X, X2 = (self.X, self.X2) if rows is None else (self.X[rows], self.X2[rows])
+        if is_sparse(X) and dense_pays(X):
+            return X.toarray(), X2
+        return X, X2
+
+
+def dense_pays(X) -> bool:
+    """Whether products with the sparse ``X`` are cheaper through a dense copy (small, many non-zeros)."""
+    n, d = X.shape
+    return X.nnz >= _DENSE_BLOCK_DENSITY * n * d and n * d <= _DENSE_BLOCK_VALUES
+
+
+def newton_cg_direction(X, grad, laplacian, degree, rtol=None, max_iter=CG_MAX_ITER, w=None):
     """``(u, steps)``: ``u ~ -H^{-1} grad`` for ``H = I + X^T L X`` by preconditioned conjugate gradients.
 
     Parameters
     ----------
-    X : (n, d) array or sparse matrix
+    X : (n, d) array, sparse matrix or :class:`Products`
+        The features (a :class:`Products` keeps ``X o X`` and dense blocks over a solve).
     grad : (d,) array
         Gradient of the smoothed objective.
     laplacian : callable
         ``v -> L v`` for a length-``n`` vector.
     degree : (n,) array
         Diagonal of ``L`` (for the preconditioner).
-    X2 : (n, d) array or sparse matrix
-        ``X o X``.
     rtol : float, optional
         Relative residual ``||H u + grad|| <= rtol ||grad||`` at which CG stops. By default
         ``min(CG_RTOL, (||grad|| / max(1, ||w||))^FORCING_POWER)``: loose far from the optimum, tightening
@@ -199,23 +229,26 @@ def newton_cg_direction(X, grad, laplacian, degree, X2, rtol=None, max_iter=CG_M
     >>> X = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
     >>> apply, degree = explicit_band(np.array([0, 1]), np.array([2, 2]), np.array([3.0, 1.0]), 3)
     >>> grad = np.array([1.0, -1.0])
-    >>> u, steps = newton_cg_direction(X, grad, apply, degree, X * X, rtol=1e-12)
+    >>> u, steps = newton_cg_direction(X, grad, apply, degree, rtol=1e-12)
     >>> H = np.eye(2) + X.T @ (np.diag(degree) - np.array([[0, 0, 3], [0, 0, 1], [3, 1, 0]])) @ X
     >>> bool(np.allclose(u, -np.linalg.solve(H, grad)))
     True
     """
+    ops = X if isinstance(X, Products) else Products(X)
     d = grad.shape[0]
-    n = X.shape[0]
+    n = ops.X.shape[0]
     rows = np.flatnonzero(degree)
     if rows.size < _RESTRICT_SHARE * n:
         # Late smoothing levels: few rows touch a band pair and L is zero elsewhere, so the
         # products run on those rows of X only (a gather of their non-zeros, once per system).
         full = np.zeros(n)
-        X, X2, degree, whole = X[rows], X2[rows], degree[rows], laplacian
+        (X, X2), degree, whole = ops.block(rows), degree[rows], laplacian
 
         def laplacian(v):
             full[rows] = v
             return whole(full)[rows]
+    else:
+        X, X2 = ops.block()
     precond = 1.0 + np.asarray(X2.T @ degree).ravel()
     b = -grad
     b_norm = float(np.linalg.norm(b))
