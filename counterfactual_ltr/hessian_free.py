@@ -161,6 +161,17 @@ def dense_band_hessian(X, ib, jb, h):
     return np.asarray((D.T @ D.multiply(h[:, None]).tocsr()).todense())
 
 
+def forcing(smooth_gap, objective) -> float:
+    """CG's relative residual for one Newton system: ``min(CG_RTOL, sqrt(smoothed gap / max(1, |P|)))``.
+
+    Loose far from the smoothed optimum, tightening as Newton converges on a
+    smoothing level (the smoothed problem's own duality gap measures that, free of
+    the scale of ``C``), so Newton's fast local convergence is kept; a fixed 0.1
+    stalls at tight tolerances on ill-conditioned problems.
+    """
+    return min(CG_RTOL, float(np.sqrt(max(smooth_gap, 0.0) / max(1.0, abs(objective)))))
+
+
 # --------------------------------------------------------------------------- Newton-CG
 class Products:
     """``X`` with what every Newton system of one solve reuses.

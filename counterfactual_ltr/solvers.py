@@ -614,7 +614,8 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
         if method == "newton_cg":
             if ops is None:
                 ops = _hf.Products(X)
-            u, _ = _hf.newton_cg_direction(ops, grad, *_hf.explicit_band(i[band], j[band], Cc[band] / mu, n), w=w)
+            u, _ = _hf.newton_cg_direction(ops, grad, *_hf.explicit_band(i[band], j[band], Cc[band] / mu, n),
+                                           rtol=_hf.forcing(smooth_gap, P))
         if u is None:                            # dense path, or CG lost to rounding
             H = (_hf.dense_band_hessian if _hf.is_sparse(X) else _band_hessian)(X, i[band], j[band], Cc[band] / mu)
             H[np.diag_indices_from(H)] += 1.0
@@ -947,7 +948,7 @@ def _solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose, method
         if method == "newton_cg":
             if ops is None:
                 ops = _hf.Products(X)
-            u, _ = _hf.newton_cg_direction(ops, grad, *_hf.implicit_band(ev), w=w)
+            u, _ = _hf.newton_cg_direction(ops, grad, *_hf.implicit_band(ev), rtol=_hf.forcing(smooth_gap, P))
         if u is None:                            # dense path, or CG lost to rounding
             H = band_hessian(X.toarray() if _hf.is_sparse(X) else X, ev)
             H[np.diag_indices_from(H)] += 1.0
