@@ -57,6 +57,11 @@ _RESTRICT_SHARE = 0.7
 #: non-zero and it holds at most this many values (32 MiB).
 _DENSE_BLOCK_DENSITY, _DENSE_BLOCK_VALUES = 0.1, 1 << 22
 
+#: CG steps per Newton system before a solve switches to the explicit Hessian (d <= DENSE_MAX_FEATURES):
+#: ``max(SWITCH_MIN_STEPS, d // SWITCH_DIVISOR)``. A Hessian is ~d/2 products with X but runs as
+#: BLAS-3, several times faster per flop than CG's matrix-vector products.
+SWITCH_MIN_STEPS, SWITCH_DIVISOR = 10, 8
+
 #: Upper bound on conjugate-gradient steps per Newton system (never more than ``d``).
 CG_MAX_ITER = 200
 
@@ -180,11 +185,26 @@ class Products:
     ``X`` whose products are cheaper dense (at least ``_DENSE_BLOCK_DENSITY``
     non-zero and at most ``_DENSE_BLOCK_VALUES`` values: scipy's per-product
     overhead then exceeds the flops) is densified for the CG products.
+
+    At ``d <= DENSE_MAX_FEATURES`` a CG solve may take at most
+    ``max(SWITCH_MIN_STEPS, d // SWITCH_DIVISOR)`` steps: beyond that an explicit
+    ``d x d`` Hessian (one BLAS-3 product) is cheaper than the matrix-vector steps,
+    so the solve switches to it for its remaining iterations (``switched``; the
+    result's method is then ``"newton_cg+newton"``).
     """
 
     def __init__(self, X):
         self.X = X
-        self.X2 = squared(X)
+        self._X2 = None
+        d = X.shape[1]
+        self.cap = max(SWITCH_MIN_STEPS, d // SWITCH_DIVISOR) if d <= DENSE_MAX_FEATURES else None
+        self.switched = False
+
+    @property
+    def X2(self):
+        if self._X2 is None:
+            self._X2 = squared(self.X)
+        return self._X2
 
     def block(self, rows=None):
         """``(X_rows, X2_rows)`` for the CG products (all rows when ``rows`` is None)."""
@@ -192,6 +212,11 @@ class Products:
         if is_sparse(X) and dense_pays(X):
             return X.toarray(), X2
         return X, X2
+
+
+def taken(method: str, ops) -> str:
+    """The path a solve took: ``method``, or ``"newton_cg+newton"`` when CG handed over to the Hessian."""
+    return "newton_cg+newton" if ops is not None and ops.switched else method
 
 
 def dense_pays(X) -> bool:
@@ -246,6 +271,8 @@ def newton_cg_direction(X, grad, laplacian, degree, rtol=None, max_iter=CG_MAX_I
     True
     """
     ops = X if isinstance(X, Products) else Products(X)
+    if ops.switched:
+        return None, 0
     d = grad.shape[0]
     n = ops.X.shape[0]
     rows = np.flatnonzero(degree)
@@ -275,7 +302,8 @@ def newton_cg_direction(X, grad, laplacian, degree, rtol=None, max_iter=CG_MAX_I
     rz = float(r @ z)
     steps = 0
     r_norm = b_norm
-    for steps in range(1, min(max_iter, d + 10) + 1):
+    limit = min(max_iter, d + 10) if ops.cap is None else min(max_iter, d + 10, ops.cap)
+    for steps in range(1, limit + 1):
         Hp = p + X.T @ laplacian(X @ p)
         pHp = float(p @ Hp)
         if not pHp > 0.0:                      # H is positive definite; only rounding gets here
@@ -293,8 +321,10 @@ def newton_cg_direction(X, grad, laplacian, degree, rtol=None, max_iter=CG_MAX_I
     if r_norm <= rtol * b_norm and u.any():
         return u, steps
     if d <= DENSE_MAX_FEATURES:
-        # Rounding won on a very ill-conditioned system (huge C / mu): the caller takes this
-        # step from the explicit Hessian, affordable at this d.
+        # Ill-conditioned (large C / mu): more CG steps than one explicit Hessian costs, or
+        # rounding won. The caller takes this and every later step of the solve from the
+        # explicit Hessian, affordable at this d.
+        ops.switched = True
         return None, steps
     if not (u.any() and r_norm <= _FAIL_RESIDUAL * b_norm):
         u = b / precond                        # preconditioned steepest descent: still a descent step

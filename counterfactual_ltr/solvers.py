@@ -436,8 +436,10 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
         tol, max_iter = _check_tol(tol), _check_iter(max_iter)
         w = _check_w0(w0, d)
         if _use_implicit(pairs, d):
+            ops = _hf.Products(X) if method == "newton_cg" else None
             w, D, it, converged, history = _solve_implicit(X, pairs, C, margin, w, w0 is not None, tol,
-                                                           max_iter, verbose, method)
+                                                           max_iter, verbose, ops)
+            method = _hf.taken(method, ops)
             # The exact objective at the returned point, from scratch.
             P = 0.5 * float(w @ w) + C * float(np.dot(pairs.weights, pairs.hinge_sums(X @ w, margin)))
             converged = converged and P - D <= tol * max(1.0, abs(P))
@@ -638,7 +640,7 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
     w = best_w
     P = _hinge_objective(X, w, all_i, all_j, all_Cc, margin)
     converged = converged and P - best_D <= tol * max(1.0, abs(P))
-    return _finish("solve_pairwise_hinge", w, P, best_D, it, converged, history, tol, method)
+    return _finish("solve_pairwise_hinge", w, P, best_D, it, converged, history, tol, _hf.taken(method, ops))
 
 
 # Implicit pairs beat explicit ones from this many pairs per anchor (list length - 1) on.
@@ -869,7 +871,7 @@ def solve_regularized(oracle, n_features, C, *, w0=None, tol=1e-6, max_iter=1000
 
 
 # --------------------------------------------------------------------------- implicit click pairs
-def _solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose, method="newton"):
+def _solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose, ops=None):
     """Smoothing continuation + Newton over :class:`ClickPairs` without forming any pair.
 
     Same method, dual point and certificate as the explicit path: ``alpha =
@@ -888,7 +890,6 @@ def _solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose, method
     mu = _initial_mu(margin, warm)
 
     hint = None                                  # last sorted order: re-sorting it is cheap
-    ops = None                                   # the Hessian-free path's reused products (X o X, ...)
 
     def along(s_base, Xu):
         def ev_at(t, need_hess):
@@ -945,9 +946,7 @@ def _solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose, method
             continue
         grad = w - v
         u = None
-        if method == "newton_cg":
-            if ops is None:
-                ops = _hf.Products(X)
+        if ops is not None:                      # Hessian-free path (a Products of X)
             u, _ = _hf.newton_cg_direction(ops, grad, *_hf.implicit_band(ev), rtol=_hf.forcing(smooth_gap, P))
         if u is None:                            # dense path, or CG lost to rounding
             H = band_hessian(X.toarray() if _hf.is_sparse(X) else X, ev)

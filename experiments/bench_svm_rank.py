@@ -20,7 +20,7 @@ four grades), about 13.5K preference pairs on the full labels.
    cpu-seconds" (learning only) and the wall time of the process (reading included).
    ``--svm-rank-eps`` sets its ``-e`` values (default 0.001, its own default, and 1e-4).
 3. With ``--propensity`` (default on; ``--no-propensity`` skips), a click log on the
-   same kind of data (3,005 documents, 30 passes, about 40K click pairs) and SVM
+   same kind of data (280 queries of 15 documents, 30 passes: about 40K click pairs) and SVM
    PropRank / SVM PropDCG at C = 0.1 .. 100 on both paths: time, Newton iterations and
    CPU milliseconds per Newton iteration (the Hessian-free path's gain is per iteration;
    the CCP's iteration counts are another piece of work).
@@ -199,7 +199,7 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--no-propensity", dest="prop", action="store_false")
     p.add_argument("--prop-C", type=float, nargs="*", default=[0.1, 1.0, 10.0, 100.0])
-    p.add_argument("--prop-queries", type=int, default=200)
+    p.add_argument("--prop-queries", type=int, default=280, help="280 queries x 15: about 40K click pairs")
     p.add_argument("--passes", type=int, default=30)
     p.add_argument("--quick", action="store_true", help="one repeat, one C, small propensity run (CI)")
     args = p.parse_args(argv)

@@ -97,12 +97,21 @@ def _warn_zero_coef(est, n_pairs: int, X, i, j):
     if n_pairs == 0:
         why = ("every click (or graded pair) is on a query with a single candidate document, so there is no "
                "pair to rank: nothing can be learned (converged_ is False, n_iter_ is 0)")
-    elif not ((X[i] - X[j]).count_nonzero() if sp.issparse(X) else np.any(X[i] != X[j])):
+    elif not _rows_differ(X, i, j):
         why = "the features do not differ between any two documents of a pair, so no weight changes a hinge"
     else:
         why = (f"w = 0 is optimal to within the solver tolerance at C = {est.C}: C is too small for the clicks "
                "to move the weights (all scores tie); try a larger C")
     warnings.warn(f"{name}: the solution is coef_ = 0: {why}", UserWarning, stacklevel=3)
+
+
+def _rows_differ(X, i, j) -> bool:
+    """Whether ``X[i] != X[j]`` for some pair (sparse ``X``: through one random projection, no row gathers)."""
+    if not sp.issparse(X):
+        return bool(np.any(X[i] != X[j]))
+    # Equal rows project equally; different rows almost never do (fixed direction: deterministic).
+    s = X @ np.random.default_rng(0).standard_normal(X.shape[1])
+    return bool(np.any(s[i] != s[j]))
 
 
 def click_pairs(data: RankingDataset, weights: np.ndarray):
