@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from ._segments import segment_gather, segment_ids
 from ._validation import check_real
 
-__all__ = ["RankingDataset", "binarize", "dense_features", "DEFAULT_RELEVANCE_THRESHOLD"]
+__all__ = ["RankingDataset", "binarize", "dense_features", "checked_csr", "DEFAULT_RELEVANCE_THRESHOLD"]
 
 #: Graded labels >= this value count as relevant when binarising. LETOR 4.0
 #: (MQ2007/MQ2008) grades documents 0, 1, 2; Joachims et al. (2017) and
@@ -73,13 +73,7 @@ class RankingDataset:
             if arr.ndim != 1 or arr.shape[0] != n:
                 raise ValueError(f"{label} has shape {arr.shape}, expected ({n},) to match X (mismatched lengths)")
         if sp.issparse(X):
-            X = sp.csr_matrix(X, dtype=np.float64)
-            X.sum_duplicates()                       # canonical CSR: sorted, unique column indices
-            bad = np.flatnonzero(~np.isfinite(X.data))
-            if bad.size:
-                r = int(np.searchsorted(X.indptr, bad[0], side="right") - 1)
-                raise ValueError(f"X holds a non-finite value ({X.data[bad[0]]}) at row {r}, column "
-                                 f"{X.indices[bad[0]]}")
+            X = checked_csr(X)
         else:
             bad = np.argwhere(~np.isfinite(X))
             if bad.size:
@@ -203,6 +197,36 @@ def dense_features(X) -> np.ndarray:
     [[1.0, 0.0], [0.0, 1.0]]
     """
     return X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+
+
+def checked_csr(X, what: str = "X"):
+    """A scipy.sparse ``X`` as a canonical float64 CSR matrix with finite values.
+
+    Parameters
+    ----------
+    X : scipy.sparse matrix
+    what : str
+        Name used in the error message.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        Sorted, unique column indices; a non-finite value is a ``ValueError`` naming its row and column.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> checked_csr(sp.coo_matrix(np.eye(2))).format
+    'csr'
+    """
+    X = sp.csr_matrix(X, dtype=np.float64)
+    X.sum_duplicates()
+    bad = np.flatnonzero(~np.isfinite(X.data))
+    if bad.size:
+        row = int(np.searchsorted(X.indptr, bad[0], side="right") - 1)
+        raise ValueError(f"{what} holds a non-finite value ({X.data[bad[0]]}) at row {row}, "
+                         f"column {X.indices[bad[0]]}")
+    return X
 
 
 def _sparse_features(X):

@@ -115,15 +115,11 @@ def choose_method(X, method: str) -> str:
 
 def check_sparse_X(X) -> sp.csr_matrix:
     """``X`` as a float64 CSR matrix with finite values (``ValueError`` naming row and column otherwise)."""
+    from .datasets import checked_csr
+
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D (n_docs, n_features), got shape {X.shape}")
-    X = sp.csr_matrix(X, dtype=np.float64)
-    bad = np.flatnonzero(~np.isfinite(X.data))
-    if bad.size:
-        row = int(np.searchsorted(X.indptr, bad[0], side="right") - 1)
-        raise ValueError(f"X holds a non-finite value ({X.data[bad[0]]}) at row {row}, "
-                         f"column {X.indices[bad[0]]}")
-    return X
+    return checked_csr(X)
 
 
 def row_sq_norms(X) -> np.ndarray:

@@ -42,6 +42,7 @@ import subprocess
 import tempfile
 import time
 import warnings
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -110,33 +111,41 @@ def _timed(fit, repeats):
     return wall, cpu, out
 
 
+@contextmanager
+def forced_method(method):
+    """The SVM estimators' solver with ``method`` forced; yields the list of paths the solves took."""
+    import counterfactual_ltr.estimators.svm as svm_module
+    from counterfactual_ltr.solvers import solve_pairwise_hinge
+
+    taken = []
+
+    def solver(*args, **kwargs):
+        res = solve_pairwise_hinge(*args, method=method, **kwargs)
+        taken.append(res.method)
+        return res
+
+    saved = svm_module.solve_pairwise_hinge
+    svm_module.solve_pairwise_hinge = solver
+    try:
+        yield taken
+    finally:
+        svm_module.solve_pairwise_hinge = saved
+
+
 def ours(data, C, tol, repeats):
     """RankSVM on the full labels: CSR and dense X, each path."""
-    import counterfactual_ltr.estimators.svm as svm_module
     from counterfactual_ltr.estimators import RankSVM
-    from counterfactual_ltr.solvers import solve_pairwise_hinge
 
     rows = {}
     dense = type(data)(data.X.toarray(), data.y, data.qid)
     for label, d, method in (("CSR X, auto", data, "auto"), ("dense X, auto", dense, "auto"),
                              ("CSR X, newton_cg", data, "newton_cg"), ("dense X, newton_cg", dense, "newton_cg"),
                              ("dense X, newton", dense, "newton")):
-        seen = {}
-
-        def solver(*args, _m=method, **kwargs):
-            res = solve_pairwise_hinge(*args, method=_m, **kwargs)
-            seen["method"] = res.method
-            return res
-
-        saved = svm_module.solve_pairwise_hinge
-        svm_module.solve_pairwise_hinge = solver
-        try:
+        with forced_method(method) as taken:
             wall, cpu, est = _timed(lambda: RankSVM(C=C, tol=tol).fit(d), repeats)
-        finally:
-            svm_module.solve_pairwise_hinge = saved
         rows[label] = est.objective_
         print(f"  ours  {label:20s} {wall:6.3f} s wall  {cpu:6.3f} s CPU  iters={est.n_iter_:3d}  "
-              f"path={seen['method']:9s}  P={est.objective_:.8g}  rel gap={est.duality_gap_ / est.objective_:.1e}",
+              f"path={taken[-1]:16s}  P={est.objective_:.8g}  rel gap={est.duality_gap_ / est.objective_:.1e}",
               flush=True)
     return rows["CSR X, auto"]
 
@@ -183,8 +192,6 @@ def read_svm_rank_model(path, d):
 def propensity(args):
     from click_sim import simulate_clicks, train_production_ranker
     from counterfactual_ltr.estimators import SVMPropDCG, SVMPropRank
-    import counterfactual_ltr.estimators.svm as svm_module
-    from counterfactual_ltr.solvers import solve_pairwise_hinge
 
     data = make_problem(random_state=1, n_queries=args.prop_queries)
     production = train_production_ranker(data, fraction=0.05, random_state=0).predict(data)
@@ -199,26 +206,14 @@ def propensity(args):
     dense_log = simulate_clicks(dense, production, n_passes=args.passes, random_state=2)   # the same log
     for C in args.prop_C:
         for Est, name in ((SVMPropRank, "PropRank"), (SVMPropDCG, "PropDCG")):
-            for label, lg, method in (("CSR, newton_cg", log, "newton_cg"), ("dense, newton", dense_log, "newton")):
-                stats = dict(method=set(), iters=0)
-
-                def solver(*a, _m=method, **kw):
-                    res = solve_pairwise_hinge(*a, method=_m, **kw)
-                    stats["method"].add(res.method)
-                    stats["iters"] += res.n_iter
-                    return res
-
-                saved = svm_module.solve_pairwise_hinge
-                svm_module.solve_pairwise_hinge = solver
-                try:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        wall, cpu, est = _timed(lambda: Est(C=C).fit(lg), 1)
-                finally:
-                    svm_module.solve_pairwise_hinge = saved
+            for label, lg, method in (("CSR, auto", log, "auto"), ("dense, newton", dense_log, "newton")):
+                with forced_method(method) as taken, warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    wall, cpu, est = _timed(lambda: Est(C=C).fit(lg), 1)
+                label = f"{label.split(',')[0]}, {'/'.join(sorted(set(taken)))}"
                 iters = np.atleast_1d(est.n_iter_)
                 extra = f"  CCP steps={est.n_ccp_iter_}  inner={iters.tolist()}" if name == "PropDCG" else ""
-                print(f"  {name:8s} C={C:<6g} {label:15s} {wall:6.2f} s wall  {cpu:6.2f} s CPU  Newton iters="
+                print(f"  {name:8s} C={C:<6g} {label:30s} {wall:6.2f} s wall  {cpu:6.2f} s CPU  Newton iters="
                       f"{int(iters.sum()):4d}  {1e3 * cpu / max(1, iters.sum()):6.1f} ms CPU/iter  "
                       f"P={est.objective_:.8g}{extra}", flush=True)
 

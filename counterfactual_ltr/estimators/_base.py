@@ -7,7 +7,7 @@ import scipy.sparse as sp
 
 from ..aggregate import ClickAggregate
 from ..clicklog import ClickLog
-from ..datasets import RankingDataset
+from ..datasets import RankingDataset, checked_csr
 
 
 def click_aggregate(log, propensity, estimator: str, *, allow_affine: bool = False) -> ClickAggregate:
@@ -61,14 +61,9 @@ def _checked_sparse(X, n_features, what: str):
     """A sparse matrix as float64 CSR with ``n_features`` columns (None: any) and finite values."""
     if np.iscomplexobj(X.data) or not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
         raise TypeError(f"{what} must hold real numbers, got dtype {X.dtype}")
-    X = sp.csr_matrix(X, dtype=np.float64)
     if n_features is not None and X.shape[1] != n_features:
         raise ValueError(f"{what} has shape {X.shape}, expected (n, {n_features})")
-    bad = np.flatnonzero(~np.isfinite(X.data))
-    if bad.size:
-        row = int(np.searchsorted(X.indptr, bad[0], side="right") - 1)
-        raise ValueError(f"{what} holds a non-finite value at row {row}, column {X.indices[bad[0]]}")
-    return X
+    return checked_csr(X, what)
 
 
 def _transformed(pre, X, where: str) -> np.ndarray:
