@@ -598,8 +598,8 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
                 pair_norm, norm_exact = row_norm[all_i] + row_norm[all_j], np.zeros(all_i.size, dtype=bool)
             norms = pair_norm[work]
             undecided = (np.abs(z) <= norms * radius) & ~norm_exact[work]
-            if undecided.any() and not _hf.is_sparse(X):
-                # (on CSR, exact pair norms cost more than the pairs they would screen save)
+            if undecided.any() and method == "newton":
+                # (Hessian-free path: exact pair norms cost more than the pairs they would screen save)
                 rows = work[undecided]
                 norms[undecided] = pair_norm[rows] = _pair_norms(X, all_i[rows], all_j[rows])
                 norm_exact[rows] = True
