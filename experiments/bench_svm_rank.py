@@ -200,8 +200,8 @@ def propensity(args):
     clicked = np.flatnonzero(agg.weights)
     pairs = int(np.sum(data.query_lengths[data.query_index[clicked]] - 1))
     print(f"\n== propensity SVMs: {data.n_docs} documents, {data.n_queries} queries, d={data.n_features}, "
-          f"{data.X.nnz / (data.n_docs * data.n_features):.0%} non-zero, {args.passes} passes: {agg.n_clicks} clicks on "
-          f"{clicked.size} documents, {pairs} click pairs", flush=True)
+          f"{data.X.nnz / (data.n_docs * data.n_features):.0%} non-zero, {args.passes} passes: "
+          f"{agg.n_clicks} clicks on {clicked.size} documents, {pairs} click pairs", flush=True)
     dense = type(data)(data.X.toarray(), data.y, data.qid)
     dense_log = simulate_clicks(dense, production, n_passes=args.passes, random_state=2)   # the same log
     for C in args.prop_C:

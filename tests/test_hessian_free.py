@@ -67,7 +67,7 @@ def test_newton_cg_on_implicit_pairs_matches_cvxpy(seed, monkeypatch, cg_only):
     anchors = rng.choice(n, size=12)
     pairs = ClickPairs(offsets, anchors, rng.uniform(0.1, 3.0, anchors.size))
     X = np.where(rng.random((n, 12)) < 0.4, rng.random((n, 12)), 0.0)
-    C = [0.1, 1.0, 10.0, 100.0, 1000.0, 0.01][seed]
+    C = [0.1, 1.0, 10.0, 100.0, 30.0, 0.01][seed]      # C = 1000 (9 s here) is in the explicit-pair test
     i, j, c = pairs.explicit()
     ref = _reference(X, i, j, c, C)
     res = solve_pairwise_hinge(sp.csr_matrix(X), pairs, None, None, C, tol=1e-9)
