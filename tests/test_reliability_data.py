@@ -702,3 +702,9 @@ def test_other_silent_corners_are_errors(small):
     with pytest.raises(ValueError, match="session_offsets"):
         ClickLog(data, [0], ["0", "1"], [0], [1])
     assert not log.equals(None) and log.equals(log)
+
+
+def test_astronomical_whole_float_passes_is_a_clear_error(sim_data):
+    """A whole-number float far beyond int64 (found by hypothesis) is refused by name, not an OverflowError."""
+    with pytest.raises(ValueError, match="n_passes=.*too many for memory"):
+        simulate_clicks(sim_data, sim_data.X[:, 0], n_passes=2.3e306)
