@@ -388,8 +388,9 @@ def simulate_clicks(data: RankingDataset, ranker, click_model: PositionBasedClic
     rng = check_random_state(random_state)
     shown = int(data.query_lengths.sum() if max_shown is None else np.minimum(data.query_lengths, max_shown).sum())
     if shown * n_passes > 2**40:
-        raise ValueError(f"n_passes={n_passes} would simulate {shown * n_passes:.3g} shown documents; too many for "
-                         "memory")
+        # a whole-number float of 1e306 passes is an int here: format the size in floats (inf, not OverflowError)
+        raise ValueError(f"n_passes={n_passes} would simulate {float(shown) * float(n_passes):.3g} shown documents; "
+                         "too many for memory")
     session_query = np.tile(np.arange(data.n_queries), n_passes)
     n_sessions = len(session_query)
     lengths = data.query_lengths[session_query]

@@ -14,13 +14,18 @@ from sklearn.datasets import load_svmlight_file
 from counterfactual_ltr._validation import check_optional_int
 from counterfactual_ltr.datasets import RankingDataset
 
-__all__ = ["load_letor", "MAX_IMPLICIT_FEATURES"]
+__all__ = ["load_letor", "MAX_IMPLICIT_FEATURES", "SPARSE_MAX_DENSITY"]
 
 #: Largest feature index accepted when ``n_features`` is not given. LETOR sets
 #: are dense with at most a few hundred features (MQ2008: 46, MSLR: 136,
 #: Yahoo: 700); a larger index is far more likely a corrupt line than a real
 #: feature, and would make the dense matrix huge.
 MAX_IMPLICIT_FEATURES = 10_000
+
+#: ``load_letor(sparse=None)`` keeps a CSR matrix when at most this share of the values is
+#: non-zero: CSR then takes at most half the memory of the dense array (12 bytes a non-zero
+#: against 8 a value). MQ2008 (53 % non-zero) stays dense, as before.
+SPARSE_MAX_DENSITY = 1.0 / 3.0
 
 _INT64_MAX = np.iinfo(np.int64).max
 _INT64_MIN = np.iinfo(np.int64).min
@@ -30,12 +35,14 @@ _MAGIC = ((b"\x1f\x8b", gzip.open), (b"BZh", bz2.open), (b"\xfd7zXZ\x00", lzma.o
 
 
 def load_letor(path, *, n_features: int | None = None, name: str | None = None,
-               zero_based: bool = False) -> RankingDataset:
+               zero_based: bool = False, sparse: bool | None = None) -> RankingDataset:
     """Load a LETOR / SVMlight file (``label qid:Q idx:value ... # comment``): plain, gzip, bzip2 or xz.
 
     Parsing is done by :func:`sklearn.datasets.load_svmlight_file` with
-    ``query_id=True``; features are made dense (LETOR sets are dense). The
-    order of the queries is kept. gzip, bzip2 and xz files are read
+    ``query_id=True``. Features stay a scipy.sparse CSR matrix when the file
+    is sparse (at most :data:`SPARSE_MAX_DENSITY` of the values non-zero, or
+    ``sparse=True``) and are made dense otherwise (LETOR sets such as MQ2008
+    are dense). The order of the queries is kept. gzip, bzip2 and xz files are read
     transparently (recognised by their first bytes).
 
     Every line must hold a label (a non-negative integer grade), then
@@ -60,6 +67,9 @@ def load_letor(path, *, n_features: int | None = None, name: str | None = None,
         Whether feature indices start at 0. LETOR files are 1-based, so an
         index 0 is an error unless this is ``True``; the indexing is never
         guessed from the data.
+    sparse : bool or None, default None
+        ``True``: keep ``X`` as CSR; ``False``: dense array; ``None``: CSR when at
+        most :data:`SPARSE_MAX_DENSITY` of the values are non-zero.
 
     Returns
     -------
@@ -74,6 +84,8 @@ def load_letor(path, *, n_features: int | None = None, name: str | None = None,
     >>> data = load_letor(tmp.name)
     >>> data.n_queries, data.X.shape, data.query_ids.tolist()
     (2, (3, 2), [1, 7])
+    >>> load_letor(tmp.name, sparse=True).X.nnz          # CSR on request (or when the file is sparse)
+    5
     >>> os.unlink(tmp.name)
     """
     try:
@@ -83,6 +95,8 @@ def load_letor(path, *, n_features: int | None = None, name: str | None = None,
     n_features = check_optional_int(n_features, "n_features", min_value=1)
     if not isinstance(zero_based, (bool, np.bool_)):
         raise TypeError(f"zero_based must be True or False, got {zero_based!r}")
+    if sparse is not None and not isinstance(sparse, (bool, np.bool_)):
+        raise TypeError(f"sparse must be True, False or None, got {sparse!r}")
     checks = dict(n_features=n_features, zero_based=bool(zero_based))
     try:
         with _open(path) as fh:
@@ -106,6 +120,11 @@ def load_letor(path, *, n_features: int | None = None, name: str | None = None,
             raise ValueError(f"{path}: {problem}")
     if name is None:
         name = os.path.basename(os.path.dirname(path)) + "/" + os.path.basename(path)
+    X.eliminate_zeros()                          # explicit "k:0" entries are not non-zeros
+    if sparse is None:
+        sparse = X.nnz <= SPARSE_MAX_DENSITY * X.shape[0] * X.shape[1]
+    if not sparse:
+        X = X.toarray()
     try:
         return RankingDataset(X, y, qid, name=name)
     except ValueError as err:

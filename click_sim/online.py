@@ -8,7 +8,7 @@ import numpy as np
 
 from counterfactual_ltr._segments import offsets_from_lengths
 from counterfactual_ltr._validation import check_int, check_optional_int, check_random_state, check_real
-from counterfactual_ltr.datasets import DEFAULT_RELEVANCE_THRESHOLD, RankingDataset
+from counterfactual_ltr.datasets import DEFAULT_RELEVANCE_THRESHOLD, RankingDataset, dense_features
 from counterfactual_ltr.online import Feedback
 
 __all__ = ["run_online", "OnlineResult", "query_stream"]
@@ -166,7 +166,7 @@ def run_online(learner, data: RankingDataset, T: int, random_state=None, *,
     lengths = np.diff(offsets)[queries]
     ranking_offsets = offsets_from_lengths(lengths)
     rankings = np.empty(ranking_offsets[-1], dtype=np.int64)
-    X_all, y_all = data.X, data.y
+    X_all, y_all = dense_features(data.X), data.y          # online learners update on dense rows
     k = check_optional_int(learner.feedback_k, f"feedback_k of learner {learner!r}", min_value=0)
     start_time = time.perf_counter()
     for t, q in enumerate(queries):

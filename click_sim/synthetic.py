@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse
 import scipy.special
 
 from counterfactual_ltr._segments import offsets_from_lengths
@@ -80,7 +81,8 @@ def make_separable_ranking(n_queries: int = 1000, n_docs: int = 20, n_features: 
 
 def make_ranking(n_queries: int = 200, n_docs=(5, 40), n_features: int = 10, n_levels: int = 3,
                  noise: float = 1.0, level_shares=(0.65, 0.22, 0.13), random_state=None,
-                 return_ranker: bool = False, *, density: float = 1.0, correlation: float = 0.0):
+                 return_ranker: bool = False, *, density: float = 1.0, correlation: float = 0.0,
+                 sparse: bool = False):
     """Non-separable graded ranking data with varying list lengths.
 
     Features are standard Gaussian; a hidden unit-norm linear model ``w*``
@@ -120,6 +122,8 @@ def make_ranking(n_queries: int = 200, n_docs=(5, 40), n_features: int = 10, n_l
         Share of non-zero feature values (see above).
     correlation : float in [0, 1), default 0
         Correlation of any two features through one shared factor.
+    sparse : bool, default False
+        Return ``X`` as a scipy.sparse CSR matrix (same values).
 
     Returns
     -------
@@ -133,6 +137,9 @@ def make_ranking(n_queries: int = 200, n_docs=(5, 40), n_features: int = 10, n_l
     >>> sparse = make_ranking(n_queries=20, n_docs=15, n_features=300, density=0.3, random_state=0)
     >>> bool(abs((sparse.X != 0).mean() - 0.3) < 0.02), float(sparse.X.min()), float(sparse.X.max()) <= 1
     (True, 0.0, True)
+    >>> csr = make_ranking(n_queries=20, n_docs=15, n_features=300, density=0.3, random_state=0, sparse=True)
+    >>> csr.is_sparse, bool((csr.X.toarray() == sparse.X).all())
+    (True, True)
     """
     n_queries = _positive_int(n_queries, "n_queries")
     n_features = _positive_int(n_features, "n_features")
@@ -172,5 +179,7 @@ def make_ranking(n_queries: int = 200, n_docs=(5, 40), n_features: int = 10, n_l
     thresholds = np.quantile(latent, np.cumsum(shares / shares.sum())[:-1])
     y = np.searchsorted(thresholds, latent, side="right")
     qid = np.repeat(np.arange(n_queries), lengths)
-    data = RankingDataset(X, y, qid, name="synthetic")
+    if not isinstance(sparse, (bool, np.bool_)):
+        raise TypeError(f"sparse must be True or False, got {sparse!r}")
+    data = RankingDataset(scipy.sparse.csr_matrix(X) if sparse else X, y, qid, name="synthetic")
     return (data, w) if return_ranker else data

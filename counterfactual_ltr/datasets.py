@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from ._segments import segment_gather, segment_ids
 from ._validation import check_real
 
-__all__ = ["RankingDataset", "binarize", "DEFAULT_RELEVANCE_THRESHOLD"]
+__all__ = ["RankingDataset", "binarize", "dense_features", "checked_csr", "DEFAULT_RELEVANCE_THRESHOLD"]
 
 #: Graded labels >= this value count as relevant when binarising. LETOR 4.0
 #: (MQ2007/MQ2008) grades documents 0, 1, 2; Joachims et al. (2017) and
@@ -27,8 +27,11 @@ class RankingDataset:
 
     Parameters
     ----------
-    X : array of shape (n_docs, n_features)
-        Features, one row per (query, document). Sparse input is made dense.
+    X : array or scipy.sparse matrix of shape (n_docs, n_features)
+        Features, one row per (query, document). Sparse input stays sparse
+        (a float64 CSR matrix: rows are gathered, ``X @ w`` is a sparse
+        product, and the SVMs solve on it without densifying); dense input
+        is a C-contiguous float64 array.
     y : array of shape (n_docs,)
         Graded relevance labels: non-negative integers.
     qid : array of shape (n_docs,)
@@ -37,7 +40,7 @@ class RankingDataset:
 
     Attributes
     ----------
-    X, y, qid : arrays as above (``X`` float64, ``y`` int64, ``qid`` int64)
+    X, y, qid : arrays as above (``X`` float64, dense or CSR; ``y`` int64, ``qid`` int64)
     query_offsets : array of shape (n_queries + 1,)
         Rows of query ``q`` are ``query_offsets[q]:query_offsets[q + 1]``.
     query_ids : array of shape (n_queries,)
@@ -52,12 +55,11 @@ class RankingDataset:
     """
 
     def __init__(self, X, y, qid, *, name: str | None = None):
-        if sp.issparse(X):
-            X = X.toarray()
-        X = np.asarray(X)
+        X = _sparse_features(X) if sp.issparse(X) else np.asarray(X)
         if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool) or np.iscomplexobj(X):
             raise TypeError(f"X must hold real numbers, got dtype {X.dtype}")
-        X = np.ascontiguousarray(X, dtype=np.float64)
+        if not sp.issparse(X):
+            X = np.ascontiguousarray(X, dtype=np.float64)
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D (n_docs, n_features), got shape {X.shape}")
         n = X.shape[0]
@@ -70,10 +72,13 @@ class RankingDataset:
         for label, arr in (("y", y), ("qid", qid)):
             if arr.ndim != 1 or arr.shape[0] != n:
                 raise ValueError(f"{label} has shape {arr.shape}, expected ({n},) to match X (mismatched lengths)")
-        bad = np.argwhere(~np.isfinite(X))
-        if bad.size:
-            r, c = bad[0]
-            raise ValueError(f"X holds a non-finite value ({X[r, c]}) at row {r}, column {c}")
+        if sp.issparse(X):
+            X = checked_csr(X)
+        else:
+            bad = np.argwhere(~np.isfinite(X))
+            if bad.size:
+                r, c = bad[0]
+                raise ValueError(f"X holds a non-finite value ({X[r, c]}) at row {r}, column {c}")
         y = _check_labels(y)
         qid = _check_integer(qid, "qid")
         starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
@@ -103,6 +108,11 @@ class RankingDataset:
     @property
     def n_features(self) -> int:
         return self.X.shape[1]
+
+    @property
+    def is_sparse(self) -> bool:
+        """Whether ``X`` is a scipy.sparse (CSR) matrix."""
+        return sp.issparse(self.X)
 
     @property
     def n_queries(self) -> int:
@@ -167,6 +177,63 @@ class RankingDataset:
             bad = queries[(queries < 0) | (queries >= self.n_queries)][0]
             raise ValueError(f"query index {bad} out of range [0, {self.n_queries})")
         return queries
+
+
+def dense_features(X) -> np.ndarray:
+    """``X`` as a dense float64 array (sparse input densified) for code that needs dense rows.
+
+    Parameters
+    ----------
+    X : array or scipy.sparse matrix
+
+    Returns
+    -------
+    array
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> dense_features(sp.csr_matrix(np.eye(2))).tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    """
+    return X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+
+
+def checked_csr(X, what: str = "X"):
+    """A scipy.sparse ``X`` as a canonical float64 CSR matrix with finite values.
+
+    Parameters
+    ----------
+    X : scipy.sparse matrix
+    what : str
+        Name used in the error message.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        Sorted, unique column indices; a non-finite value is a ``ValueError`` naming its row and column.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> checked_csr(sp.coo_matrix(np.eye(2))).format
+    'csr'
+    """
+    X = sp.csr_matrix(X, dtype=np.float64)
+    X.sum_duplicates()
+    bad = np.flatnonzero(~np.isfinite(X.data))
+    if bad.size:
+        row = int(np.searchsorted(X.indptr, bad[0], side="right") - 1)
+        raise ValueError(f"{what} holds a non-finite value ({X.data[bad[0]]}) at row {row}, "
+                         f"column {X.indices[bad[0]]}")
+    return X
+
+
+def _sparse_features(X):
+    """A scipy.sparse ``X`` as CSR (its dtype checked by the caller)."""
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D (n_docs, n_features), got shape {X.shape}")
+    return X.tocsr()
 
 
 def binarize(y, threshold: float = DEFAULT_RELEVANCE_THRESHOLD) -> np.ndarray:

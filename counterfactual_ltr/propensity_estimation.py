@@ -68,6 +68,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._validation import check_int, check_probability, check_real
 from .clicklog import ClickLog
+from .datasets import dense_features
 from .propensity import TabularPropensity, TrustBiasPropensity
 
 __all__ = ["estimate_propensities", "EstimatedPropensity", "EstimatedTrustBias", "METHODS"]
@@ -500,7 +501,7 @@ def _em(log, K, options):
 def _em_builtin(log, imp, K, theta_start, max_iter, tol):
     """The default relevance model (penalised logistic regression), fitted jointly with ``theta``."""
     docs, doc_of_row = np.unique(imp.doc, return_inverse=True)
-    Xd = np.hstack([np.asarray(log.data.X[docs], dtype=np.float64), np.ones((docs.size, 1))])
+    Xd = np.hstack([dense_features(log.data.X[docs]), np.ones((docs.size, 1))])
     kidx = imp.k - 1
     row_query = imp.query
     state = {}
@@ -534,7 +535,7 @@ def _em_sklearn(log, imp, K, model, theta_start, max_iter, tol):
     """Regression EM with a user's scikit-learn classifier as the relevance model (refitted every M-step)."""
     from sklearn.base import clone
 
-    X = log.data.X[imp.doc]
+    X = dense_features(log.data.X[imp.doc])
     XX = np.vstack([X, X])
     y = np.r_[np.ones(len(X)), np.zeros(len(X))]
     kidx = imp.k - 1

@@ -55,10 +55,12 @@ def test_load_letor_values_and_query_order(tmp_path):
 
 def test_load_letor_n_features(tmp_path):
     path = _write(tmp_path, LETOR_TEXT)
-    data = load_letor(path, n_features=6)
+    data = load_letor(path, n_features=6, sparse=False)
     assert data.X.shape == (5, 6)
     np.testing.assert_array_equal(data.X[:, 3:], 0.0)
     np.testing.assert_array_equal(data.X[:, :3], load_letor(path).X)
+    # three empty columns leave at most a third of the values non-zero: CSR by default
+    assert load_letor(path, n_features=6).is_sparse
     # fewer columns than the file uses is an error, not a silent truncation
     with pytest.raises(ValueError):
         load_letor(path, n_features=2)
@@ -126,7 +128,8 @@ def test_dataset_accepts_sparse_and_integral_floats():
 
     X = sp.csr_matrix(np.array([[0.0, 1.0], [2.0, 0.0]]))
     data = RankingDataset(X, np.array([1.0, 0.0]), np.array([3.0, 3.0]))
-    np.testing.assert_array_equal(data.X, [[0.0, 1.0], [2.0, 0.0]])
+    assert data.is_sparse                                  # kept sparse (CSR), not densified
+    np.testing.assert_array_equal(data.X.toarray(), [[0.0, 1.0], [2.0, 0.0]])
     assert data.y.tolist() == [1, 0] and data.y.dtype == np.int64
 
 

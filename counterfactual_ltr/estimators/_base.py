@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..aggregate import ClickAggregate
 from ..clicklog import ClickLog
-from ..datasets import RankingDataset
+from ..datasets import RankingDataset, checked_csr
 
 
 def click_aggregate(log, propensity, estimator: str, *, allow_affine: bool = False) -> ClickAggregate:
@@ -34,11 +35,16 @@ def click_aggregate(log, propensity, estimator: str, *, allow_affine: bool = Fal
 
 
 def prediction_matrix(X, n_features: int) -> np.ndarray:
-    """``X`` (array, RankingDataset, or ClickLog/ClickAggregate: its data set) as a finite float64 (n, d) array."""
+    """``X`` (array, RankingDataset, or ClickLog/ClickAggregate: its data set) as a finite float64 (n, d) array.
+
+    A scipy.sparse ``X`` is returned as a finite float64 CSR matrix (never densified).
+    """
     if isinstance(X, RankingDataset):
         X = X.X
     elif isinstance(X, (ClickLog, ClickAggregate)):
         X = X.data.X
+    if sp.issparse(X):
+        return _checked_sparse(X, n_features, "X")
     try:
         X = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as err:
@@ -51,9 +57,26 @@ def prediction_matrix(X, n_features: int) -> np.ndarray:
     return X
 
 
+def _checked_sparse(X, n_features, what: str):
+    """A sparse matrix as float64 CSR with ``n_features`` columns (None: any) and finite values."""
+    if np.iscomplexobj(X.data) or not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
+        raise TypeError(f"{what} must hold real numbers, got dtype {X.dtype}")
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(f"{what} has shape {X.shape}, expected (n, {n_features})")
+    return checked_csr(X, what)
+
+
 def _transformed(pre, X, where: str) -> np.ndarray:
-    """``pre.transform(X)`` checked: 2-D, same number of rows, finite."""
-    Xt = np.asarray(pre.transform(X), dtype=np.float64)
+    """``pre.transform(X)`` checked: 2-D, same number of rows, finite (a sparse result stays sparse)."""
+    Xt = pre.transform(X)
+    if sp.issparse(Xt):
+        if Xt.shape[0] != X.shape[0]:
+            raise ValueError(f"the preprocessor turned {X.shape} into {Xt.shape} on {where}: it must keep the rows")
+        try:
+            return _checked_sparse(Xt, None, "the preprocessor's output")
+        except ValueError as err:
+            raise ValueError(f"{err} on {where}") from None
+    Xt = np.asarray(Xt, dtype=np.float64)
     if Xt.ndim != 2 or Xt.shape[0] != X.shape[0]:
         raise ValueError(f"the preprocessor turned {X.shape} into {Xt.shape} on {where}: it must keep the rows")
     bad = np.argwhere(~np.isfinite(Xt))

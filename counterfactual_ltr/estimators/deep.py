@@ -35,6 +35,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._progress import progress
 from .._segments import offsets_from_lengths, segment_gather, segment_ids
 from ..clicklog import ClickLog
+from ..datasets import dense_features
 from ..models import MLP, Adam, _check_activation, _rng
 from ..propensity import as_propensity_model
 from .._validation import check_int, check_real
@@ -367,7 +368,7 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
         dtype = np.dtype(self.dtype)
         queries = agg.queries
         rows = data.rows_of(queries)
-        X = np.ascontiguousarray(data.X[rows], dtype=dtype)
+        X = np.ascontiguousarray(dense_features(data.X[rows]), dtype=dtype)
         W = agg.weights[rows]
         counts = agg.click_counts[rows]
         lengths = data.query_lengths[queries]
@@ -509,7 +510,7 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
             raise ValueError("the click log has no clicks")
         data = agg.data
         rows = data.rows_of(agg.queries)
-        obj, _ = deep_propdcg_objective(self.model_, data.X[rows], agg.weights[rows],
+        obj, _ = deep_propdcg_objective(self.model_, dense_features(data.X[rows]), agg.weights[rows],
                                         offsets_from_lengths(data.query_lengths[agg.queries]),
                                         alpha=float(self.alpha), n_clicks=agg.n_clicks, metric=self._lambda(),
                                         margin=float(self.margin))
@@ -549,7 +550,7 @@ def query_batches(query_offsets, batch_size: int) -> np.ndarray:
 def _predict_chunked(model, X, chunk: int = 65536) -> np.ndarray:
     out = np.empty(X.shape[0], dtype=np.float64)
     for start in range(0, X.shape[0], chunk):
-        out[start:start + chunk] = model.predict(X[start:start + chunk])
+        out[start:start + chunk] = model.predict(dense_features(X[start:start + chunk]))
     return out
 
 
@@ -578,7 +579,7 @@ class _Validator:
 
         self.log, self.propensity, self.metric = log, propensity, metric
         self.rows = log.data.rows_of(np.unique(log.session_query))
-        self.X = np.ascontiguousarray(log.data.X[self.rows], dtype=dtype)
+        self.X = np.ascontiguousarray(dense_features(log.data.X[self.rows]), dtype=dtype)
         self.sign = -1.0 if metric in LOWER_IS_BETTER else 1.0
 
     def score(self, model) -> float:

@@ -36,7 +36,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..aggregate import ClickAggregate
 from ..clicklog import ClickLog
-from ..datasets import DEFAULT_RELEVANCE_THRESHOLD, RankingDataset
+from ..datasets import DEFAULT_RELEVANCE_THRESHOLD, RankingDataset, dense_features
 from ..propensity import as_propensity_model
 from .._validation import check_int, check_real
 from ._base import RankerMixin, click_aggregate
@@ -169,7 +169,7 @@ class SLAMRanker(RankerMixin, BaseEstimator):
                 if y is None:
                     raise ValueError("SLAMRanker.fit(X, y, qid) needs the graded labels y")
                 data = RankingDataset(X, y, qid)
-            Xm, offsets = data.X, data.query_offsets
+            Xm, offsets = dense_features(data.X), data.query_offsets
             labels = data.y.astype(np.float64)
             v = _weights_core(labels, offsets, self.weights, k, float(self.threshold))
             if self.weights == "ap":
@@ -183,7 +183,7 @@ class SLAMRanker(RankerMixin, BaseEstimator):
         data = agg.data
         W = np.asarray(agg.weights, dtype=np.float64)
         rows = data.rows_of(agg.queries)                  # queries with >= 1 click, their rows
-        Xm = data.X[rows]
+        Xm = dense_features(data.X[rows])
         offsets = np.r_[0, np.cumsum(data.query_lengths[agg.queries])].astype(np.int64)
         labels = (W[rows] > 0).astype(np.float64)
         # All weight kinds give 1/n_c on binary labels; computed through the same function.

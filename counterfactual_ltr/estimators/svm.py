@@ -60,6 +60,7 @@ import time
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
@@ -96,12 +97,21 @@ def _warn_zero_coef(est, n_pairs: int, X, i, j):
     if n_pairs == 0:
         why = ("every click (or graded pair) is on a query with a single candidate document, so there is no "
                "pair to rank: nothing can be learned (converged_ is False, n_iter_ is 0)")
-    elif not np.any(X[i] != X[j]):
+    elif not _rows_differ(X, i, j):
         why = "the features do not differ between any two documents of a pair, so no weight changes a hinge"
     else:
         why = (f"w = 0 is optimal to within the solver tolerance at C = {est.C}: C is too small for the clicks "
                "to move the weights (all scores tie); try a larger C")
     warnings.warn(f"{name}: the solution is coef_ = 0: {why}", UserWarning, stacklevel=3)
+
+
+def _rows_differ(X, i, j) -> bool:
+    """Whether ``X[i] != X[j]`` for some pair (sparse ``X``: through one random projection, no row gathers)."""
+    if not sp.issparse(X):
+        return bool(np.any(X[i] != X[j]))
+    # Equal rows project equally; different rows almost never do (fixed direction: deterministic).
+    s = X @ np.random.default_rng(0).standard_normal(X.shape[1])
+    return bool(np.any(s[i] != s[j]))
 
 
 def click_pairs(data: RankingDataset, weights: np.ndarray):
@@ -208,6 +218,8 @@ class _LinearRanker(RankerMixin, BaseEstimator):
         if fs.method == "newton":
             return solve_pairwise_hinge(X, i, j, c, C, w0=w0, tol=tol, max_iter=max_iter)
         warm_points = getattr(warm, "support_points", None)
+        if sp.issparse(X):
+            X = X.toarray()                        # the cutting-plane master works on dense rows
         return solve_constrained_hinge(X, i, j, c, C, feasible=fs, method=fs.method, w0=w0,
                                        warm_points=warm_points, tol=tol, max_iter=max_iter)
 
@@ -518,7 +530,8 @@ class _PropensitySVM(_LinearRanker):
         lin = C_n * (Xl.T @ (np.bincount(i[active], c, minlength=n) - np.bincount(j[active], c, minlength=n)))
         scale = 10.0 * (1.0 + abs(float(lin @ coef)) / C_n)
         # One extra pair (row a over row b = 0) with weight `scale`: C s max(0, 1 - x_a.w) = C s + lin.w where active.
-        X_ext = np.vstack([Xl, -lin / (C_n * scale), np.zeros(Xl.shape[1])])
+        extra = np.vstack([-lin / (C_n * scale), np.zeros(Xl.shape[1])])
+        X_ext = sp.vstack([Xl, sp.csr_matrix(extra)], format="csr") if sp.issparse(Xl) else np.vstack([Xl, extra])
         a, b = Xl.shape[0], Xl.shape[0] + 1
         ii = np.r_[i[pos], a]
         jj = np.r_[j[pos], b]
