@@ -594,7 +594,7 @@ def test_random_simulation_parameters_clear_error_or_valid_log(sim_data, n_passe
     # only where the model gives a positive probability
     passes = int(n_passes)
     assert log.n_sessions == passes * sim_data.n_queries
-    shown = np.minimum(sim_data.query_lengths, sim_data.n_docs if max_shown is None else int(max_shown))
+    shown = np.minimum(sim_data.query_lengths, sim_data.n_docs if max_shown is None else min(int(max_shown), sim_data.n_docs))
     np.testing.assert_array_equal(np.diff(log.session_offsets), np.tile(shown, passes))
     prob = model.click_probability(log.positions, sim_data.y[log.docs] >= relevance_threshold)
     assert np.all(np.isfinite(prob)) and not np.any(log.clicks & (prob == 0))
