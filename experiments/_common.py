@@ -98,6 +98,11 @@ def save_results(name: str, results: dict, settings: dict, out: Path = RESULTS, 
     }
     if started is not None:
         payload["seconds"] = round(time.time() - started, 2)
+    # CPU time of this process and its finished workers (the machine is shared, so wall time alone
+    # says little), and the load it ran under.
+    t = os.times()
+    payload["cpu_seconds"] = round(t.user + t.system + t.children_user + t.children_system, 2)
+    payload["load_average_at_end"] = [round(v, 2) for v in os.getloadavg()]
     path = out / f"{name}.json"
     path.write_text(json.dumps(_jsonable(payload), indent=1))
     return path
