@@ -21,7 +21,9 @@ At the Table 3 point the first ``--variant-seeds`` seeds also run the variants o
 model; the number of epochs is set by early stopping (``best_epoch`` against its cap shows
 whether it binds), and the amount of data by the 1000-pass point.
 
-python -m experiments.deep_propdcg [--quick] [--seeds N] [--passes 10 100 1000] [--jobs N]
+python -m experiments.deep_propdcg [--quick] [--seeds N] [--seed-start S] [--passes 100 1000] [--jobs N]
+                                   [--paper-setting]
+python -m experiments.deep_propdcg --merge part1.json part2.json   # one result from parts run apart
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from __future__ import annotations
 import itertools
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -178,16 +181,22 @@ def main(argv=None):
     p.add_argument("--passes", type=int, nargs="+", default=None, help="x-axis: passes over the training queries")
     p.add_argument("--table-passes", type=int, default=None, help="passes of the Table 3 point (default 100)")
     p.add_argument("--max-epochs", type=int, default=None)
-    p.add_argument("--no-paper-setting", action="store_true", help="skip the fixed 750-epoch paper setting")
+    # The fixed 750-epoch paper setting costs more than the rest of a run; it is asked for, not default.
+    p.add_argument("--paper-setting", action="store_true", help="also run the paper's fixed 750-epoch setting")
+    p.add_argument("--no-paper-setting", action="store_true", help="(the default) skip the paper's fixed setting")
     p.add_argument("--variant-seeds", type=int, default=None, help="seeds that also run the variants (default 0)")
     p.add_argument("--jobs", type=int, default=1, help="worker processes (results do not depend on it)")
+    p.add_argument("--seed-start", type=int, default=0, help="first seed (to add seeds to a result, see --merge)")
+    p.add_argument("--merge", type=Path, nargs="+", default=None,
+                   help="JSON files of runs with other seeds or passes: write their union, run nothing")
     args = p.parse_args(argv)
+    args.no_paper_setting = args.no_paper_setting or not args.paper_setting
     started = time.time()
     from concurrent.futures import ProcessPoolExecutor
 
     quick = args.quick
-    seeds = list(range(args.seeds or (1 if quick else 10)))
-    passes = args.passes or ([10, 100] if quick else [10, 100, 1000])
+    seeds = list(range(args.seed_start, args.seed_start + (args.seeds or (1 if quick else 10))))
+    passes = args.passes or ([10, 100] if quick else [100, 1000])
     table_passes = args.table_passes or 100
     if table_passes not in passes:
         passes = sorted(passes + [table_passes])
@@ -204,7 +213,13 @@ def main(argv=None):
     tasks = [(seed, n, n == table_passes and seed < n_variant,
               {**options, "paper_setting": n == table_passes and not args.no_paper_setting})
              for seed in seeds for n in passes]
-    if args.jobs > 1:
+    merged = {}
+    if args.merge:
+        runs, merged, seconds = merge_parts(args.merge)
+        started = time.time() - seconds  # the JSON records the sum of the parts' times
+        seeds = sorted({r["seed"] for r in runs})
+        passes = sorted({r["passes"] for r in runs})
+    elif args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as pool:
             runs = list(pool.map(run_one, tasks))
     else:
@@ -263,13 +278,38 @@ def main(argv=None):
                                "n_iter_no_change": patience, "random_state": "seed"},
                 "deep_paper_setting": None if args.no_paper_setting else {**PAPER_DEEP, "max_epochs": paper_epochs},
                 "selection": "validation clicks only: SNIPS-DCG on the vali.txt click log (C, lr, alpha, epoch)",
-                "quick": quick, "metrics": _cltr.__doc__, "note": MQ2007_NOTE}
+                "quick": quick, "metrics": _cltr.__doc__, "note": MQ2007_NOTE, **merged}
     path = save_results(NAME, results, settings, args.out, started)
     print(markdown(table, table_passes, clicks[passes.index(table_passes)]))
     print(f"wrote {path}")
     if not args.no_plot:
         plot(passes, clicks, curve, production, args.out)
     return results
+
+
+def merge_parts(paths) -> tuple[list, dict, float]:
+    """Runs of several parts (other seeds or passes, otherwise the same settings), their commands, summed seconds."""
+    import json
+
+    parts = [json.loads(Path(f).read_text()) for f in paths]
+    same = ("svm_C_grid", "deep_grid", "deep_fixed", "relevance_threshold", "eta", "eps_minus", "quick",
+            "deep_paper_setting")
+    for f, part in zip(paths[1:], parts[1:]):
+        for key in same:
+            if part["settings"].get(key) != parts[0]["settings"].get(key):
+                raise ValueError(f"--merge: {f} has {key} = {part['settings'].get(key)!r}, {paths[0]} "
+                                 f"{parts[0]['settings'].get(key)!r}; only parts with the same settings can be merged")
+    runs, seen = [], set()
+    for f, part in zip(paths, parts):
+        for r in part["results"]["runs"]:
+            if (r["seed"], r["passes"]) in seen:
+                raise ValueError(f"--merge: run (seed {r['seed']}, {r['passes']} passes) of {f} is in another part too")
+            seen.add((r["seed"], r["passes"]))
+            runs.append(r)
+    runs.sort(key=lambda r: (r["seed"], r["passes"]))  # the order a single run writes
+    return runs, {"merged_from": [part["command"] for part in parts],
+                  "seconds_of_parts": [part.get("seconds") for part in parts]}, \
+        sum(part.get("seconds") or 0 for part in parts)
 
 
 def markdown(table, table_passes, clicks) -> str:
