@@ -266,6 +266,8 @@ def main(argv=None):
                "paired_deep_minus_svm": paired, "variants_at_table3_point": variants,
                "best_epoch": {"max": int(max(epochs)), "median": float(np.median(epochs)), "cap": max_epochs},
                "patience_check": {"used": patience, "if_smaller": patience_check},
+               "svm_C_at_grid_edge": {x: _cltr.edge_stats([r["svm_propdcg"] for r in runs if r["passes"] == x], C_grid)
+                                      for x in passes},
                "table3_passes": table_passes, "production": production, "paper_table3": PAPER, "runs": runs}
     settings = {"data": "MQ2008 Fold1", "seeds": seeds, "passes": passes, "eta": 1.0, "eps_minus": 0.1,
                 "relevance_threshold": _cltr.RELEVANCE_THRESHOLD, "variant_seeds": n_variant,
