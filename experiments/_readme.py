@@ -410,13 +410,15 @@ def deep_section(payload: dict) -> tuple[str, list]:
         lines += [f"The variants below come from the earlier 3-seed run kept as `results/deep_propdcg_variants.json` "
                   f"(made by `{kept['command'].strip()}` at commit 5849e17: C grid {kept['settings']['svm_C_grid']}, "
                   f"Deep lr grid {sorted({g['learning_rate'] for g in kept['settings']['deep_grid']})}); "
-                  "the 10-seed run above leaves them out (2,000 s a seed).", ""]
+                  "the 10-seed run above leaves them out (2,000 s a seed). They are paired with that run's own "
+                  "tuned Deep PropDCG and SVM PropDCG on the same logs.", ""]
     pc = res.get("patience_check")
     if pc:
         lines += [f"Early stopping (patience {pc['used']} epochs without a better validation SNIPS-DCG): a smaller "
-                  "patience would have kept the same epoch, hence the same model, in " + "; ".join(
-                      f"{q} epochs: {d['same_epoch_kept']} of {d['fits']} fits at {d['share_of_epochs_run']:.0%} of "
-                      "the epochs" for q, d in pc["if_smaller"].items()) + ".", ""]
+                  "patience would have kept the same epoch, hence the same model (training is deterministic given "
+                  "the seed), in " + "; ".join(
+                      f"{d['same_epoch_kept']} of {d['fits']} fits with patience {q} (running "
+                      f"{d['share_of_epochs_run']:.0%} of the epochs)" for q, d in pc["if_smaller"].items()) + ".", ""]
     why = ""
     if v:
         lines += [f"Why Deep does not beat the linear model: variants on the same logs at the Table 3 point "
