@@ -319,6 +319,10 @@ def fig4_section(payload: dict) -> tuple[str, list]:
                             [r["propdcg"]["avg_dcg"] for r in res["runs"] if r["series"] == labels[0] and r["x"] == x])
                for x in xs]
         parts.append(f"PropDCG {labels[1]} minus {labels[0]}: " + "; ".join(f"eta {x} {fmt(d)}" for x, d in zip(xs, big)))
+    level = [sweep_paired(payload, "propdcg", "proprank", "avg_dcg", label, x) for label in labels for x in xs]
+    ahead = sum(significant(d) and d["diff"] > 0 for d in level)
+    parts.append(f"PropDCG - PropRank ahead (p < 0.05) at {ahead} of {len(level)} (size, eta) points, by "
+                 f"{min(d['diff'] for d in level):+.4f} to {max(d['diff'] for d in level):+.4f}")
     lines += ["; ".join(parts) + ".", ""]
     verdict = "reproduced" if all(less) else ("not" if any(more) or not any(less) else "partly")
     return "\n".join(lines), [("004 Figure 4", "PropDCG at least as robust to strong bias as PropRank, which degrades "
