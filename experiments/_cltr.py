@@ -428,7 +428,7 @@ def merge_parts(paths, settings: dict):
     import json
 
     parts = [json.loads(Path(f).read_text()) for f in paths]
-    ignore = {"seeds", "merged_from", "seconds_of_parts", "metrics", "note"}
+    ignore = {"seeds", "merged_from", "seconds_of_parts", "cpu_seconds_of_parts", "metrics", "note"}
     current = json.loads(json.dumps(settings, default=list))  # tuples as JSON has them
     for f, part in zip(paths, parts):
         for key in (set(current) | set(part["settings"])) - ignore:
@@ -447,7 +447,8 @@ def merge_parts(paths, settings: dict):
     production = {int(k): v for part in parts for k, v in part["results"]["production"].items()}
     seeds = sorted({r["seed"] for r in records})
     merged = {**settings, "seeds": seeds, "merged_from": [part["command"] for part in parts],
-              "seconds_of_parts": [part.get("seconds") for part in parts]}
+              "seconds_of_parts": [part.get("seconds") for part in parts],
+              "cpu_seconds_of_parts": [part.get("cpu_seconds") for part in parts]}
     return (records, dict(sorted(production.items())), parts[0]["results"]["skyline"], merged,
             sum(part.get("seconds") or 0 for part in parts))
 

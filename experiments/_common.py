@@ -101,7 +101,8 @@ def save_results(name: str, results: dict, settings: dict, out: Path = RESULTS, 
     # CPU time of this process and its finished workers (the machine is shared, so wall time alone
     # says little), and the load it ran under.
     t = os.times()
-    payload["cpu_seconds"] = round(t.user + t.system + t.children_user + t.children_system, 2)
+    parts = [c for c in settings.get("cpu_seconds_of_parts") or [] if c]  # a merge counts its parts' CPU time
+    payload["cpu_seconds"] = round(t.user + t.system + t.children_user + t.children_system + sum(parts), 2)
     payload["load_average_at_end"] = [round(v, 2) for v in os.getloadavg()]
     path = out / f"{name}.json"
     path.write_text(json.dumps(_jsonable(payload), indent=1))

@@ -319,7 +319,8 @@ def merge_parts(paths) -> tuple[list, dict, float]:
             runs.append(r)
     runs.sort(key=lambda r: (r["seed"], r["passes"]))  # the order a single run writes
     return runs, {"merged_from": [part["command"] for part in parts],
-                  "seconds_of_parts": [part.get("seconds") for part in parts]}, \
+                  "seconds_of_parts": [part.get("seconds") for part in parts],
+                  "cpu_seconds_of_parts": [part.get("cpu_seconds") for part in parts]}, \
         sum(part.get("seconds") or 0 for part in parts)
 
 
