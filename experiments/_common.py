@@ -98,6 +98,17 @@ def save_results(name: str, results: dict, settings: dict, out: Path = RESULTS, 
     }
     if started is not None:
         payload["seconds"] = round(time.time() - started, 2)
+    # CPU time of this process and its finished workers (the machine is shared, so wall time alone
+    # says little), and the load it ran under.
+    t = os.times()
+    own = t.user + t.system + t.children_user + t.children_system
+    if "merged_from" in settings:  # a merge counts its parts' CPU time, unknown if a part did not record it
+        parts = settings.get("cpu_seconds_of_parts") or []
+        known = len(parts) == len(settings["merged_from"]) and all(c is not None for c in parts)
+        payload["cpu_seconds"] = round(own + sum(parts), 2) if known else None
+    else:
+        payload["cpu_seconds"] = round(own, 2)
+    payload["load_average_at_end"] = [round(v, 2) for v in os.getloadavg()]
     path = out / f"{name}.json"
     path.write_text(json.dumps(_jsonable(payload), indent=1))
     return path

@@ -4,7 +4,8 @@ Training and C selection both use the assumed propensities, as a user who does n
 true eta would; "clipped" floors the assumed propensities at 0.05 (weights <= 20). The number of
 training clicks is fixed at the paper's n = 170K.
 
-python -m experiments.fig6_misspecification [--quick] [--seeds N] [--jobs N]
+python -m experiments.fig6_misspecification [--quick] [--seeds N] [--seed-start S] [--jobs N]
+python -m experiments.fig6_misspecification --merge part1.json part2.json   # one result from seed ranges run apart
 """
 
 from counterfactual_ltr import PositionBasedPropensity
@@ -24,7 +25,8 @@ def _conf(clip):
 def main(argv=None):
     return _cltr.sweep(NAME, __doc__, [0.0, 0.5, 1.0, 1.5, 2.0], None,
                        series={"unclipped": _conf(None), f"clipped at {CLIP}": _conf(CLIP)},
-                       quick_xs=[0.5, 2.0], xlabel="assumed eta (true eta = 1)", argv=argv,
+                       quick_xs=[0.5, 2.0], xlabel="assumed eta (true eta = 1)", argv=argv, default_seeds=10,
+                       C_grid=_cltr.WIDE_C_GRID,
                        extra_settings={"true_eta": 1.0, "eps_minus": 0.1, "eps_plus": 1.0, "n_clicks": N_CLICKS,
                                        "clip": CLIP})
 

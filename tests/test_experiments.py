@@ -16,8 +16,9 @@ SYNTHETIC_ONLY = {"slam_fig1_separable"}
 EXPECTED_FIELDS = {
     "table3": {"rows", "paired", "clicks", "share_of_ndcg10_gap_closed", "snips_C_within_one_step_of_test_best",
                "test_avg_dcg_lost_by_snips_choice", "runs", "paper_avg_dcg_letor"},
-    "fig23_learning_curve": {"x", "summary", "paired_propdcg_minus_proprank", "production", "runs"},
-    "fig4_eta": {"x", "summary", "paired_propdcg_minus_proprank", "production", "runs"},
+    "fig23_learning_curve": {"x", "summary", "paired_propdcg_minus_proprank", "paired", "C_at_grid_edge", "production",
+                             "runs"},
+    "fig4_eta": {"x", "summary", "paired_propdcg_minus_proprank", "paired", "C_at_grid_edge", "production", "runs"},
     "fig5_noise": {"x", "summary", "paired_propdcg_minus_proprank", "production", "runs"},
     "fig6_misspecification": {"x", "summary", "paired_propdcg_minus_proprank", "production", "runs"},
     "fig7_ccp": {"curves", "n_train_clicks"},
@@ -130,3 +131,45 @@ def test_demo_help_does_not_run_the_demo(capsys):
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     assert "--seed" in out and "Test NDCG@10" not in out
+
+
+def test_grid_edge_tells_a_binding_edge_from_a_tie():
+    from experiments._cltr import edge_stats, grid_edge
+
+    grid = (0.1, 1.0, 10.0)
+    assert grid_edge({0.1: 0.5, 1.0: 0.6, 10.0: 0.4}, grid) == (None, False)
+    assert grid_edge({"0.1": 0.5, "1.0": 0.5, "10.0": 0.4}, grid) == ("low", False)  # same ranking: a tie
+    assert grid_edge({0.1: 0.7, 1.0: 0.5, 10.0: 0.4}, grid) == ("low", True)
+    assert grid_edge({0.1: 0.3, 1.0: 0.5, 10.0: 0.5}, grid) == (None, False)  # the first of ties is chosen
+    assert grid_edge({0.1: 0.3, 1.0: 0.5, 10.0: 0.6}, grid) == ("high", True)
+    stats = edge_stats([{"vali_snips_dcg": {0.1: 0.5, 1.0: 0.5, 10.0: 0.4}},
+                        {"vali_snips_dcg": {0.1: 0.3, 1.0: 0.5, 10.0: 0.6}},
+                        {"vali_snips_dcg": {0.1: 0.3, 1.0: 0.7, 10.0: 0.6}}], grid)
+    assert (stats["n"], stats["low"], stats["high"], stats["binding"]) == (3, 1, 1, 1)
+    assert stats["share_at_edge"] == pytest.approx(2 / 3) and stats["share_binding"] == pytest.approx(1 / 3)
+
+
+def _part(tmp_path, name, seeds, **settings):
+    runs = [{"series": "", "x": x, "seed": s, "naive": {"avg_dcg": 0.5 + s / 100}} for x in (2, 20) for s in seeds]
+    payload = {"command": f"part {name}", "seconds": 10.0,
+               "settings": {"C_grid": [1.0, 10.0], "seeds": seeds, "quick": False, **settings},
+               "results": {"runs": runs, "production": {str(s): {"avg_dcg": 0.4} for s in seeds},
+                           "skyline": {"avg_dcg": 0.7}}}
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(payload))
+    return path
+
+
+def test_merge_parts_unites_seed_ranges_and_refuses_other_settings(tmp_path):
+    from experiments._cltr import merge_parts
+
+    settings = {"C_grid": (1.0, 10.0), "quick": False}
+    a, b = _part(tmp_path, "a", [0, 1]), _part(tmp_path, "b", [2])
+    records, production, sky, merged, seconds = merge_parts([a, b], settings)
+    assert sorted((r["x"], r["seed"]) for r in records) == [(x, s) for x in (2, 20) for s in (0, 1, 2)]
+    assert list(production) == [0, 1, 2] and sky == {"avg_dcg": 0.7} and seconds == 20.0
+    assert merged["seeds"] == [0, 1, 2] and merged["merged_from"] == ["part a", "part b"]
+    with pytest.raises(ValueError, match="C_grid"):
+        merge_parts([a, _part(tmp_path, "c", [3], C_grid=[1.0, 100.0])], settings)
+    with pytest.raises(ValueError, match="seed 1"):
+        merge_parts([a, _part(tmp_path, "d", [1])], settings)
