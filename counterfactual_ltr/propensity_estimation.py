@@ -483,6 +483,16 @@ def _em_logistic_fit(Xd, doc_of_row, kidx, n, c, K, theta0, v0, max_iter, tol, f
     return np.exp(u), v, False, max_iter, last
 
 
+def _replicates(W, fit_one, max_iter):
+    """``fit_one(query_weights) -> (theta, converged)`` for every bootstrap row of ``W``; one warning for the failures."""
+    fits = [fit_one(weights) for weights in W]
+    failed = sum(not ok for _, ok in fits)
+    if failed:
+        warnings.warn(f"'em' did not converge in max_iter={max_iter} iterations in {failed} of {W.shape[0]} fits",
+                      ConvergenceWarning)
+    return np.array([theta for theta, _ in fits])
+
+
 def _em(log, K, options):
     plain = log.intervention == 0
     imp = _Impressions(log, K, plain)
@@ -506,29 +516,21 @@ def _em_builtin(log, imp, K, theta_start, max_iter, tol):
     row_query = imp.query
     state = {}
 
-    def estimate(W):
-        out = np.empty((W.shape[0], K))
-        failed = 0
-        for b in range(W.shape[0]):
-            w = W[b, row_query]
-            if "v" in state:   # replicates start from the full-sample fit, with its information
-                theta0, v0, factor = state["theta"], state["v"], state["factor"]
-            else:
-                ctr = np.sum(w * imp.c) / np.sum(w * imp.n)
-                theta0, v0 = theta_start, np.r_[np.zeros(Xd.shape[1] - 1), np.log(ctr / (1 - ctr))]
-                factor = None
-            theta, v, ok, _, last = _em_logistic_fit(Xd, doc_of_row, kidx, imp.n * w, imp.c * w, K, theta0, v0,
-                                                     max_iter, tol, factor)
-            if "v" not in state:
-                state.update(theta=theta, v=v, factor=last)
-            out[b] = theta
-            failed += not ok
-        if failed:
-            warnings.warn(f"'em' did not converge in max_iter={max_iter} iterations in {failed} of {W.shape[0]} "
-                          "fits", ConvergenceWarning)
-        return out
+    def fit_one(query_weights):
+        w = query_weights[row_query]
+        if "v" in state:   # replicates start from the full-sample fit, with its information
+            theta0, v0, factor = state["theta"], state["v"], state["factor"]
+        else:
+            ctr = np.sum(w * imp.c) / np.sum(w * imp.n)
+            theta0, v0 = theta_start, np.r_[np.zeros(Xd.shape[1] - 1), np.log(ctr / (1 - ctr))]
+            factor = None
+        theta, v, ok, _, last = _em_logistic_fit(Xd, doc_of_row, kidx, imp.n * w, imp.c * w, K, theta0, v0,
+                                                 max_iter, tol, factor)
+        if "v" not in state:
+            state.update(theta=theta, v=v, factor=last)
+        return theta, ok
 
-    return estimate
+    return lambda W: _replicates(W, fit_one, max_iter)
 
 
 def _em_sklearn(log, imp, K, model, theta_start, max_iter, tol):
@@ -563,18 +565,7 @@ def _em_sklearn(log, imp, K, model, theta_start, max_iter, tol):
                 return theta, True
         return theta, False
 
-    def estimate(W):
-        out = np.empty((W.shape[0], K))
-        failed = 0
-        for b in range(W.shape[0]):
-            out[b], ok = fit_one(W[b, imp.query])
-            failed += not ok
-        if failed:
-            warnings.warn(f"'em' did not converge in max_iter={max_iter} iterations in {failed} of {W.shape[0]} "
-                          "fits", ConvergenceWarning)
-        return out
-
-    return estimate
+    return lambda W: _replicates(W, lambda query_weights: fit_one(query_weights[imp.query]), max_iter)
 
 
 # ----------------------------------------------------------------------------- trust-bias EM
