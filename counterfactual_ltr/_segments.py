@@ -22,6 +22,7 @@ __all__ = [
     "segment_ids",
     "rank_within_queries",
     "order_within_queries",
+    "sort_within_queries",
     "check_finite_1d",
     "segment_gather",
     "within_query_pairs",
@@ -114,9 +115,43 @@ def order_within_queries(scores, query_offsets) -> np.ndarray:
     ``q`` from rank 1 downwards. Ties keep row order (stable sort).
     """
     scores = np.asarray(scores, dtype=np.float64)
-    seg = segment_ids(query_offsets)
+    offsets = np.asarray(query_offsets, dtype=np.int64)
+    if offsets.size > 1 and np.diff(offsets).max() > _PADDED_SORT_MIN_LENGTH and np.isfinite(scores).all():
+        # Long lists: a padded per-query sort (stable, so ties keep row order too) costs ~1/5
+        # of one lexsort over all rows. (Non-finite scores keep lexsort: NaN would sort past the padding.)
+        return sort_within_queries(-scores, offsets)
+    seg = segment_ids(offsets)
     # lexsort is stable; the last key is the primary one.
     return np.lexsort((-scores, seg))
+
+
+# Queries longer than this are ordered by the padded sort of ``sort_within_queries``.
+_PADDED_SORT_MIN_LENGTH = 64
+
+
+def sort_within_queries(scores, query_offsets, hint=None) -> np.ndarray:
+    """Rows sorted by ascending score inside each query (query order kept).
+
+    Equal-ish list lengths: one padded 2-D ``argsort`` along rows (short
+    sorts stay in cache: 5-10x faster than one ``lexsort`` over everything);
+    very unequal lengths fall back to ``lexsort``. ``hint``, a previous
+    order of the same rows (e.g. of the last iterate), is sorted from: a
+    nearly sorted input costs a stable sort (timsort) about 4x less.
+    """
+    offsets = np.asarray(query_offsets, dtype=np.int64)
+    lengths = np.diff(offsets)
+    n, nq = int(offsets[-1]), lengths.size
+    width = int(lengths.max()) if nq else 0
+    seg = segment_ids(offsets)
+    base = np.arange(n) if hint is None else hint
+    values = scores[base]
+    if nq * width > 2 * n + 1024:
+        return base[np.lexsort((values, seg))]
+    pad = np.full((nq, width), np.inf)
+    pad[seg, np.arange(n) - offsets[seg]] = values
+    local = np.argsort(pad, axis=1, kind="stable")
+    keep = np.arange(width)[None, :] < lengths[:, None]
+    return base[(local + offsets[:-1, None])[keep]]
 
 
 def rank_within_queries(scores, query_offsets) -> np.ndarray:

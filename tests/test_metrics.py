@@ -339,3 +339,18 @@ def test_invalid_inputs_raise_value_error():
         rbp(s, y, off, p=0.0)
     with pytest.raises(ValueError, match="unknown rank weight"):
         additive_metric(s, y, off, weight="map")
+
+
+@pytest.mark.parametrize("lengths", [[70, 90, 65], [200, 3, 1, 80]])
+def test_order_within_queries_long_lists_match_the_stable_lexsort(lengths):
+    """Long lists take the padded per-query sort: same order as one stable lexsort, ties by row order."""
+    from counterfactual_ltr._segments import offsets_from_lengths, order_within_queries, segment_ids
+
+    offsets = offsets_from_lengths(lengths)
+    rng = np.random.default_rng(0)
+    scores = rng.integers(0, 5, offsets[-1]).astype(np.float64)     # many ties
+    scores[::7] = -0.0
+    reference = np.lexsort((-scores, segment_ids(offsets)))
+    np.testing.assert_array_equal(order_within_queries(scores, offsets), reference)
+    scores[3] = np.nan                                               # non-finite: lexsort's order
+    np.testing.assert_array_equal(order_within_queries(scores, offsets), np.lexsort((-scores, segment_ids(offsets))))

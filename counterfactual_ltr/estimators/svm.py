@@ -553,19 +553,10 @@ class _PropensitySVM(_LinearRanker):
         """SNIPS estimate of the metric on the training clicks (metric per relevant document)."""
         from ..evaluation import metric_weight
         from .._segments import rank_within_queries
-        from ..implicit_pairs import sort_within_queries
 
         scores = agg.data.X @ coef
-        offsets = np.asarray(agg.data.query_offsets, dtype=np.int64)
+        ranks = rank_within_queries(scores, agg.data.query_offsets)
         clicked = np.flatnonzero(agg.weights)
-        if offsets.size > 1 and np.diff(offsets).max() > 64:
-            # Long lists: a padded per-query sort of -scores (stable, so ties keep row
-            # order as in rank_within_queries) costs ~1/5 of one lexsort over all rows.
-            order = sort_within_queries(-scores, offsets)
-            ranks = np.empty(order.size, dtype=np.int64)
-            ranks[order] = np.arange(order.size) - np.repeat(offsets[:-1], np.diff(offsets)) + 1
-        else:
-            ranks = rank_within_queries(scores, offsets)
         m = metric_weight(self._metric, **self._metric_params())(ranks[clicked])
         return float(np.sum(agg.weights[clicked] * m) / np.sum(agg.weights[clicked]))
 
