@@ -55,13 +55,14 @@ class RankingDataset:
     """
 
     def __init__(self, X, y, qid, *, name: str | None = None):
-        X = _sparse_features(X) if sp.issparse(X) else np.asarray(X)
-        if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool) or np.iscomplexobj(X):
-            raise TypeError(f"X must hold real numbers, got dtype {X.dtype}")
-        if not sp.issparse(X):
+        if sp.issparse(X):
+            X = checked_csr(X)
+        else:
+            X = np.asarray(X)
+            _check_real_dtype(X, "X")
             X = np.ascontiguousarray(X, dtype=np.float64)
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-D (n_docs, n_features), got shape {X.shape}")
+            if X.ndim != 2:
+                raise ValueError(f"X must be 2-D (n_docs, n_features), got shape {X.shape}")
         n = X.shape[0]
         if n == 0:
             raise ValueError("the data set has no documents")
@@ -72,9 +73,7 @@ class RankingDataset:
         for label, arr in (("y", y), ("qid", qid)):
             if arr.ndim != 1 or arr.shape[0] != n:
                 raise ValueError(f"{label} has shape {arr.shape}, expected ({n},) to match X (mismatched lengths)")
-        if sp.issparse(X):
-            X = checked_csr(X)
-        else:
+        if not sp.issparse(X):
             bad = np.argwhere(~np.isfinite(X))
             if bad.size:
                 r, c = bad[0]
@@ -211,7 +210,8 @@ def checked_csr(X, what: str = "X"):
     Returns
     -------
     scipy.sparse.csr_matrix
-        Sorted, unique column indices; a non-finite value is a ``ValueError`` naming its row and column.
+        Sorted, unique column indices. A non-2-D ``X`` or a non-finite value is a ``ValueError``
+        (naming the value's row and column), a non-real dtype a ``TypeError``.
 
     Examples
     --------
@@ -219,6 +219,9 @@ def checked_csr(X, what: str = "X"):
     >>> checked_csr(sp.coo_matrix(np.eye(2))).format
     'csr'
     """
+    if X.ndim != 2:
+        raise ValueError(f"{what} must be 2-D (n_docs, n_features), got shape {X.shape}")
+    _check_real_dtype(X, what)
     X = sp.csr_matrix(X, dtype=np.float64)
     X.sum_duplicates()
     bad = np.flatnonzero(~np.isfinite(X.data))
@@ -229,11 +232,9 @@ def checked_csr(X, what: str = "X"):
     return X
 
 
-def _sparse_features(X):
-    """A scipy.sparse ``X`` as CSR (its dtype checked by the caller)."""
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-D (n_docs, n_features), got shape {X.shape}")
-    return X.tocsr()
+def _check_real_dtype(X, what: str):
+    if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool) or np.iscomplexobj(X):
+        raise TypeError(f"{what} must hold real numbers, got dtype {X.dtype}")
 
 
 def binarize(y, threshold: float = DEFAULT_RELEVANCE_THRESHOLD) -> np.ndarray:

@@ -643,7 +643,7 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
             if undecided.any() and method == "newton":
                 # (Hessian-free path: exact pair norms cost more than the pairs they would screen save)
                 rows = work[undecided]
-                norms[undecided] = pair_norm[rows] = _pair_norms(X, all_i[rows], all_j[rows])
+                norms[undecided] = pair_norm[rows] = _hf.pair_norms(X, all_i[rows], all_j[rows])
                 norm_exact[rows] = True
             reach = norms * radius + 1e-12 * abs(margin)
             viol, idle = z > reach, z < -reach
@@ -757,18 +757,6 @@ def _hinge_objective(X, w, i, j, Cc, margin, fixed_sum=0.0, fixed_g=None):
     s = X @ w
     linear = 0.0 if fixed_g is None else margin * fixed_sum - float(s @ fixed_g)
     return 0.5 * float(w @ w) + linear + float(np.dot(Cc, np.maximum(margin - (s[i] - s[j]), 0.0)))
-
-
-def _pair_norms(X, i, j, chunk_bytes=1 << 21):
-    """``||x_i - x_j||`` per pair, in cache-sized row blocks (2x faster than 16 MiB blocks)."""
-    if _hf.is_sparse(X):
-        return _hf.pair_norms(X, i, j)
-    out = np.empty(i.size)
-    step = max(1, chunk_bytes // (8 * max(X.shape[1], 1)))
-    for start in range(0, i.size, step):
-        diff = X[i[start:start + step]] - X[j[start:start + step]]
-        out[start:start + step] = np.sqrt(np.einsum("ij,ij->i", diff, diff))
-    return out
 
 
 def _initial_mu(margin, warm):

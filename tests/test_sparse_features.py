@@ -54,6 +54,13 @@ def test_non_finite_sparse_values_are_named():
     bad.data[3] = np.inf
     with pytest.raises(ValueError, match="non-finite"):
         model.predict(bad)
+    # one checked_csr serves the data set, the solver and prediction: dtype and shape too
+    with pytest.raises(TypeError, match="must hold real numbers"):
+        RankingDataset(sp.csr_matrix(np.eye(2) * 1j), [1, 0], [1, 1])
+    with pytest.raises(TypeError, match="must hold real numbers"):
+        model.predict(sp.csr_matrix(np.ones((2, 5)) * 1j))
+    with pytest.raises(ValueError, match="2-D"):
+        RankingDataset(sp.coo_array(np.ones(2)), [1, 0], [1, 1])
 
 
 def _simulate(data, production):

@@ -59,8 +59,6 @@ def prediction_matrix(X, n_features: int) -> np.ndarray:
 
 def _checked_sparse(X, n_features, what: str):
     """A sparse matrix as float64 CSR with ``n_features`` columns (None: any) and finite values."""
-    if np.iscomplexobj(X.data) or not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
-        raise TypeError(f"{what} must hold real numbers, got dtype {X.dtype}")
     if n_features is not None and X.shape[1] != n_features:
         raise ValueError(f"{what} has shape {X.shape}, expected (n, {n_features})")
     return checked_csr(X, what)
