@@ -433,7 +433,8 @@ def _em_logistic_fit(Xd, doc_of_row, kidx, n, c, K, theta0, v0, max_iter, tol, f
     for iteration in range(1, max_iter + 1):
         s = expit(Xd @ v)[doc_of_row]
         p = np.exp(u)[kidx] * s
-        resid = (c - n * p) / (1.0 - p)                 # d loglik / d log theta_k of each row
+        q = 1.0 - p
+        resid = (c - n * p) / q                         # d loglik / d log theta_k of each row
         grad_u = np.bincount(kidx, resid, minlength=K)
         grad_v = Xd.T @ np.bincount(doc_of_row, resid * (1.0 - s), minlength=n_docs) - penalty * v
         g = np.r_[grad_u[1:], grad_v]
@@ -442,7 +443,6 @@ def _em_logistic_fit(Xd, doc_of_row, kidx, n, c, K, theta0, v0, max_iter, tol, f
         else:
             # Newton's step on the observed information; where that is not positive definite (far from the
             # optimum), Fisher scoring's expected information n / (p (1 - p)) J J', J = (p, p (1 - s) x).
-            q = 1.0 - p
             h_uu = misses * p / q ** 2
             h_zz = c * s * (1.0 - s) + misses * p * (1.0 - s) * ((1.0 - 2.0 * s) * q + p * (1.0 - s)) / q ** 2
             f = n * p / q
