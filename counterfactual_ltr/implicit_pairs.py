@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._linalg import weighted_gram
 from ._segments import check_offsets, segment_ids, segment_searchsorted, sort_within_queries
 
 __all__ = ["ClickPairs"]
@@ -327,8 +328,7 @@ def _band_hessian_pairs(X, order, anchors, lo, width, h, block_bytes):
         owner = np.repeat(np.arange(k0, k1), wk)
         first = np.repeat(np.cumsum(wk) - wk, wk)
         y = order[lo[owner] + np.arange(owner.size) - first]
-        diff = X[anchors[owner]] - X[y]
-        H += diff.T @ (h[owner, None] * diff)
+        H += weighted_gram(X[anchors[owner]] - X[y], h[owner])
         k0 = k1
     return 0.5 * (H + H.T)
 

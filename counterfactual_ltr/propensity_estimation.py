@@ -66,6 +66,7 @@ from scipy import linalg
 from scipy.special import expit, log_expit
 from sklearn.exceptions import ConvergenceWarning
 
+from ._linalg import weighted_gram
 from ._validation import check_int, check_probability, check_real
 from .clicklog import ClickLog
 from .datasets import dense_features
@@ -389,17 +390,6 @@ def _harvest(log, K, options):
 # ----------------------------------------------------------------------------- regression EM
 
 
-def _weighted_gram(X, weights):
-    """``X' diag(weights) X`` as ``A'A - B'B`` (numpy computes ``A.T @ A`` as a symmetric rank-k update)."""
-    A = X * np.sqrt(np.maximum(weights, 0.0))[:, None]
-    gram = A.T @ A
-    negative = weights < 0
-    if negative.any():
-        B = X[negative] * np.sqrt(-weights[negative])[:, None]
-        gram -= B.T @ B
-    return gram
-
-
 def _em_logistic_fit(Xd, doc_of_row, kidx, n, c, K, theta0, v0, max_iter, tol, factor=None):
     """Maximise the penalised likelihood of ``P(click) = theta_k sigmoid(x v)`` by Newton's method.
 
@@ -449,7 +439,7 @@ def _em_logistic_fit(Xd, doc_of_row, kidx, n, c, K, theta0, v0, max_iter, tol, f
             for uu, uz, zz in ((h_uu, h_uu * (1.0 - s), h_zz), (f, f * (1.0 - s), f * (1.0 - s) ** 2)):
                 by_doc[doc_of_row, kidx] = uz             # (document, position) is unique per row
                 H_uv = by_doc.T @ Xd
-                H_vv = _weighted_gram(Xd, np.bincount(doc_of_row, zz, minlength=n_docs))
+                H_vv = weighted_gram(Xd, np.bincount(doc_of_row, zz, minlength=n_docs))
                 H_vv[np.diag_indices(n_coef)] += penalty
                 H = np.block([[np.diag(np.bincount(kidx, uu, minlength=K)[1:]), H_uv[1:]], [H_uv[1:].T, H_vv]])
                 try:

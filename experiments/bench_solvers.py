@@ -73,10 +73,10 @@ def _solve(method, X, i, j, c, C, tol, w0=None):
     return solve_regularized(pairwise_hinge_oracle(X, i, j, c), X.shape[1], C, tol=tol, w0=w0, max_iter=2000)
 
 
-def _report(name, C, res, seconds, i, j, X):
+def _report(name, C, res, seconds, i, j, X, cpu):
     s = X @ res.coef
     viol = np.mean(s[i] - s[j] < 1.0)
-    print(f"  {name:7s} C={C:<9.3g} {seconds:7.2f} s  iters={res.n_iter:4d}  P={res.objective:.8g}  "
+    print(f"  {name:7s} C={C:<9.3g} {seconds:7.2f} s (CPU {cpu:.2f} s)  iters={res.n_iter:4d}  P={res.objective:.8g}  "
           f"rel gap={res.gap / max(1.0, abs(res.objective)):.1e}  converged={res.converged}  "
           f"pairs in/over margin={viol:.2f}  |w|={np.linalg.norm(res.coef):.3g}")
 
@@ -92,16 +92,16 @@ def bench_size(size, methods, C_values, tol, warm=True, memory=False):
     for C_rel in C_values:
         C = C_rel / n_clicked                        # as the estimators scale C (C / n_clicks)
         for method in methods:
-            if memory:
-                tracemalloc.start()
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             res = _solve(method, X, i, j, c, C, tol)
-            cold = time.perf_counter() - t0
+            cold, cpu = time.perf_counter() - t0, time.process_time() - c0
+            _report(method, C_rel, res, cold, i, j, X, cpu)
             if memory:
+                # A second solve under tracemalloc, which slows allocation-heavy code (3 s here).
+                tracemalloc.start()
+                _solve(method, X, i, j, c, C, tol)
                 _, peak = tracemalloc.get_traced_memory()
                 tracemalloc.stop()
-            _report(method, C_rel, res, cold, i, j, X)
-            if memory:
                 print(f"          peak traced memory during solve {peak / 2**20:.0f} MiB "
                       f"= {peak / X.nbytes:.2f} x X (X itself excluded); process max RSS "
                       f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10:.0f} MiB "

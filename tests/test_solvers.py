@@ -200,3 +200,95 @@ def test_regularized_matches_cvxpy_on_hinge_of_max(seed, C):
     # warm start from the solution converges at once to the same value
     again = solve_regularized(oracle, d, C, tol=1e-9, w0=res.coef, max_iter=3000)
     assert again.objective == pytest.approx(res.objective, rel=1e-7)
+
+
+def test_sampled_band_pairs_are_unbiased():
+    """Each band pair enters the sampled Hessian with an expected weight equal to its exact weight."""
+    from counterfactual_ltr.solvers import _hessian_pairs
+
+    rng = np.random.default_rng(3)
+    n = m = 20000                                 # pair k starts at row k, so the rows name the pairs
+    d = 40                                        # cap = max(50 d, 4 n / d) = 2000 pairs: rate 0.1
+    ib, jb = np.arange(m), rng.integers(0, n, m)
+    h = rng.uniform(0.1, 5.0, m)
+    draws, rate = 500, 2000 / m
+    total = np.zeros(m)
+    sampler = np.random.default_rng(0)
+    for _ in range(draws):
+        si, sj, sh = _hessian_pairs(ib, jb, h, n, d, sampler)
+        assert 0.5 * rate * m < si.size < 2 * rate * m
+        np.testing.assert_array_equal(sj, jb[si])
+        total[si] += sh
+    mean = total / draws
+    se = h * np.sqrt((1 - rate) / (rate * draws))
+    assert np.all(np.abs(mean - h) < 5 * se)
+    assert mean.sum() == pytest.approx(h.sum(), rel=0.01)        # its standard error is ~1e-3
+    # few band pairs: all of them, weights untouched
+    si, sj, sh = _hessian_pairs(ib[:3000], jb[:3000], h[:3000], n, d, sampler)
+    assert np.array_equal(si, ib[:3000]) and np.array_equal(sh, h[:3000])
+
+
+def test_sampled_hessian_keeps_the_optimum(monkeypatch):
+    """Newton directions from sampled band Hessians: same certified optimum as the cvxpy reference."""
+    import counterfactual_ltr.solvers as solvers
+
+    rng = np.random.default_rng(5)
+    n, d, m = 300, 4, 4000                        # cap = max(200, 300): wide bands are sampled
+    X = rng.normal(size=(n, d))
+    i, j = rng.integers(0, n, m), rng.integers(0, n, m)
+    c = rng.uniform(0.1, 3.0, m)
+    sampled = []
+    original = solvers._hessian_pairs
+
+    def spy(ib, *args):
+        out = original(ib, *args)
+        sampled.append(out[0].size < ib.size)
+        return out
+
+    monkeypatch.setattr(solvers, "_hessian_pairs", spy)
+    for C in (0.01, 1.0):
+        res = solve_pairwise_hinge(X, i, j, c, C, tol=1e-9)
+        ref, _ = _reference(X, i, j, c, C)
+        assert res.converged
+        assert res.objective == pytest.approx(ref, rel=1e-7)
+        assert res.objective - ref <= res.gap + 1e-8 * ref
+    assert any(sampled)
+
+
+def test_incremental_rmatvec_matches_the_full_product():
+    from counterfactual_ltr.solvers import _Rmatvec
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(1000, 7))
+    product = _Rmatvec(X)
+    g = rng.normal(size=1000)
+    for changed in (0, 3, 150, 900, 10):          # few rows (updated), many rows (recomputed)
+        g = g.copy()
+        rows = rng.choice(1000, changed, replace=False)
+        g[rows] = rng.normal(size=changed)
+        np.testing.assert_allclose(product(g), X.T @ g, rtol=1e-12, atol=1e-12)
+
+
+def test_weighted_gram_with_negative_weights():
+    from counterfactual_ltr._linalg import weighted_gram
+
+    rng = np.random.default_rng(4)
+    X, weights = rng.normal(size=(50, 6)), rng.normal(size=50)
+    np.testing.assert_allclose(weighted_gram(X, weights), X.T @ (weights[:, None] * X), atol=1e-12)
+
+
+def test_exact_pair_norms_only_where_screening_can_pay():
+    from counterfactual_ltr.solvers import _exact_norms_pay
+
+    rng = np.random.default_rng(6)
+    n, m = 500, 20000
+    X = rng.normal(size=(n, 5))
+    i, j = rng.integers(0, n, m), rng.integers(0, n, m)
+    z = rng.uniform(-2.0, 2.0, m)
+    bound = np.full(m, 10.0)                      # the triangle bound decides nothing
+    undecided = np.ones(m, dtype=bool)
+    work = np.arange(m)
+    exact = np.linalg.norm(X[i] - X[j], axis=1)
+    for radius in (10.0, 1e-3):                   # a wide ball screens nothing, a narrow one most pairs
+        share = np.mean(np.abs(z) > exact * radius)
+        assert _exact_norms_pay(X, z, bound, undecided, work, i, j, radius, np.random.default_rng(0)) == (share > 0.1)
