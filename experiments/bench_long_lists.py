@@ -65,6 +65,15 @@ Issue 18, CCP of SVM PropDCG (2 cores shared, load average 5-6; CPU seconds; spa
   ``--lengths 1000 --kinds dense --dcg-C 0 --repeats 1``: PropRank 8.93 s, 14 iterations
   (main 16.76 s, 9 iterations), peak traced memory 744 MiB beyond X on both (the 364 MiB
   above is an older figure; main measures 744 MiB today as well).
+* After sampled band Hessians, syrk Gram sums and ``X^T g`` over changed rows (idle machine,
+  one BLAS thread; CPU seconds vary by +-20 % between identical runs here): PropDCG C = 100
+  at 435 candidates 12.3 s, same inner iterations 9, 8, 7, 7, 12, 13, 16, 16 (the cost per
+  Newton step fell, not their number); sparse d = 300: PropDCG 0.27 s (C = 0.1, coef 0),
+  0.03 s (C = 1), 1.76 s (C = 10), 3.57 s (C = 100, inner iterations 9 -> 54 as before),
+  PropRank 0.24-0.42 s; ``--lengths 20 120 435 1000 --kinds dense --dcg-C 0 --repeats 1``:
+  PropRank 0.54, 2.24, 4.71, 9.03 s, peak 108, 289, 577, 744 MiB beyond X; t / (m log2 m)
+  1.00, 0.43, 0.20, 0.14. Targets still missed: sparse PropDCG at C = 100 (3 s) and 435
+  candidates at C = 100 (5 s).
 """
 
 from __future__ import annotations
