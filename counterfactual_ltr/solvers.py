@@ -77,9 +77,10 @@ arrays. At 1,000 candidates per query and 19,873 clicked documents (19.85M
 pairs, d = 46, ``python -m experiments.bench_long_lists --lengths 1000 --kinds
 dense --dcg-C 0 --repeats 1``): SVM PropRank to a relative gap of 1e-4 in 10
 Newton iterations, 16.7 s of CPU, peak traced memory 364 MiB beyond ``X`` (the
-explicit pairs alone would take 480 MB). Not solved yet: SVM PropDCG's CCP on
-long lists or at large C, where the inner iterations still grow over the CCP
-steps (sparse d = 300, 15 candidates, C = 10: 3 -> 78 over 19 steps). The
+explicit pairs alone would take 480 MB). Long lists are still slow for SVM PropDCG's CCP
+at large C (435 candidates, C = 100: 8 CCP steps of 7-16 inner iterations). Before the
+path-following step and the finisher below, sparse data showed the inner iterations growing
+over the CCP steps (sparse d = 300, 15 candidates, C = 10: 3 -> 78 over 19 steps). The
 subproblems get harder as the CCP goes: the effective ``C sum c`` grows 5x as
 clicked documents move up (``lambda'(1 + H_j)`` grows as ``H_j`` falls), the
 weights spread from 5e3 to 1.5e4 (max / min), and the asked gap tightens from
@@ -98,6 +99,23 @@ changes side), and a Levenberg-Marquardt weight on the identity (``0.5 / t`` aft
 short step, halved after full ones) shortens steps in the missed directions. On the
 sparse subproblems of a C = 100 CCP this cut 102-145 inner iterations to 44-47; on data
 whose band holds more pairs than ``d`` (LETOR, Yahoo, MQ2008) nothing changes.
+
+Finisher (explicit pairs; :mod:`~counterfactual_ltr.pair_qp`). On such data the small-mu
+levels still crawl: about ``d`` pairs sit at the kink and each Newton step lets 5-15 more
+into the band, an active-set method in disguise. Once the relative gap is below 1e-2 and
+the band holds at most ``3 max(d, 100)`` pairs, the pairs within ``10 mu`` of the kink (at
+most that many, the closest) are solved *exactly* by an interior-point method, every other
+pair held on its current side; pairs found on the other side at that solution join the set
+and it is solved again (3 rounds at most, while the set stays under twice the cap). Its dual
+point is feasible for the full problem and its primal point is a candidate, both with exact
+objectives, so a wrong guess costs time, never the certificate; the next try waits for the
+gap to fall fourfold. Replaying the 15 sparse (d = 300) subproblems of a C = 100 PropDCG
+CCP: 555 Newton iterations (3.8-4.1 s) became 139 plus one finisher call each (2.2-2.6 s,
+about 30-120 ms per call; ``python -m experiments.bench_long_lists --lengths 15 --kinds sparse
+--d 300 --clicked 2800 --C 100 --dcg-C 100``: the whole fit 2.1-2.2 s against 3.6 s, inner
+iterations 6, 10, 17, 14, ..., 8, 5). Where the band is wider (Yahoo size: 3,400 band pairs
+at d = 700, one try took 1.8 s and saved nothing; 435 candidates: 54-60K pairs within 0.03
+of the kink at d = 46) it is not tried.
 BLAS runs on one thread unless the Hessian products are large (``n d^2
 >= 1e10``) and a core is idle: on a busy 2-core machine two threads made a
 d = 300, 3,005-row RankSVM 20-30x slower (4.6 s against 0.16 s).
@@ -200,6 +218,7 @@ from ._linalg import weighted_gram
 from ._segments import check_finite_1d
 from ._validation import check_int, check_real
 from .implicit_pairs import ClickPairs
+from .pair_qp import solve_pair_dual
 
 __all__ = ["SolverResult", "solve_pairwise_hinge", "solve_regularized", "pairwise_hinge_oracle"]
 
@@ -628,6 +647,7 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
     ref = None                                   # (alpha, v, D) of the best dual point on the working set
     history = []
     converged = False
+    finish_below = np.inf                        # gap below which the finisher is tried (again)
     it = 0
     while True:
         z = margin - (s[i] - s[j])               # hinge argument of every working pair
@@ -636,7 +656,7 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
         P = 0.5 * float(w @ w) + margin * fixed_sum - float(s @ fixed_g) + hinge
         a = np.clip(z / mu, 0.0, 1.0)            # derivative of the smoothed hinge
         alpha = Cc * a                           # feasible dual point (fixed pairs at 0 or C c)
-        v = fixed_v + rmatvec(_aggregate(i, j, alpha, n))
+        v = v_cur = fixed_v + rmatvec(_aggregate(i, j, alpha, n))
         D = margin * (fixed_sum + float(alpha.sum())) - 0.5 * float(v @ v)
         if P < best_P:
             best_P, best_w = P, w.copy()
@@ -655,9 +675,31 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
             if D_t > ref_D:
                 ref = (ref_alpha + t * (alpha - ref_alpha), ref_v + t * dv, D_t)
         best_D = max(best_D, ref[2])             # every D is a full-problem dual value: a bound
-        history.append((best_P, best_D))
         gap = best_P - best_D
         target = tol * max(1.0, abs(best_P))
+        if target < gap <= min(finish_below, _FINISH_START * max(1.0, abs(best_P))):
+            kink = _kink_pairs(z, mu, d)
+            if kink is not None:
+                finish_below = _FINISH_BACKOFF * gap
+                alpha, v, s_f, P_f, D_f = _finish_on_kink(X, i, j, Cc, z, kink, margin, fixed_v, fixed_sum, fixed_g,
+                                                          target, rmatvec, n)
+                if D_f > best_D:
+                    best_D, ref = D_f, (alpha, v, D_f)
+                if P_f < best_P:
+                    best_P, best_w = P_f, v.copy()
+                if P_f < P:                      # continue from the better point
+                    w, s, P = v, s_f, P_f
+                    z = margin - (s[i] - s[j])
+                    hinge = float(np.dot(Cc, np.maximum(z, 0.0)))
+                    a = np.clip(z / mu, 0.0, 1.0)
+                    alpha = Cc * a
+                    v = fixed_v + rmatvec(_aggregate(i, j, alpha, n))
+                    D = margin * (fixed_sum + float(alpha.sum())) - 0.5 * float(v @ v)
+                else:
+                    alpha, v = Cc * a, v_cur
+                gap = best_P - best_D
+                target = tol * max(1.0, abs(best_P))
+        history.append((best_P, best_D))
         if verbose:
             print(f"[solve_pairwise_hinge] it={it:3d} mu={mu:.2e} P={P:.10g} D={D:.10g} "
                   f"rel gap={gap / max(1.0, abs(best_P)):.2e} working pairs={i.size}")
@@ -788,6 +830,65 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
     P = _hinge_objective(X, w, all_i, all_j, all_Cc, margin)
     converged = converged and P - best_D <= tol * max(1.0, abs(P))
     return _finish("solve_pairwise_hinge", w, P, best_D, it, converged, history, tol, _hf.taken(method, ops))
+
+
+# Finisher (see ``_finish_on_kink``): first tried below this relative gap, on the pairs within
+# this many mu of the kink if they are at most this many per feature; tried again once the
+# gap has fallen by this factor.
+_FINISH_START, _FINISH_WIDTH, _FINISH_PAIRS_PER_FEATURE, _FINISH_BACKOFF = 1e-2, 10.0, 3.0, 0.25
+_FINISH_ROUNDS = 3
+
+
+def _finish_cap(d):
+    return int(_FINISH_PAIRS_PER_FEATURE * max(d, 100))
+
+
+def _kink_pairs(z, mu, d):
+    """The working pairs closest to the kink (within ``_FINISH_WIDTH mu``, at most the finisher's cap)."""
+    cap = _finish_cap(d)
+    if np.count_nonzero((z > 0.0) & (z < mu)) > cap:
+        return None                              # a band this wide means a kink set too large to solve
+    near = np.flatnonzero(np.abs(z) < _FINISH_WIDTH * mu)
+    if near.size > cap:
+        near = near[np.argpartition(np.abs(z[near]), cap - 1)[:cap]]
+    return near if near.size else None
+
+
+def _finish_on_kink(X, i, j, Cc, z, kink, margin, fixed_v, fixed_sum, fixed_g, atol, rmatvec, n):
+    """Solve the problem exactly over the pairs near the kink, every other pair held on its side.
+
+    Returns the full problem's dual point (``alpha``, ``v = X^T g(alpha)``), the primal
+    candidate ``v`` with its scores, and both exact objectives. Pairs found on the other
+    side at the solution join the kink set and the restricted problem is solved again
+    (an outer active-set loop, ``_FINISH_ROUNDS`` at most). Where the held sides are those
+    of the optimum, the two objectives meet; otherwise they are still a valid bound and
+    a candidate (see :mod:`~counterfactual_ltr.pair_qp`).
+    """
+    best = None
+    cap = 2 * _finish_cap(X.shape[1])
+    held = z > 0.0                               # side each pair outside the kink set is held on
+    in_kink = np.zeros(z.size, dtype=bool)
+    for _ in range(_FINISH_ROUNDS):
+        in_kink[kink] = True
+        top = held & ~in_kink
+        q = fixed_v + rmatvec(_aggregate(i[top], j[top], Cc[top], n))
+        Z = X[i[kink]] - X[j[kink]]
+        if _hf.is_sparse(Z):
+            Z = Z.toarray()
+        lam, v, _ = solve_pair_dual(Z, q, Cc[kink], margin, atol)
+        alpha = np.where(top, Cc, 0.0)
+        alpha[kink] = lam
+        D = margin * (fixed_sum + float(alpha.sum())) - 0.5 * float(v @ v)
+        s = X @ v
+        z_new = margin - (s[i] - s[j])
+        P = 0.5 * float(v @ v) + margin * fixed_sum - float(s @ fixed_g) + float(np.dot(Cc, np.maximum(z_new, 0.0)))
+        if best is None or P - D < best[3] - best[4]:
+            best = (alpha, v, s, P, D)
+        wrong = ~in_kink & ((z_new > 0.0) != held)
+        if P - D <= atol or not wrong.any() or kink.size + np.count_nonzero(wrong) > cap:
+            break                                # (too many held on the wrong side: not near enough yet)
+        kink = np.flatnonzero(wrong | in_kink)
+    return best
 
 
 # Implicit pairs beat explicit ones from this many pairs per anchor (list length - 1) on.

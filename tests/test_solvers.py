@@ -81,10 +81,13 @@ def test_gap_safe_screening_keeps_the_optimum(C, monkeypatch, capsys):
     X = rng.normal(size=(n, d))
     i, j = rng.integers(0, n, m), rng.integers(0, n, m)
     c = rng.uniform(0.1, 3.0, m)
+    finish = solvers._FINISH_START
+    monkeypatch.setattr(solvers, "_FINISH_START", 0.0)  # the finisher would end the solve before screening
     screened = solve_pairwise_hinge(X, i, j, c, C, tol=1e-10, verbose=True)
     working = [int(line.rsplit("=", 1)[1]) for line in capsys.readouterr().out.splitlines()]
     assert min(working) < 0.5 * m                      # screening did remove pairs
-    monkeypatch.setattr(solvers, "_SCREEN_START", 0.0)  # never screen
+    monkeypatch.setattr(solvers, "_SCREEN_START", 0.0)  # never screen (the finisher on again)
+    monkeypatch.setattr(solvers, "_FINISH_START", finish)
     plain = solve_pairwise_hinge(X, i, j, c, C, tol=1e-10)
     assert screened.converged and plain.converged
     assert screened.objective == pytest.approx(plain.objective, rel=1e-9)
