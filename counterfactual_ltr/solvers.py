@@ -833,8 +833,8 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
 
 
 # Finisher (see ``_finish_on_kink``): first tried below this relative gap, on the pairs within
-# this many mu of the kink if they are at most this many per feature; tried again once the
-# gap has fallen by this factor.
+# this many mu of the kink (the closest of them up to this many per feature), only while the
+# band holds no more pairs than that; tried again once the gap has fallen by this factor.
 _FINISH_START, _FINISH_WIDTH, _FINISH_PAIRS_PER_FEATURE, _FINISH_BACKOFF = 1e-2, 10.0, 3.0, 0.25
 _FINISH_ROUNDS = 3
 
