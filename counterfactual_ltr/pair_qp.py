@@ -92,7 +92,7 @@ def solve_pair_dual(Z, q, c, margin, atol, max_iter=40):
     s = np.maximum(-h, 0.0) + shift
     t = np.maximum(h, 0.0) + shift
     best = (np.inf, lam, w)
-    for _ in range(max_iter):
+    for it in range(max_iter + 1):               # the last pass only evaluates the last step
         w = q + Z.T @ lam
         h = margin - Z @ w
         gap = float(np.dot(c, np.maximum(h, 0.0)) - np.dot(lam, h))
@@ -100,7 +100,7 @@ def solve_pair_dual(Z, q, c, margin, atol, max_iter=40):
         # D = margin sum(lam) - 0.5|w|^2 with w = q + Z^T lam.
         if gap < best[0]:
             best = (gap, lam.copy(), w.copy())
-        if gap <= atol:
+        if gap <= atol or it == max_iter:
             break
         upper = c - lam
         r_d = t - s - h                        # gradient of -D plus the multipliers' terms
@@ -125,12 +125,6 @@ def solve_pair_dual(Z, q, c, margin, atol, max_iter=40):
         # keep the iterate interior, c - lam > 0 included.
         lam = np.clip(lam + a * dl, _TINY, np.nextafter(c, 0.0))
         s, t = np.maximum(s + a * ds, _TINY), np.maximum(t + a * dt, _TINY)
-    else:
-        w = q + Z.T @ lam
-        h = margin - Z @ w
-        gap = float(np.dot(c, np.maximum(h, 0.0)) - np.dot(lam, h))
-        if gap < best[0]:
-            best = (gap, lam.copy(), w.copy())
     gap, lam, w = best
     return lam, w, gap
 

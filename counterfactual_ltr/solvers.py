@@ -109,13 +109,14 @@ pair held on its current side; pairs found on the other side at that solution jo
 and it is solved again (3 rounds at most, while the set stays under twice the cap). Its dual
 point is feasible for the full problem and its primal point is a candidate, both with exact
 objectives, so a wrong guess costs time, never the certificate; the next try waits for the
-gap to fall fourfold. Replaying the 15 sparse (d = 300) subproblems of a C = 100 PropDCG
-CCP: 555 Newton iterations (3.8-4.1 s) became 139 plus one finisher call each (2.2-2.6 s,
-about 30-120 ms per call; ``python -m experiments.bench_long_lists --lengths 15 --kinds sparse
---d 300 --clicked 2800 --C 100 --dcg-C 100``: the whole fit 2.1-2.2 s against 3.6 s, inner
-iterations 6, 10, 17, 14, ..., 8, 5). Where the band is wider (Yahoo size: 3,400 band pairs
-at d = 700, one try took 1.8 s and saved nothing; 435 candidates: 54-60K pairs within 0.03
-of the kink at d = 46) it is not tried.
+gap to fall fourfold. ``python -m experiments.bench_long_lists --lengths 15 --kinds sparse
+--d 300 --clicked 2800 --C 100 --dcg-C 100`` (sparse d = 300, PropDCG at C = 100): the whole
+fit 2.1 s against 3.6 s, inner iterations 6, 10, 17, 14, ..., 8, 5 instead of 9 -> 54; in a
+one-off replay of that CCP's 15 subproblems, 555 Newton iterations became 139 plus about one
+finisher call each (30-120 ms). Where the band is wider it is not tried: in one-off looks,
+the Yahoo-size problem of ``bench_solvers`` holds 3,400 band pairs at d = 700 (one try there
+took 1.8 s and saved nothing), and the 435-candidate PropDCG subproblems of
+``bench_long_lists`` 54-60K pairs within 0.03 of the kink at d = 46.
 BLAS runs on one thread unless the Hessian products are large (``n d^2
 >= 1e10``) and a core is idle: on a busy 2-core machine two threads made a
 d = 300, 3,005-row RankSVM 20-30x slower (4.6 s against 0.16 s).
@@ -656,7 +657,7 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
         P = 0.5 * float(w @ w) + margin * fixed_sum - float(s @ fixed_g) + hinge
         a = np.clip(z / mu, 0.0, 1.0)            # derivative of the smoothed hinge
         alpha = Cc * a                           # feasible dual point (fixed pairs at 0 or C c)
-        v = v_cur = fixed_v + rmatvec(_aggregate(i, j, alpha, n))
+        v = fixed_v + rmatvec(_aggregate(i, j, alpha, n))
         D = margin * (fixed_sum + float(alpha.sum())) - 0.5 * float(v @ v)
         if P < best_P:
             best_P, best_w = P, w.copy()
@@ -681,22 +682,15 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
             kink = _kink_pairs(z, mu, d)
             if kink is not None:
                 finish_below = _FINISH_BACKOFF * gap
-                alpha, v, s_f, P_f, D_f = _finish_on_kink(X, i, j, Cc, z, kink, margin, fixed_v, fixed_sum, fixed_g,
-                                                          target, rmatvec, n)
+                alpha_f, v_f, s_f, P_f, D_f = _finish_on_kink(X, i, j, Cc, z, kink, margin, fixed_v, fixed_sum,
+                                                              fixed_g, target, rmatvec, n)
                 if D_f > best_D:
-                    best_D, ref = D_f, (alpha, v, D_f)
+                    best_D, ref = D_f, (alpha_f, v_f, D_f)
                 if P_f < best_P:
-                    best_P, best_w = P_f, v.copy()
-                if P_f < P:                      # continue from the better point
-                    w, s, P = v, s_f, P_f
-                    z = margin - (s[i] - s[j])
-                    hinge = float(np.dot(Cc, np.maximum(z, 0.0)))
-                    a = np.clip(z / mu, 0.0, 1.0)
-                    alpha = Cc * a
-                    v = fixed_v + rmatvec(_aggregate(i, j, alpha, n))
-                    D = margin * (fixed_sum + float(alpha.sum())) - 0.5 * float(v @ v)
-                else:
-                    alpha, v = Cc * a, v_cur
+                    best_P, best_w = P_f, v_f.copy()
+                if P_f < P:                      # go on from the better point, evaluated afresh
+                    w, s = v_f, s_f
+                    continue
                 gap = best_P - best_D
                 target = tol * max(1.0, abs(best_P))
         history.append((best_P, best_D))
