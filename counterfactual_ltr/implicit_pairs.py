@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._linalg import weighted_gram
-from ._segments import check_offsets, segment_ids, segment_searchsorted, sort_within_queries
+from ._segments import check_offsets, padded_layout, segment_ids, segment_searchsorted, sort_within_queries
 
 __all__ = ["ClickPairs"]
 
@@ -82,6 +82,14 @@ class ClickPairs:
             raise ValueError(f"weights must be finite and >= 0, got {weights[bad[0]]} at index {bad[0]}")
         self.anchors, self.weights = anchors, weights
         self.anchor_query = segment_ids(self.query_offsets)[anchors]
+        self._layout = None
+
+    @property
+    def layout(self):
+        """The padded per-query sort layout of the rows (computed once: every evaluation sorts)."""
+        if getattr(self, "_layout", None) is None:     # (absent on objects pickled before it existed)
+            self._layout = padded_layout(self.query_offsets)
+        return self._layout
 
     @property
     def n_rows(self) -> int:
@@ -131,7 +139,7 @@ class _Sorted:
     def __init__(self, pairs: ClickPairs, scores: np.ndarray, hint=None):
         self.pairs = pairs
         self.s = scores
-        self.order = sort_within_queries(scores, pairs.query_offsets, hint)
+        self.order = sort_within_queries(scores, pairs.query_offsets, hint, pairs.layout)
         self.ss = scores[self.order]
         self.prefix = np.concatenate(([0.0], np.cumsum(self.ss)))
         self.sa = scores[pairs.anchors]

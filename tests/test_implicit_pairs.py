@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import counterfactual_ltr.solvers as solvers
+from counterfactual_ltr._segments import padded_layout
 from counterfactual_ltr.implicit_pairs import ClickPairs, _Smoothed, band_hessian, sort_within_queries
 from counterfactual_ltr.solvers import solve_pairwise_hinge
 
@@ -35,13 +36,22 @@ def test_explicit_pairs_are_every_other_row_of_the_anchor_query(seed):
             assert np.all(c[mine] == pairs.weights[k])
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(9))
 def test_sort_within_queries_matches_lexsort(seed):
-    pairs, s, _ = _pairs(seed, ties=True, max_len=200 if seed % 2 else 30)
-    order = sort_within_queries(s, pairs.query_offsets)
-    seg = np.repeat(np.arange(pairs.query_offsets.size - 1), np.diff(pairs.query_offsets))
-    assert np.array_equal(s[order], s[np.lexsort((s, seg))])
-    assert np.array_equal(seg[order], seg)
+    """Stable ascending order per query, on unequal lists, equal lists (no padding) and very unequal ones."""
+    rng = np.random.default_rng(seed)
+    lengths = [rng.integers(1, 30, 12), np.full(7, 25), np.r_[np.ones(20, dtype=int), 400]][seed % 3]
+    offsets = np.r_[0, np.cumsum(lengths)]
+    s = np.round(rng.normal(size=offsets[-1]), 1)            # ties: row order must be kept
+    seg = np.repeat(np.arange(offsets.size - 1), lengths)
+    expected = np.lexsort((s, seg))
+    assert np.array_equal(sort_within_queries(s, offsets), expected)
+    # From a hint (any permutation within the queries), with the layout computed once.
+    hint = np.lexsort((rng.random(s.size), seg))
+    layout = padded_layout(offsets)
+    assert layout[1] == (0 if seed % 3 == 2 else lengths.max()) and (layout[2] is None) == (seed % 3 > 0)
+    order = sort_within_queries(s, offsets, hint, layout)
+    assert np.array_equal(s[order], s[expected]) and np.array_equal(seg[order], seg)
 
 
 @pytest.mark.parametrize("seed", range(12))
