@@ -275,9 +275,7 @@ def band_hessian(X, ev: _Smoothed, block_bytes=1 << 25, max_rows=None, method="a
     offsets = srt.pairs.query_offsets
     h_all = ev.Cc / ev.mu
     if max_rows is not None:
-        depth = np.cumsum(np.bincount(lo[live], minlength=n + 1) - np.bincount(hi[live], minlength=n + 1))[:n]
-        covered = np.count_nonzero(depth)
-        stride = int(np.ceil(covered / max(int(max_rows), 1)))
+        stride = int(np.ceil(_covered(lo[live], hi[live]) / max(int(max_rows), 1)))
         if stride > 1:
             live &= srt.pairs.anchor_query % stride == 0
             h_all = h_all * stride
@@ -289,12 +287,12 @@ def band_hessian(X, ev: _Smoothed, block_bytes=1 << 25, max_rows=None, method="a
     Xa = X[anchors]
     hXa = h[:, None] * Xa
     H += ((hi - lo)[:, None] * hXa).T @ Xa                  # anchors' term
+    width = hi - lo
+    if method == "pairs" or (method == "auto" and int(width.sum()) <= 2 * _covered(lo, hi)):
+        return _band_hessian_pairs(X, srt.order, anchors, lo, width, h, block_bytes)
     # Covered sorted positions, then blocks of whole queries over them.
     depth = np.cumsum(np.bincount(lo, minlength=n + 1) - np.bincount(hi, minlength=n + 1))[:n]
     U = np.flatnonzero(depth > 0)
-    width = hi - lo
-    if method == "pairs" or (method == "auto" and int(width.sum()) <= 2 * U.size):
-        return _band_hessian_pairs(X, srt.order, anchors, lo, width, h, block_bytes)
     rows_per_block = max(1, block_bytes // (8 * max(d, 1)))
     cuts = np.searchsorted(U, offsets)                       # U index where each query starts
     by_start = np.argsort(lo, kind="stable")                 # anchors by band start (= by query)
@@ -320,6 +318,17 @@ def band_hessian(X, ev: _Smoothed, block_bytes=1 << 25, max_rows=None, method="a
             H += (XU * cover) @ XU.T - cross - cross.T
         q_start = q_end
     return 0.5 * (H + H.T)
+
+
+def _covered(lo, hi):
+    """Length of the union of the intervals ``[lo_k, hi_k)`` (from the intervals alone, not ``O(n)``)."""
+    if lo.size == 0:
+        return 0
+    by_start = np.argsort(lo, kind="stable")
+    lo, hi = lo[by_start], hi[by_start]
+    reach = np.maximum.accumulate(hi)                   # furthest end among intervals started so far
+    start = np.maximum(lo[1:], reach[:-1])
+    return int(hi[0] - lo[0]) + int(np.maximum(hi[1:] - start, 0).sum())
 
 
 def _band_hessian_pairs(X, order, anchors, lo, width, h, block_bytes):

@@ -247,3 +247,18 @@ def test_line_search_meets_its_slope_condition(seed, rtol):
     assert t > 0
     assert abs(slope(t)) <= rtol * -f0 + 1e-9 * max(1.0, -f0)
     assert ev is not None and np.allclose(ev.sorted.s, s + t * Xu)
+
+
+def test_covered_is_the_union_length_of_the_bands():
+    """``band_hessian`` picks its method from the rows the bands cover, counted from the intervals."""
+    from counterfactual_ltr.implicit_pairs import _covered
+
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        k = int(rng.integers(0, 8))
+        lo = rng.integers(0, 30, k)
+        hi = lo + rng.integers(0, 10, k)                  # empty bands too
+        mask = np.zeros(40, dtype=bool)
+        for a, b in zip(lo, hi):
+            mask[a:b] = True
+        assert _covered(lo, hi) == mask.sum()
