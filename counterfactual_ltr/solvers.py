@@ -78,7 +78,14 @@ pairs, d = 46, ``python -m experiments.bench_long_lists --lengths 1000 --kinds
 dense --dcg-C 0 --repeats 1``): SVM PropRank to a relative gap of 1e-4 in 10
 Newton iterations, 16.7 s of CPU, peak traced memory 364 MiB beyond ``X`` (the
 explicit pairs alone would take 480 MB). Long lists are still slow for SVM PropDCG's CCP
-at large C (435 candidates, C = 100: 8 CCP steps of 7-16 inner iterations). Before the
+at large C (435 candidates, C = 100: 8 CCP steps of 7-14 inner iterations). There the
+Newton steps of the mu = 3e-3 level are cut to t ~ 1e-2 by a handful of heavy pairs: the
+pair weights ``C c`` span 2.8e-8 to 2.0 (IPS weights times ``lambda'``), and on one such
+cut step (a one-off look) the ten pairs that crossed the kink made all of the model's
+error, the two heaviest (weights 1.7 and 1.0, the median is 1.8e-5) three quarters. Tried
+there without gain: smoothing ``mu`` scaled per anchor by ``(C c)^g`` (g = 0.25-1, and only
+widening the heaviest anytime above the 50th-99th percentile: 1.5-10x the iterations), a
+Hessian with every pair within 3 or 10 mu of the kink (2x), damping. Before the
 path-following step and the finisher below, sparse data showed the inner iterations growing
 over the CCP steps (sparse d = 300, 15 candidates, C = 10: 3 -> 78 over 19 steps). The
 subproblems get harder as the CCP goes: the effective ``C sum c`` grows 5x as

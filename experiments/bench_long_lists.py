@@ -80,6 +80,17 @@ Issue 18, CCP of SVM PropDCG (2 cores shared, load average 5-6; CPU seconds; spa
   4, 2, ..., 3), 2.13 s (C = 100, 13 CCP steps, inner iterations 6, 10, 17, 14, 13, 11, 11,
   8, 9, 7, 8, 8, 5: no longer growing); PropRank 0.09-0.42 s. 435 candidates (implicit
   pairs) unchanged: 54-60K pairs lie within 0.03 of the kink at d = 46, too many for it.
+* After the CCP's subproblem gap was put in the subproblem's own units (it followed the
+  relative change of the CCP objective, about 5x the subproblem's objective at 435
+  candidates, so late subproblems were asked 5x tighter gaps than meant), equal-length
+  lists sorted without padding and the band Hessian's method chosen without an ``O(n)``
+  pass; same machine and settings: 435 candidates, PropDCG C = 100 9.25 s (inner
+  iterations 9, 8, 7, 7, 8, 8, 9, 14; 8 CCP steps as before), PropRank C = 10 2.12 s.
+  Target (5 s) still missed. Sparse d = 300: PropDCG 0.45 s (C = 0.1, coef 0), 0.03 s
+  (C = 1), 1.57 s (C = 10), 1.69 s (C = 100, inner iterations 6, 10, 17, 14, 13, 11, 11,
+  8, 8, 7, 7, 6, 6); PropRank 0.08-0.34 s. ``--lengths 20 120 435 1000 --kinds dense
+  --dcg-C 0 --repeats 1``: PropRank 0.44, 1.13, 4.16, 7.68 s, peak 108, 289, 578, 744 MiB
+  beyond X; t / (m log2 m) 1.00, 0.27, 0.21, 0.15.
 """
 
 from __future__ import annotations
