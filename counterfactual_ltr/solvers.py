@@ -84,7 +84,7 @@ pair weights ``C c`` span 2.8e-8 to 2.0 (IPS weights times ``lambda'``), and on 
 cut step (a one-off look) the ten pairs that crossed the kink made all of the model's
 error, the two heaviest (weights 1.7 and 1.0, the median is 1.8e-5) three quarters. Tried
 there without gain: smoothing ``mu`` scaled per anchor by ``(C c)^g`` (g = 0.25-1, and only
-widening the heaviest anytime above the 50th-99th percentile: 1.5-10x the iterations), a
+widening the anchors above the 50th-99th weight percentile: 1.5-10x the iterations), a
 Hessian with every pair within 3 or 10 mu of the kink (2x), damping. Before the
 path-following step and the finisher below, sparse data showed the inner iterations growing
 over the CCP steps (sparse d = 300, 15 candidates, C = 10: 3 -> 78 over 19 steps). The
