@@ -26,6 +26,7 @@ __all__ = [
     "padded_layout",
     "check_finite_1d",
     "segment_gather",
+    "concat_ranges",
     "within_query_pairs",
     "segment_searchsorted",
 ]
@@ -198,7 +199,17 @@ def segment_gather(query_offsets, segments) -> np.ndarray:
     offsets = np.asarray(query_offsets, dtype=np.int64)
     segments = np.asarray(segments, dtype=np.int64).ravel()
     starts = offsets[segments]
-    lengths = offsets[segments + 1] - starts
+    return concat_ranges(starts, offsets[segments + 1] - starts)
+
+
+def concat_ranges(starts, lengths) -> np.ndarray:
+    """``range(starts[k], starts[k] + lengths[k])`` for every ``k``, back to back (vectorised).
+
+    >>> concat_ranges([5, 0], [1, 2]).tolist()
+    [5, 0, 1]
+    """
+    starts = np.asarray(starts, dtype=np.int64)
+    lengths = np.asarray(lengths, dtype=np.int64)
     first = np.repeat(np.cumsum(lengths) - lengths, lengths)
     return np.repeat(starts, lengths) + np.arange(lengths.sum()) - first
 

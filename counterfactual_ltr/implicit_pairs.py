@@ -28,7 +28,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._linalg import weighted_gram
-from ._segments import check_offsets, padded_layout, segment_ids, segment_searchsorted, sort_within_queries
+from ._segments import (check_offsets, concat_ranges, padded_layout, segment_gather, segment_ids, segment_searchsorted,
+                        sort_within_queries)
 
 __all__ = ["ClickPairs"]
 
@@ -117,11 +118,9 @@ class ClickPairs:
 
     def explicit_owners(self):
         """``(i, j, owner)``: the pairs as index arrays, ``owner`` the anchor (0 .. n_anchors - 1) of each pair."""
-        offsets = self.query_offsets
-        lengths = np.diff(offsets)[self.anchor_query]
+        lengths = np.diff(self.query_offsets)[self.anchor_query]
         owner = np.repeat(np.arange(self.anchors.size), lengths)
-        first = np.repeat(np.cumsum(lengths) - lengths, lengths)
-        members = np.repeat(offsets[self.anchor_query], lengths) + np.arange(lengths.sum()) - first
+        members = segment_gather(self.query_offsets, self.anchor_query)
         keep = members != self.anchors[owner]
         return self.anchors[owner[keep]], members[keep], owner[keep]
 
@@ -343,8 +342,7 @@ def _band_hessian_pairs(X, order, anchors, lo, width, h, block_bytes):
         k1 = max(k0 + 1, int(np.searchsorted(ends, (ends[k0 - 1] if k0 else 0) + per_block, side="right")))
         wk = width[k0:k1]
         owner = np.repeat(np.arange(k0, k1), wk)
-        first = np.repeat(np.cumsum(wk) - wk, wk)
-        y = order[lo[owner] + np.arange(owner.size) - first]
+        y = order[concat_ranges(lo[k0:k1], wk)]
         H += weighted_gram(X[anchors[owner]] - X[y], h[owner])
         k0 = k1
     return 0.5 * (H + H.T)

@@ -93,8 +93,6 @@ def solve_pair_dual(Z, q, c, margin, atol, max_iter=40):
     t = np.maximum(h, 0.0) + shift
     best = (np.inf, lam, w)
     for it in range(max_iter + 1):               # the last pass only evaluates the last step
-        w = q + Z.T @ lam
-        h = margin - Z @ w
         gap = float(np.dot(c, np.maximum(h, 0.0)) - np.dot(lam, h))
         # P - D = sum c max(0, h) - sum lam h, from P = 0.5|w|^2 - q.w + sum c max(0, h) and
         # D = margin sum(lam) - 0.5|w|^2 with w = q + Z^T lam.
@@ -125,6 +123,8 @@ def solve_pair_dual(Z, q, c, margin, atol, max_iter=40):
         # keep the iterate interior, c - lam > 0 included.
         lam = np.clip(lam + a * dl, _TINY, np.nextafter(c, 0.0))
         s, t = np.maximum(s + a * ds, _TINY), np.maximum(t + a * dt, _TINY)
+        w = q + Z.T @ lam
+        h = margin - Z @ w
     gap, lam, w = best
     return lam, w, gap
 

@@ -408,14 +408,6 @@ def deep_section(payload: dict) -> tuple[str, list]:
     table_d = ds[res["passes"].index(res["table3_passes"])]
     lines += ["", "![Figure 8](results/deep_propdcg.png)", ""]
     v = res.get("variants_at_table3_point") or {}
-    kept = load("deep_propdcg_variants") if not v else None
-    if kept:  # the variants of the earlier 3-seed run, kept apart (see experiments.deep_propdcg)
-        v = kept["results"].get("variants_at_table3_point") or {}
-        lines += [f"The variants below come from the earlier 3-seed run kept as `results/deep_propdcg_variants.json` "
-                  f"(made by `{kept['command'].strip()}` at commit 5849e17: C grid {kept['settings']['svm_C_grid']}, "
-                  f"Deep lr grid {sorted({g['learning_rate'] for g in kept['settings']['deep_grid']})}); "
-                  "the 10-seed run above leaves them out (2,000 s a seed). They are paired with that run's own "
-                  "tuned Deep PropDCG and SVM PropDCG on the same logs.", ""]
     pc = res.get("patience_check")
     if pc:
         lines += [f"Early stopping (patience {pc['used']} epochs without a better validation SNIPS-DCG): a smaller "
