@@ -23,6 +23,7 @@ __all__ = [
     "rank_within_queries",
     "order_within_queries",
     "sort_within_queries",
+    "sorted_within_queries",
     "padded_layout",
     "check_finite_1d",
     "segment_gather",
@@ -152,32 +153,62 @@ def padded_layout(query_offsets):
     return nq, width, seg * width + (np.arange(n) - offsets[seg])
 
 
-def sort_within_queries(scores, query_offsets, hint=None, layout=None) -> np.ndarray:
-    """Rows sorted by ascending score inside each query (query order kept).
+def sort_within_queries(scores, query_offsets, layout=None) -> np.ndarray:
+    """Rows sorted by ascending score inside each query (query order kept; ties keep row order).
 
-    Equal-ish list lengths: one padded 2-D ``argsort`` along rows (short
-    sorts stay in cache: 5-10x faster than one ``lexsort`` over everything);
-    very unequal lengths fall back to ``lexsort``. ``hint``, a previous
-    order of the same rows (e.g. of the last iterate), is sorted from: a
-    nearly sorted input costs a stable sort (timsort) about 4x less.
-    ``layout``: :func:`padded_layout` of the offsets, if already known.
+    Equal-ish list lengths: one padded 2-D sort along rows of 64-bit integer keys
+    that carry the score's order in their high bits and the row's place in its
+    query in the low ``ceil(log2(width))`` bits, so a plain (SIMD) sort of the keys
+    yields the permutation: 2-4x faster than a stable ``argsort`` (435 candidates:
+    about 5 ms against 14-23 ms for 570K rows). Scores that differ only in those low
+    bits (a relative difference below ``width * 2^-53``) can come out swapped; such
+    queries are detected and sorted again exactly, so the order is always exact.
+    Very unequal lengths fall back to one ``lexsort``. ``layout``:
+    :func:`padded_layout` of the offsets, if already known. Scores must be finite.
     """
+    return sorted_within_queries(scores, query_offsets, layout)[0]
+
+
+def sorted_within_queries(scores, query_offsets, layout=None) -> tuple[np.ndarray, np.ndarray]:
+    """``(order, scores[order])`` of :func:`sort_within_queries` (the sorted scores come for free)."""
+    scores = np.asarray(scores, dtype=np.float64)
     offsets = np.asarray(query_offsets, dtype=np.int64)
     nq, width, slots = padded_layout(offsets) if layout is None else layout
-    base = np.arange(int(offsets[-1])) if hint is None else hint
-    values = scores[base]
     if width == 0:
-        return base[np.lexsort((values, segment_ids(offsets)))]
-    if slots is None:                            # equal lengths: the rows are the padded array
-        local = np.argsort(values.reshape(nq, width), axis=1, kind="stable")
-        local += offsets[:-1, None]
-        return base[local.ravel()]
-    pad = np.full(nq * width, np.inf)
-    pad[slots] = values
-    local = np.argsort(pad.reshape(nq, width), axis=1, kind="stable")
-    local += offsets[:-1, None]
-    # The padding (+inf) sorts last, so each query's rows fill the first cells of its row: ``slots``.
-    return base[local.ravel()[slots]]
+        order = np.lexsort((scores, segment_ids(offsets)))
+        return order, scores[order]
+    bits = max(int(width - 1).bit_length(), 1)
+    keys = _sortable_keys(scores)
+    keys &= -(1 << bits)                         # clear the low bits for the row's place
+    if slots is not None:                        # padding sorts last: the largest key
+        pad = np.full(nq * width, np.iinfo(np.int64).max)
+        pad[slots] = keys
+        keys = pad
+    keys = keys.reshape(nq, width)
+    keys |= np.arange(width)
+    keys.sort(axis=1)
+    keys &= (1 << bits) - 1                      # each query's rows, by place, in sorted order
+    keys += offsets[:-1, None]
+    order = keys.ravel() if slots is None else keys.ravel()[slots]
+    ordered = scores[order]
+    # Adjacent scores out of order inside a query (they differed only in the dropped bits).
+    down = np.flatnonzero(ordered[1:] < ordered[:-1]) + 1
+    bad = down[offsets[np.searchsorted(offsets, down)] != down]     # not where a query starts
+    if bad.size:
+        queries = np.unique(np.searchsorted(offsets, bad, side="right") - 1)
+        rows = segment_gather(offsets, queries)
+        exact = rows[np.lexsort((scores[rows], segment_ids(offsets)[rows]))]
+        order[rows] = exact
+        ordered[rows] = scores[exact]
+    return order, ordered
+
+
+def _sortable_keys(values):
+    """``int64`` keys ordered as the finite float64 ``values`` (``-0.0`` as ``+0.0``)."""
+    keys = (np.asarray(values, dtype=np.float64) + 0.0).view(np.int64)    # + 0.0 turns -0.0 into +0.0
+    # IEEE order as signed integers: negative floats count down from -1; flip their magnitude bits.
+    keys ^= (keys >> 63) & np.int64(np.iinfo(np.int64).max)
+    return keys
 
 
 def rank_within_queries(scores, query_offsets) -> np.ndarray:

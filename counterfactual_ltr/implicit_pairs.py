@@ -29,7 +29,7 @@ import numpy as np
 
 from ._linalg import weighted_gram
 from ._segments import (check_offsets, concat_ranges, padded_layout, segment_gather, segment_ids, segment_searchsorted,
-                        sort_within_queries)
+                        sorted_within_queries)
 
 __all__ = ["ClickPairs"]
 
@@ -131,16 +131,33 @@ class ClickPairs:
             raise ValueError(f"scores has shape {scores.shape}, expected ({self.n_rows},)")
         return _Sorted(self, scores).hinge_per_anchor(float(margin))
 
+    def hinge_sums_and_ranks(self, scores, margin: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`hinge_sums` and each anchor's 1-based rank in its query, from one sort.
+
+        Ranks follow the toolkit's convention (decreasing score, ties: the earlier row first).
+
+        >>> import numpy as np
+        >>> pairs = ClickPairs([0, 3, 5], [0, 2, 4], [1.0, 1.0, 1.0])
+        >>> pairs.hinge_sums_and_ranks(np.array([1.0, 2.0, 1.0, 0.0, 0.5]))[1].tolist()
+        [2, 3, 1]
+        """
+        scores = np.asarray(scores, dtype=np.float64)
+        if scores.shape != (self.n_rows,):
+            raise ValueError(f"scores has shape {scores.shape}, expected ({self.n_rows},)")
+        srt = _Sorted(self, scores)
+        return srt.hinge_per_anchor(float(margin)), srt.anchor_ranks()
+
 
 class _Sorted:
     """The scores of one iterate, sorted per query, with prefix sums (shared by every pair sum)."""
 
-    def __init__(self, pairs: ClickPairs, scores: np.ndarray, hint=None):
+    def __init__(self, pairs: ClickPairs, scores: np.ndarray):
         self.pairs = pairs
         self.s = scores
-        self.order = sort_within_queries(scores, pairs.query_offsets, hint, pairs.layout)
-        self.ss = scores[self.order]
-        self.prefix = np.concatenate(([0.0], np.cumsum(self.ss)))
+        self.order, self.ss = sorted_within_queries(scores, pairs.query_offsets, pairs.layout)
+        self.prefix = np.empty(self.ss.size + 1)
+        self.prefix[0] = 0.0
+        np.cumsum(self.ss, out=self.prefix[1:])
         self.sa = scores[pairs.anchors]
         self.end = pairs.query_offsets[pairs.anchor_query + 1]
 
@@ -148,12 +165,27 @@ class _Sorted:
         p = self.pairs
         return segment_searchsorted(self.ss, p.query_offsets, p.anchor_query, values, side=side)
 
-    def hinge_per_anchor(self, margin):
-        lo = self.search(self.sa - margin, "right")
+    def hinge_per_anchor(self, margin, lo=None):
+        """``lo``: the start of each anchor's non-idle run, if already searched (:meth:`runs`)."""
+        if lo is None:
+            lo = self.search(self.sa - margin, "right")
         count = self.end - lo
         total = self.prefix[self.end] - self.prefix[lo]
         # Sum over y after lo of (margin - s_a + s_y), minus the anchor's own pair (z = margin).
         return np.maximum(count * (margin - self.sa) + total - max(margin, 0.0), 0.0)
+
+    def anchor_ranks(self):
+        """1-based rank of each anchor in its query: decreasing score, ties by row order."""
+        left, right = self.search(self.sa, "left"), self.search(self.sa, "right")
+        # Ascending order keeps ties in row order: an anchor's place among its ties is the
+        # number of tied rows before it, which rank above it.
+        ahead = np.zeros(left.size, dtype=np.int64)
+        tied = np.flatnonzero(right - left > 1)
+        if tied.size:
+            place = np.empty(self.order.size, dtype=np.int64)
+            place[self.order] = np.arange(self.order.size)
+            ahead[tied] = place[self.pairs.anchors[tied]] - left[tied]
+        return 1 + (self.end - right) + ahead
 
     def runs(self, margin, mu):
         """Band ``[lo, hi)`` and linear ``[hi, end)`` runs of every anchor, in sorted positions."""
@@ -165,18 +197,20 @@ class _Sorted:
 class _Smoothed:
     """Everything Newton needs at one iterate: objective pieces, aggregate ``g``, band Laplacian."""
 
-    def __init__(self, pairs: ClickPairs, scores, Cc, margin, mu, hint=None, width=None):
-        self.sorted = srt = _Sorted(pairs, scores, hint)
+    def __init__(self, pairs: ClickPairs, scores, Cc, margin, mu, width=None):
+        self.sorted = srt = _Sorted(pairs, scores)
         self.Cc, self.margin, self.mu = Cc, margin, mu
         # ``width > mu``: the quadratic piece is kept over ``0 < z < width`` with slope
         # ``1 / mu`` (unclipped): the Newton model of the solver's step right after mu shrinks.
         self.lo, self.hi = srt.runs(margin, mu if width is None else width)
+        self.width = width
         self.n = scores.shape[0]
         self._aggregate = None
 
     def hinge(self):
         """``sum_p C c_p max(0, z_p)``."""
-        return float(np.dot(self.Cc, self.sorted.hinge_per_anchor(self.margin)))
+        lo = self.lo if self.width is None else None     # the runs' idle bound is the hinge's
+        return float(np.dot(self.Cc, self.sorted.hinge_per_anchor(self.margin, lo)))
 
     def aggregate(self):
         """``(g, alpha_sum)``: per-row aggregate of ``alpha = C c clip(z/mu, 0, 1)`` and ``sum alpha``."""
@@ -190,13 +224,15 @@ class _Smoothed:
         band = (hi - lo) * (m - sa) + (P[hi] - P[lo])
         A = (end - hi) + band / mu                        # sum_y a_ay, the anchor's own pair included
         n = self.n
-        g = np.bincount(self.sorted.pairs.anchors, Cc * A, minlength=n).astype(np.float64)
-        # Rows covered by an anchor's linear run get C c, by its band run C c (m - s_a + s_y) / mu.
-        const = np.bincount(hi, Cc, minlength=n + 1) - np.bincount(end, Cc, minlength=n + 1)
-        coef_a = np.bincount(lo, Cc * (m - sa) / mu, minlength=n + 1) - np.bincount(hi, Cc * (m - sa) / mu,
-                                                                                 minlength=n + 1)
-        coef_b = np.bincount(lo, Cc / mu, minlength=n + 1) - np.bincount(hi, Cc / mu, minlength=n + 1)
-        y_side = np.cumsum(const[:n] + coef_a[:n]) + np.cumsum(coef_b[:n]) * srt.ss
+        # (float64 also without anchors, where bincount returns integers)
+        g = np.bincount(self.sorted.pairs.anchors, Cc * A, minlength=n).astype(np.float64, copy=False)
+        # Rows covered by an anchor's linear run get C c, by its band run C c (m - s_a + s_y) / mu:
+        # difference arrays (+ at a run's start, - past its end) of the constant and of the slope.
+        ca, cb = Cc * (m - sa) / mu, Cc / mu
+        const = np.bincount(np.concatenate((hi, end, lo, hi)), np.concatenate((Cc, -Cc, ca, -ca)), minlength=n + 1)
+        slope = np.bincount(np.concatenate((lo, hi)), np.concatenate((cb, -cb)), minlength=n + 1)
+        y_side = np.cumsum(const[:n], dtype=np.float64)
+        y_side += np.cumsum(slope[:n]) * srt.ss
         g[srt.order] -= y_side
         self_a = min(max(m / mu, 0.0), 1.0)               # the anchor's own pair, cancelled in g
         alpha_sum = float(np.dot(Cc, A)) - self_a * float(Cc.sum())

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import counterfactual_ltr.solvers as solvers
-from counterfactual_ltr._segments import padded_layout
-from counterfactual_ltr.implicit_pairs import ClickPairs, _Smoothed, band_hessian, sort_within_queries
+from counterfactual_ltr._segments import padded_layout, rank_within_queries, sort_within_queries, sorted_within_queries
+from counterfactual_ltr.implicit_pairs import ClickPairs, _Smoothed, band_hessian
 from counterfactual_ltr.solvers import solve_pairwise_hinge
 
 
@@ -46,12 +46,36 @@ def test_sort_within_queries_matches_lexsort(seed):
     seg = np.repeat(np.arange(offsets.size - 1), lengths)
     expected = np.lexsort((s, seg))
     assert np.array_equal(sort_within_queries(s, offsets), expected)
-    # From a hint (any permutation within the queries), with the layout computed once.
-    hint = np.lexsort((rng.random(s.size), seg))
+    # With the layout computed once; negative zeros tie with zeros.
+    s[s == 0] = -0.0 if seed % 2 else 0.0
     layout = padded_layout(offsets)
     assert layout[1] == (0 if seed % 3 == 2 else lengths.max()) and (layout[2] is None) == (seed % 3 > 0)
-    order = sort_within_queries(s, offsets, hint, layout)
-    assert np.array_equal(s[order], s[expected]) and np.array_equal(seg[order], seg)
+    order, ordered = sorted_within_queries(s, offsets, layout)
+    assert np.array_equal(order, expected) and np.array_equal(ordered, s[expected])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_anchor_ranks_match_rank_within_queries(seed):
+    """Ranks of the anchors from the pairs' sort: decreasing score, ties by row order (scores with ties)."""
+    pairs, s, rng = _pairs(seed, ties=True)
+    s = np.round(s, 0)
+    H, ranks = pairs.hinge_sums_and_ranks(s)
+    np.testing.assert_array_equal(ranks, rank_within_queries(s, pairs.query_offsets)[pairs.anchors])
+    np.testing.assert_array_equal(H, pairs.hinge_sums(s))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sort_within_queries_exact_on_near_ties(seed):
+    """Scores that differ only in the low bits the sort keys give to the row index are still ordered exactly."""
+    rng = np.random.default_rng(seed)
+    lengths = [np.full(6, 300), rng.integers(200, 300, 6)][seed % 2]
+    offsets = np.r_[0, np.cumsum(lengths)]
+    base = rng.choice([1.0, -3.0, 1e-300, 0.0], offsets[-1])
+    s = base + rng.integers(-40, 40, offsets[-1]) * np.spacing(base)     # neighbours within 40 ulps
+    s[rng.random(s.size) < 0.5] = rng.normal(size=1)[0]               # and exact ties
+    seg = np.repeat(np.arange(offsets.size - 1), lengths)
+    expected = np.lexsort((s, seg))
+    assert np.array_equal(sort_within_queries(s, offsets), expected)
 
 
 @pytest.mark.parametrize("seed", range(12))
