@@ -80,6 +80,16 @@ def _merge_keys(keys, clicks, impressions):
         u_docs, u_pos = present // max_pos + lo, present % max_pos + 1
         return (u_docs.astype(np.int64), u_pos.astype(np.int64), np.rint(clk[present]).astype(np.int64),
                 np.rint(imp[present]).astype(np.int64))
+    if np.issubdtype(clicks.dtype, np.integer) and impressions.min() == 1 == impressions.max() \
+            and clicks.min() >= 0 and clicks.max() <= 1 and int(keys.max()) < 1 << 62 and int(keys.min()) >= 0:
+        # One impression per item, 0/1 clicks: one sort of the keys with the click as their lowest bit
+        # (no argsort; 2.3M items: 0.27 s against 0.6 s for ``unique``), counts from the runs.
+        packed = np.sort((keys << 1) | clicks)
+        keys = packed >> 1
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        unique = keys[starts]
+        return (unique >> _POSITION_BITS, unique & ((1 << _POSITION_BITS) - 1),
+                np.add.reduceat(packed & 1, starts), np.diff(np.r_[starts, keys.size]))
     unique, inverse = np.unique(keys, return_inverse=True)
     clk = np.bincount(inverse, weights=clicks, minlength=unique.size)
     imp = np.bincount(inverse, weights=impressions, minlength=unique.size)

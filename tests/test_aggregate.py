@@ -8,7 +8,7 @@ import pytest
 
 from click_sim import make_ranking, simulate_clicks
 from counterfactual_ltr import ClickLog, PositionBasedPropensity, TabularPropensity, aggregate_clicks
-from counterfactual_ltr.aggregate import ClickAggregate, count_table
+from counterfactual_ltr.aggregate import ClickAggregate, _merge_keys, count_table
 from counterfactual_ltr.estimators import RankSVM, SLAMRanker, SVMPropDCG, SVMPropRank, SVMPropRBP
 from counterfactual_ltr.evaluation import ips_estimate, snips_estimate
 
@@ -44,7 +44,14 @@ def test_count_table_matches_a_direct_count(log):
     # the sort path (sparse keys) gives the same table as the dense path
     far = count_table(log.docs.astype(np.int64) * 10**6, log.positions, log.clicks)
     np.testing.assert_array_equal(far[0] // 10**6, docs)
+    np.testing.assert_array_equal(far[1], pos)
     np.testing.assert_array_equal(far[2], clicks)
+    np.testing.assert_array_equal(far[3], imps)
+    # sparse keys with counts other than one impression per item (merged tables): np.unique
+    keys = (log.docs.astype(np.int64) * 10**6 << 32) | log.positions
+    merged = _merge_keys(keys, 2 * log.clicks.astype(np.int64), np.full(keys.size, 3))
+    np.testing.assert_array_equal(merged[2], 2 * clicks)
+    np.testing.assert_array_equal(merged[3], 3 * imps)
 
 
 def test_aggregate_weights_are_the_ips_sums(log):
