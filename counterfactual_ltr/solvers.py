@@ -77,15 +77,17 @@ arrays. At 1,000 candidates per query and 19,873 clicked documents (19.85M
 pairs, d = 46, ``python -m experiments.bench_long_lists --lengths 1000 --kinds
 dense --dcg-C 0 --repeats 1``): SVM PropRank to a relative gap of 1e-4 in 10
 Newton iterations, 16.7 s of CPU, peak traced memory 364 MiB beyond ``X`` (the
-explicit pairs alone would take 480 MB). Long lists are still slow for SVM PropDCG's CCP
-at large C (435 candidates, C = 100: 8 CCP steps of 7-14 inner iterations). There the
-Newton steps of the mu = 3e-3 level are cut to t ~ 1e-2 by a handful of heavy pairs: the
-pair weights ``C c`` span 2.8e-8 to 2.0 (IPS weights times ``lambda'``), and on one such
-cut step (a one-off look) the ten pairs that crossed the kink made all of the model's
-error, the two heaviest (weights 1.7 and 1.0, the median is 1.8e-5) three quarters. Tried
-there without gain: smoothing ``mu`` scaled per anchor by ``(C c)^g`` (g = 0.25-1, and only
-widening the anchors above the 50th-99th weight percentile: 1.5-10x the iterations), a
-Hessian with every pair within 3 or 10 mu of the kink (2x), damping. Before the
+explicit pairs alone would take 480 MB). SVM PropDCG's CCP at large C (435 candidates,
+C = 100) solved every subproblem to its gap in 7-14 Newton steps (9-10 s): the steps of the
+mu = 3e-3 level are cut to t ~ 1e-2 by a handful of heavy pairs (weights ``C c`` from 2.8e-8
+to 2.0, IPS weights times ``lambda'``; on one cut step the ten pairs that crossed the kink
+made all of the model's error). Tried there without gain: smoothing ``mu`` scaled per anchor
+by ``(C c)^g`` (g = 0.25-1, or widening only the heaviest anchors: 1.5-10x the iterations), a
+Hessian with every pair within 3 or 10 mu of the kink (2x), damping. What paid is not
+certifying the later subproblems: from the warm start the first two Newton steps take 98 %
+of a subproblem's decrease and the rest only tighten its gap, so the CCP asks for descent
+(``min_decrease``, stop once a Newton step gains less than a tenth of the CCP's last
+decrease): 2-3 Newton steps per subproblem, 4.4-4.7 s for the whole fit. Before the
 path-following step and the finisher below, sparse data showed the inner iterations growing
 over the CCP steps (sparse d = 300, 15 candidates, C = 10: 3 -> 78 over 19 steps). The
 subproblems get harder as the CCP goes: the effective ``C sum c`` grows 5x as
@@ -250,6 +252,10 @@ class SolverResult:
     method : str
         The path taken: ``"newton"`` (dense Hessian), ``"newton_cg"`` (Hessian-free,
         see :mod:`counterfactual_ltr.hessian_free`) or ``"bmrm"``.
+    stalled : bool
+        Stopped, as asked by ``min_decrease``, because a Newton step lowered the
+        objective by less than that (``converged`` is then False; ``gap`` still
+        bounds the sub-optimality).
 
     Examples
     --------
@@ -267,6 +273,7 @@ class SolverResult:
     converged: bool
     history: np.ndarray = field(default_factory=lambda: np.empty((0, 2)), repr=False)
     method: str = "newton"
+    stalled: bool = False
 
 
 # --------------------------------------------------------------------------- validation
@@ -329,15 +336,26 @@ _MU_FLOOR = 1e-14
 _MAX_WEIGHT_BOUND = 1e100
 
 
-def _finish(name, w, P, D, n_iter, converged, history, tol, method="newton"):
+def _stalls(start_P, before_step, best_P, min_decrease):
+    """Whether ``min_decrease`` stops a solve: its last Newton step gained less than that, and the
+    whole solve at least that (a solve that has not yet gained it goes on to its gap: near an
+    outer loop's fixed point that certifies the small step; at a coarse smoothing the first
+    Newton steps can even raise the exact objective)."""
+    return (min_decrease > 0 and before_step is not None and start_P - best_P >= min_decrease
+            and before_step - best_P < min_decrease)
+
+
+def _finish(name, w, P, D, n_iter, converged, history, tol, method="newton", stalled=False):
     gap = max(P - D, 0.0)
-    if not converged:
+    converged = converged and not stalled
+    if not converged and not stalled:
         warnings.warn(f"{name} stopped after {n_iter} iterations with duality gap {gap:.3g} "
                       f"(relative {gap / max(1.0, abs(P)):.3g} > tol={tol:g})", ConvergenceWarning,
                       stacklevel=3)
     return SolverResult(coef=w, objective=float(P), dual_objective=float(P - gap), gap=float(gap),
                         n_iter=int(n_iter), converged=bool(converged),
-                        history=np.asarray(history, dtype=np.float64).reshape(-1, 2), method=method)
+                        history=np.asarray(history, dtype=np.float64).reshape(-1, 2), method=method,
+                        stalled=bool(stalled))
 
 
 # --------------------------------------------------------------------------- pairwise hinge
@@ -493,7 +511,7 @@ def _line_search(w, u, f0, z, delta, Cc, mu, t0=1.0, max_eval=50, fixed_slope=0.
 
 
 def solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin=1.0, w0=None, tol=1e-6,
-                         max_iter=1000, verbose=False, method="auto") -> SolverResult:
+                         max_iter=1000, verbose=False, method="auto", min_decrease=0.0) -> SolverResult:
     """Minimise ``0.5||w||^2 + C sum_p c_p max(0, margin - (x_{i_p} - x_{j_p}).w)`` exactly.
 
     Parameters
@@ -529,6 +547,14 @@ def solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin=1.0, w0
         :mod:`counterfactual_ltr.hessian_free`). ``"auto"`` takes the latter
         for a sparse ``X`` or more than 2,000 features. Same objective, same
         certificate; the path is recorded in ``SolverResult.method``.
+    min_decrease : float >= 0
+        Also stop once a Newton step lowers the exact objective by less than this
+        (absolute) amount: ``SolverResult.stalled`` is then True, with no warning.
+        For outer loops that need descent rather than a certificate, such as the
+        convex-concave procedure of SVM PropDCG, whose later subproblems are done
+        once their Newton steps gain little next to the outer objective's last
+        decrease. The returned point is the best one evaluated, so never worse
+        than the start (or the best point on the ray of a warm start).
 
     Returns
     -------
@@ -557,12 +583,14 @@ def solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin=1.0, w0
     """
     with _blas_threads(np.shape(X)):
         return _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, margin=margin, w0=w0, tol=tol,
-                                     max_iter=max_iter, verbose=verbose, method=method)
+                                     max_iter=max_iter, verbose=verbose, method=method,
+                                     min_decrease=min_decrease)
 
 
 def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, tol, max_iter, verbose,
-                          method="auto"):
+                          method="auto", min_decrease=0.0):
     C = _check_C(C)
+    min_decrease = check_real(min_decrease, "min_decrease", min_value=0.0)
     method = _hf.choose_method(X, method)
     X = _check_X(X)
     if _hf.is_sparse(X) and (method == "newton" or _hf.dense_pays(X)):
@@ -584,13 +612,13 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
         w = _check_w0(w0, d)
         if _use_implicit(pairs, d):
             ops = _hf.Products(X) if method == "newton_cg" else None
-            w, D, it, converged, history = _solve_implicit(X, pairs, C, margin, w, w0 is not None, tol,
-                                                           max_iter, verbose, ops)
+            w, D, it, converged, history, stalled = _solve_implicit(X, pairs, C, margin, w, w0 is not None, tol,
+                                                                    max_iter, verbose, ops, min_decrease)
             method = _hf.taken(method, ops)
             # The exact objective at the returned point, from scratch.
             P = 0.5 * float(w @ w) + C * float(np.dot(pairs.weights, pairs.hinge_sums(X @ w, margin)))
             converged = converged and P - D <= tol * max(1.0, abs(P))
-            return _finish("solve_pairwise_hinge", w, P, D, it, converged, history, tol, method)
+            return _finish("solve_pairwise_hinge", w, P, D, it, converged, history, tol, method, stalled)
         pairs_i, pairs_j, pair_weights = pairs.explicit()
     c = check_finite_1d(pair_weights, "pair_weights")
     i = _check_index(pairs_i, "pairs_i", n, c.shape[0])
@@ -657,6 +685,8 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
     converged = False
     finish_below = np.inf                        # gap below which the finisher is tried (again)
     it = 0
+    # min_decrease: the first objective, the best one before the last Newton step
+    stalled, start_P, before_step = False, None, None
     while True:
         z = margin - (s[i] - s[j])               # hinge argument of every working pair
         # Pairs fixed as violated contribute their (linear) hinge exactly.
@@ -704,6 +734,12 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
         if verbose:
             print(f"[solve_pairwise_hinge] it={it:3d} mu={mu:.2e} P={P:.10g} D={D:.10g} "
                   f"rel gap={gap / max(1.0, abs(best_P)):.2e} working pairs={i.size}")
+        if start_P is None:
+            start_P = best_P
+        if _stalls(start_P, before_step, best_P, min_decrease) and gap > target:
+            stalled = True
+            break
+        before_step = None
         if gap <= target:
             if not state.any():
                 converged = True
@@ -824,13 +860,15 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
         damp = _damping(damp, t)
         w = w + t * u
         s = s + t * Xu
+        before_step = best_P
         it += 1
 
     # Report the exact objective at the returned point, recomputed from scratch.
     w = best_w
     P = _hinge_objective(X, w, all_i, all_j, all_Cc, margin)
     converged = converged and P - best_D <= tol * max(1.0, abs(P))
-    return _finish("solve_pairwise_hinge", w, P, best_D, it, converged, history, tol, _hf.taken(method, ops))
+    return _finish("solve_pairwise_hinge", w, P, best_D, it, converged, history, tol, _hf.taken(method, ops),
+                   stalled)
 
 
 # Finisher (see ``_finish_on_kink``): first tried below this relative gap, on the pairs within
@@ -1118,7 +1156,7 @@ _LINE_SEARCH_RTOL = 0.1
 _HESSIAN_SAMPLE_ROWS = 30
 
 
-def _solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose, ops=None):
+def _solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose, ops=None, min_decrease=0.0):
     """Smoothing continuation + Newton over :class:`ClickPairs` without forming any pair.
 
     Same method, dual point and certificate as the explicit path: ``alpha =
@@ -1157,6 +1195,8 @@ def _solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose, ops=No
     # quadratic gives a step of about the right length.
     width = 2.0 * mu if not w.any() else mu
     ev = None                                    # the line search's evaluation at the new point
+    # min_decrease: the first objective, the best one before the last Newton step
+    stalled, start_P, before_step = False, None, None
     while True:
         if ev is None or ev.mu != mu:
             ev = _Smoothed(pairs, s, Cc, margin, mu)
@@ -1190,6 +1230,12 @@ def _solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose, ops=No
         if gap <= target:
             converged = True
             break
+        if start_P is None:
+            start_P = best_P
+        if _stalls(start_P, before_step, best_P, min_decrease):
+            stalled = True
+            break
+        before_step = None
         if it >= max_iter:
             break
         # sum_p alpha_p z_p = margin sum(alpha) - g.s: the smoothed problem's own gap.
@@ -1226,8 +1272,9 @@ def _solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose, ops=No
                             rtol=_LINE_SEARCH_RTOL)
         w = w + t * u
         s = s + t * Xu
+        before_step = best_P
         it += 1
-    return best_w, best_D, it, converged, history
+    return best_w, best_D, it, converged, history, stalled
 
 
 def _rmatvec(X, g):

@@ -1,5 +1,7 @@
 """Exact solvers: solve_pairwise_hinge and solve_regularized against a cvxpy reference (Clarabel)."""
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
@@ -295,3 +297,44 @@ def test_exact_pair_norms_only_where_screening_can_pay():
     for radius in (10.0, 1e-3):                   # a wide ball screens nothing, a narrow one most pairs
         share = np.mean(np.abs(z) > exact * radius)
         assert _exact_norms_pay(X, z, bound, undecided, work, i, j, radius, np.random.default_rng(0)) == (share > 0.1)
+
+
+def _long_lists(seed):
+    """Four queries of 120 rows, 6 clicked rows each: 119 pairs per click (the implicit path)."""
+    from counterfactual_ltr.implicit_pairs import ClickPairs
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(480, 6))
+    anchors = np.concatenate([q * 120 + rng.choice(120, 6, replace=False) for q in range(4)])
+    return X, ClickPairs([0, 120, 240, 360, 480], anchors, rng.uniform(0.5, 3.0, anchors.size))
+
+
+@pytest.mark.parametrize("implicit", [True, False])
+@pytest.mark.parametrize("seed", range(3))
+def test_min_decrease_stops_a_warm_solve_early_without_warning(implicit, seed):
+    """Re-weighted warm start: the solve stops once a Newton step gains little, with a valid bound."""
+    X, pairs = _long_lists(seed)
+    C = 3.0
+    w0 = solve_pairwise_hinge(X, pairs, None, None, C, tol=1e-10).coef
+    new = pairs.with_weights(pairs.weights * np.random.default_rng(seed).uniform(0.3, 3.0, pairs.weights.size))
+    args = (new, None, None) if implicit else new.explicit()
+    exact = solve_pairwise_hinge(X, *args, C, w0=w0, tol=1e-10)
+    s0 = X @ w0
+    start = 0.5 * w0 @ w0 + C * float(new.weights @ new.hinge_sums(s0))
+    gain = start - exact.objective
+    assert exact.converged and not exact.stalled and gain > 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        early = solve_pairwise_hinge(X, *args, C, w0=w0, tol=1e-10, min_decrease=0.01 * gain)
+    assert early.stalled and not early.converged and early.n_iter < exact.n_iter
+    # never worse than the warm start, and the certificate still bounds the optimum
+    assert exact.objective - 1e-9 <= early.objective <= start + 1e-9
+    assert early.dual_objective <= exact.objective + 1e-9 * abs(exact.objective)
+    assert early.gap == pytest.approx(early.objective - early.dual_objective)
+    s = X @ early.coef
+    assert early.objective == pytest.approx(0.5 * early.coef @ early.coef + C * float(new.weights @ new.hinge_sums(s)),
+                                            rel=1e-12)
+    # a solve that never gains min_decrease in total goes on to its gap
+    full = solve_pairwise_hinge(X, *args, C, w0=w0, tol=1e-10, min_decrease=2.0 * gain)
+    assert full.converged and not full.stalled
+    assert full.objective == pytest.approx(exact.objective, rel=1e-9)
