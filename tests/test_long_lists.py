@@ -76,3 +76,21 @@ def test_estimators_same_fit_on_either_pair_path(Estimator, long_log, monkeypatc
     assert implicit.converged_ and explicit.converged_
     assert implicit.objective_ == pytest.approx(explicit.objective_, rel=1e-6)
     np.testing.assert_allclose(implicit.coef_, explicit.coef_, rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("long_lists", [True, False])
+def test_train_snips_is_the_snips_of_the_fitted_ranker(long_lists, long_log):
+    """train_snips_history_[-1]: SNIPS of DCG per clicked document, ranked by the final weights on all the data."""
+    from counterfactual_ltr._segments import rank_within_queries
+    from counterfactual_ltr.evaluation import metric_weight
+
+    log = long_log if long_lists else simulate_clicks(make_ranking(n_queries=30, n_docs=12, n_features=5, random_state=4),
+                                                      np.random.default_rng(1).normal(size=360), n_passes=3,
+                                                      random_state=1)
+    model = SVMPropDCG(C=10.0).fit(log)
+    agg = log.aggregate()
+    ranks = rank_within_queries(agg.data.X @ model.coef_, agg.data.query_offsets)
+    clicked = np.flatnonzero(agg.weights)
+    w = agg.weights[clicked]
+    expected = np.sum(w * metric_weight("dcg")(ranks[clicked])) / np.sum(w)
+    assert model.train_snips_history_[-1] == pytest.approx(expected, rel=1e-12)

@@ -497,7 +497,7 @@ class _PropensitySVM(_LinearRanker):
                     new, objective = coef, history[-1]
             coef = new
             iters.append(result.n_iter)
-            snips_history.append(self._train_snips(coef, agg, W, Xl, pairs, cache))
+            snips_history.append(self._train_snips(coef, W, Xl, pairs, cache))
             previous = history[-1]
             history.append(objective)
             if linear or n_pairs == 0:
@@ -574,7 +574,7 @@ class _PropensitySVM(_LinearRanker):
         penalty = 0.5 * float(coef @ coef) if fs is None else fs.penalty(coef)
         return penalty + C_n * float(np.sum(W * lam.value(1.0 + H)))
 
-    def _train_snips(self, coef, agg, W, Xl, pairs, cache):
+    def _train_snips(self, coef, W, Xl, pairs, cache):
         """SNIPS estimate of the metric on the training clicks (metric per relevant document).
 
         ``W``: the clicked rows' weights in the order of ``pairs``' anchors. Their queries are
