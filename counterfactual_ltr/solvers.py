@@ -87,7 +87,7 @@ Hessian with every pair within 3 or 10 mu of the kink (2x), damping. What paid i
 certifying the later subproblems: from the warm start the first two Newton steps take 98 %
 of a subproblem's decrease and the rest only tighten its gap, so the CCP asks for descent
 (``min_decrease``, stop once a Newton step gains less than a tenth of the CCP's last
-decrease): 2-3 Newton steps per subproblem, 4.4-4.7 s for the whole fit. Before the
+decrease): 2-3 Newton steps per subproblem, 4.6-5.4 s for the whole fit (median 4.9 s). Before the
 path-following step and the finisher below, sparse data showed the inner iterations growing
 over the CCP steps (sparse d = 300, 15 candidates, C = 10: 3 -> 78 over 19 steps). The
 subproblems get harder as the CCP goes: the effective ``C sum c`` grows 5x as
