@@ -203,14 +203,13 @@ class _Smoothed:
         # ``width > mu``: the quadratic piece is kept over ``0 < z < width`` with slope
         # ``1 / mu`` (unclipped): the Newton model of the solver's step right after mu shrinks.
         self.lo, self.hi = srt.runs(margin, mu if width is None else width)
-        self.width = width
         self.n = scores.shape[0]
         self._aggregate = None
 
     def hinge(self):
         """``sum_p C c_p max(0, z_p)``."""
-        lo = self.lo if self.width is None else None     # the runs' idle bound is the hinge's
-        return float(np.dot(self.Cc, self.sorted.hinge_per_anchor(self.margin, lo)))
+        # The runs' idle bound (whatever the band's width) is where the hinge starts.
+        return float(np.dot(self.Cc, self.sorted.hinge_per_anchor(self.margin, self.lo)))
 
     def aggregate(self):
         """``(g, alpha_sum)``: per-row aggregate of ``alpha = C c clip(z/mu, 0, 1)`` and ``sum alpha``."""

@@ -347,7 +347,6 @@ def _stalls(start_P, before_step, best_P, min_decrease):
 
 def _finish(name, w, P, D, n_iter, converged, history, tol, method="newton", stalled=False):
     gap = max(P - D, 0.0)
-    converged = converged and not stalled
     if not converged and not stalled:
         warnings.warn(f"{name} stopped after {n_iter} iterations with duality gap {gap:.3g} "
                       f"(relative {gap / max(1.0, abs(P)):.3g} > tol={tol:g})", ConvergenceWarning,
@@ -657,6 +656,7 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
         return work, all_i[work], all_j[work], all_Cc[work], g, float(all_Cc[viol].sum()), X.T @ g
 
     work = np.arange(all_i.size)
+    start = None                                 # (w, exact objective) of a warm start, see min_decrease
     s = X @ w
     mu = _initial_mu(margin, w0 is not None)
     # Band width of the next Newton model (above mu once, right after mu shrinks), damping.
@@ -672,6 +672,8 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
         # Speculative shrinking: pairs far from the margin at the warm start are assumed to
         # stay on their side; the final full-problem check releases any that did not.
         z = margin - (s[i] - s[j])
+        if min_decrease > 0:                     # a solve stopped by it returns no worse a point
+            start = (w.copy(), 0.5 * float(w @ w) + float(np.dot(Cc, np.maximum(z, 0.0))))
         reach = _SPECULATE * max(abs(margin), 1e-12)
         state[z > reach], state[z < -reach] = 1, 2
         if state.any():
@@ -865,6 +867,10 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
     # Report the exact objective at the returned point, recomputed from scratch.
     w = best_w
     P = _hinge_objective(X, w, all_i, all_j, all_Cc, margin)
+    if stalled and start is not None and start[1] < P:
+        # best_w was the best on the reduced problem, whose speculatively fixed pairs can be
+        # on the wrong side there: keep the (exactly evaluated) start.
+        w, P = start
     converged = converged and P - best_D <= tol * max(1.0, abs(P))
     return _finish("solve_pairwise_hinge", w, P, best_D, it, converged, history, tol, _hf.taken(method, ops),
                    stalled)

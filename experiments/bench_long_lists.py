@@ -18,7 +18,7 @@ PropRank to 1e-4 under 20 s and under 1 GB beyond X; 435 candidates and ~12K cli
 PropDCG at C = 100 under 5 s; time grows at most like n log n in the list length.
 
 python -m experiments.bench_long_lists [--quick] [--lengths 20 120 435 1000] [--kinds dense sparse correlated]
-    [--clicked 20000] [--d 46] [--C 10] [--dcg-C 100] [--repeats 3] [--explicit]
+    [--clicked 20000] [--d 46] [--C 10] [--dcg-C 100] [--repeats 3] [--explicit] [--seed 0] [--exact-steps]
 
 Run with OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 on a shared machine.
 
@@ -99,7 +99,8 @@ Issue 18, CCP of SVM PropDCG (2 cores shared, load average 5-6; CPU seconds; spa
   5.43 s in five runs of the same code (median 4.90 s; 9 CCP steps, inner iterations 9, 2,
   2, 2, 2, 2, 3, 2, 3; before: 9.25 s, 8 steps, 9, 8, 7, 7, 8, 8, 9, 14), final objective
   -901.968 against -902.148 with exact steps. Other logs of the same generator (seed,
-  candidates, C; descent against exact steps, one run each): seed 1 5.45 s / 8.87 s, seed 2
+  candidates, C; descent against exact steps, one run each, measured with a scratch loop over
+  ``make_log``; ``--seed S --exact-steps`` now prints the same comparison): seed 1 5.45 s / 8.87 s, seed 2
   4.43 / 12.02 s, C = 10 4.35 / 13.03 s, 120 candidates 1.73 / 3.96 s, 1,000 candidates
   (5,000 clicks) 6.81 / 25.33 s; final objectives -1.3e-3 to +3.4e-3 relative from the
   exact-step CCP's (+1.2e-2 at 1,000 candidates, where both stop in a long tail: the exact
@@ -169,7 +170,7 @@ def bench(n_docs, kind, args):
     from counterfactual_ltr.estimators import SVMPropDCG, SVMPropRank
 
     t0 = time.perf_counter()
-    data, log = make_log(n_docs, args.clicked, args.d, kind)
+    data, log = make_log(n_docs, args.clicked, args.d, kind, random_state=args.seed)
     agg = log.aggregate()
     clicked = np.count_nonzero(agg.weights)
     lengths = data.query_lengths[data.query_index[agg.weights > 0]]
@@ -197,10 +198,22 @@ def bench(n_docs, kind, args):
             print(f"    forced {name:8s}: {t:6.2f} s (CPU {cpu:.2f} s)  iters={e.n_iter_[0]:3d}  P={e.objective_:.8g}")
             row[f"{name}_s"] = t
     if args.dcg_C:
-        seconds, cpu, est = _best(lambda: SVMPropDCG(C=args.dcg_C).fit(log), 1)
-        print(f"  PropDCG C={args.dcg_C:g}: {seconds:6.2f} s (CPU {cpu:.2f} s)  CCP steps={est.n_ccp_iter_}  inner iterations="
-              f"{est.n_iter_.tolist()}  solve s={np.round(est.solve_seconds_, 2).tolist()}", flush=True)
-        row.update(dcg_s=seconds, dcg_steps=est.n_ccp_iter_)
+        import counterfactual_ltr.estimators.svm as svm
+        from counterfactual_ltr.metrics import ndcg
+
+        # --exact-steps: also every CCP subproblem solved to its gap (no descent-only steps).
+        for label, factor in [("", svm._CCP_DESCENT_FACTOR)] + [(" exact steps", 0.0)] * args.exact_steps:
+            saved, svm._CCP_DESCENT_FACTOR = svm._CCP_DESCENT_FACTOR, factor
+            try:
+                seconds, cpu, est = _best(lambda: SVMPropDCG(C=args.dcg_C).fit(log), 1)
+            finally:
+                svm._CCP_DESCENT_FACTOR = saved
+            quality = ndcg(data.X @ est.coef_, data.y, data.query_offsets, k=10)
+            print(f"  PropDCG{label} C={args.dcg_C:g}: {seconds:6.2f} s (CPU {cpu:.2f} s)  CCP steps={est.n_ccp_iter_}  "
+                  f"inner iterations={est.n_iter_.tolist()}  objective={est.objective_:.6f}  nDCG@10={quality:.4f}  "
+                  f"solve s={np.round(est.solve_seconds_, 2).tolist()}", flush=True)
+            row.setdefault("dcg_s", seconds)
+            row.setdefault("dcg_steps", est.n_ccp_iter_)
     return row
 
 
@@ -217,6 +230,9 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--explicit", action="store_true", help="also time the forced explicit / implicit paths")
     p.add_argument("--no-memory", dest="memory", action="store_false")
+    p.add_argument("--seed", type=int, default=0, help="random_state of the generated data and log")
+    p.add_argument("--exact-steps", action="store_true",
+                   help="also fit SVM PropDCG with every CCP subproblem solved to its gap (for comparison)")
     args = p.parse_args(argv)
     if args.quick:
         args.lengths, args.clicked, args.repeats = [20, 120], 500, 1

@@ -460,7 +460,7 @@ class _PropensitySVM(_LinearRanker):
             max_ccp, tol = _AFFINE_CCP_MAX, _AFFINE_CCP_TOL
         coef = np.zeros(Xl.shape[1])
         history, snips_history, iters, seconds, tols = [], [], [], [], []
-        cache = []                                # [coef, hinge sums] of the last objective evaluated
+        cache = []                                # [coef, hinge sums, ranks] of the last objective evaluated
         history.append(self._objective(coef, Xl, pairs, W, lam, C_n, fs, keep=cache))
         converged_ccp = False
         inner_tol, min_decrease = solver_tol, 0.0
@@ -480,7 +480,7 @@ class _PropensitySVM(_LinearRanker):
                                            max_iter=max_iter)
             elif explicit:
                 result = self._solve(fs, Xl, i, j, doc_w[owner], C_n, w0=coef if iters else None, warm=result,
-                                     tol=inner_tol, max_iter=max_iter, min_decrease=min_decrease)
+                                     tol=inner_tol, max_iter=max_iter)
             else:  # no pair arrays: hinge sums from scores sorted per query (long lists)
                 result = self._solve(fs, Xl, pairs.with_weights(doc_w), None, None, C_n,
                                      w0=coef if iters else None, warm=result, tol=inner_tol, max_iter=max_iter,
