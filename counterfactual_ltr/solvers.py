@@ -12,7 +12,8 @@ Pair features are never formed: scores ``s = X w``, gathers ``s[i] - s[j]``,
 ``np.bincount`` over the pair index arrays, ``X^T g`` for gradients.
 
 Method of :func:`solve_pairwise_hinge`: Huber (Nesterov) smoothing with
-continuation, each level solved by Newton with an explicit ``d x d`` Hessian.
+continuation (from ``mu = 0.1 margin`` on a cold start), each level solved by
+Newton with an explicit ``d x d`` Hessian.
 The hinge is replaced by ``phi_mu(z) = max_{0<=a<=1} (a z - mu a^2 / 2)``; its
 derivative ``a = clip(z / mu, 0, 1)`` gives a *feasible* dual point
 ``alpha = C c a`` at every iterate, so every iteration certifies an exact
@@ -40,7 +41,7 @@ problem and the objective is recomputed on all pairs before reporting.
 Warm start from ``w0``: first the exact minimiser along the ray ``t w0``
 (successive CCP solutions differ mostly in scale: in a one-off look at
 MQ2008 subproblems 2-4, |w| changed by 20-90 %, the direction by 7-12 degrees), then continuation from ``mu = 0.03 margin``
-instead of ``margin``, and speculative shrinking: pairs more than one margin
+instead of ``0.1 margin``, and speculative shrinking: pairs more than one margin
 away from the kink at the start point are fixed on their side (violated or
 idle) from the first iteration. That guess carries no certificate, so when the
 reduced problem converges the solver evaluates the full objective; fixed pairs
@@ -65,11 +66,9 @@ Wolfe slope (0.1) with secant steps inside its bracket, no Laplacian products
 (an exact search took 2.5-5 evaluations per Newton step; now 1-3, same
 Newton steps); the band Hessian sums enumerated band pairs where they are
 about as many as the rows they cover (narrow bands: 32 -> 24 ms at mu = 0.03),
-and on the cold start's first level (mu = margin, bands over most rows) it is
+and on the cold start's first level (bands over most rows) it is
 estimated from every ``k``-th query (a direction only; 0.37 s for the exact
-one); the cold start's first model keeps the pairs on the band's edge
-(``z = margin`` at ``w = 0``) quadratic, so its step is not the raw gradient
-cut to ``t ~ 5e-3`` by 7 evaluations. Chosen from 64 pairs per click on: at 40-120
+one at mu = margin). Chosen from 64 pairs per click on: at 40-120
 candidates the two paths cost the same CPU time (0.35 vs 0.40 s and 0.74 vs
 0.77 s, ``python -m experiments.bench_long_lists --lengths 40 120 --kinds dense
 --clicked 5000 --dcg-C 0 --explicit``), and the implicit one needs no pair
@@ -365,6 +364,13 @@ _SPECULATE, _MAX_RELEASES = 1.0, 3
 # Screening starts below this relative gap and compacts when it drops this share of the pairs.
 _SCREEN_START, _SCREEN_MIN_SHARE = 1e-3, 0.1
 _WARM_MU = 0.03
+# Cold starts: the first level's smoothing costs at most mu / (2 margin) of P(0) = margin C sum(c),
+# an upper bound on the optimum (here 5 %). With mu = margin (up to half of P(0), often more than the
+# optimum itself) the first level was solved for little: 4-5 Newton steps whose point the next level
+# moved far (Yahoo size of bench_solvers: 20 -> 15 Newton steps, 16.3 -> 10.8 s; LETOR size at
+# C = 1, 10, 100: 10-11 -> 5-7 steps; MQ2008 RankSVM and PropRank 8-16 -> 5-12; implicit pairs,
+# 435 candidates, PropRank C = 10: 12 -> 8).
+_COLD_MU = 0.1
 
 
 def _damping(damp, t):
@@ -977,7 +983,7 @@ def _hinge_objective(X, w, i, j, Cc, margin, fixed_sum=0.0, fixed_g=None):
 
 
 def _initial_mu(margin, warm):
-    return (abs(margin) if margin != 0 else 1.0) * (_WARM_MU if warm else 1.0)
+    return (abs(margin) if margin != 0 else 1.0) * (_WARM_MU if warm else _COLD_MU)
 
 
 # --------------------------------------------------------------------------- generic bundle method
@@ -1194,11 +1200,11 @@ def _solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose, ops=No
     history = []
     converged = False
     it = 0
-    # As in the explicit path; from w = 0 every pair sits on the band's edge (z = margin = mu)
-    # and the band Hessian is empty: its Newton step is the raw gradient, hundreds of times
-    # too long (line search t ~ 5e-3, 7 evaluations). The model that keeps the edge pairs
-    # quadratic gives a step of about the right length.
-    width = 2.0 * mu if not w.any() else mu
+    # Band width of the last level, as in the explicit path. (From w = 0 every pair has z = margin,
+    # beyond a cold start's band: the first step is the raw gradient, which the line search cuts
+    # to length. A model keeping those pairs quadratic took 10 Newton steps instead of 8 at
+    # mu = 0.1 margin; it paid only when the first level was mu = margin.)
+    width = mu
     ev = None                                    # the line search's evaluation at the new point
     # min_decrease: the first objective, the best one before the last Newton step
     stalled, start_P, before_step = False, None, None
@@ -1265,7 +1271,7 @@ def _solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose, ops=No
         if ops is not None:                      # Hessian-free path (a Products of X)
             u, _ = _hf.newton_cg_direction(ops, model_grad, *_hf.implicit_band(model), rtol=_hf.forcing(smooth_gap, P))
         if u is None:                            # dense path, or CG lost to rounding
-            # The cold start's first level (mu = margin, bands over most rows): the Hessian from a
+            # The cold start's first level (bands over most rows): the Hessian from a
             # sample of the queries (see band_hessian). Elsewhere the exact one: on warm starts a
             # sampled Hessian doubled the Newton steps even at gaps above 1e-2.
             sample = _HESSIAN_SAMPLE_ROWS * X.shape[1] ** 2 if mu == mu0 and not warm else None

@@ -238,7 +238,11 @@ def test_sampled_hessian_keeps_the_optimum(monkeypatch):
     import counterfactual_ltr.solvers as solvers
 
     rng = np.random.default_rng(5)
-    n, d, m = 300, 4, 4000                        # cap = max(200, 300): wide bands are sampled
+    n, d, m = 300, 4, 4000
+    # A cap of max(2 d, 0) = 8 pairs: every band of more than 16 pairs is sampled (the
+    # default cap samples only the wide bands of large problems).
+    monkeypatch.setattr(solvers, "_SAMPLE_PAIRS_PER_FEATURE", 2)
+    monkeypatch.setattr(solvers, "_SAMPLE_MATVECS", 0)
     X = rng.normal(size=(n, d))
     i, j = rng.integers(0, n, m), rng.integers(0, n, m)
     c = rng.uniform(0.1, 3.0, m)
