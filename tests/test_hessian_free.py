@@ -151,3 +151,22 @@ def test_newton_cg_direction_solves_the_newton_system():
     # CG stopped short of rtol: the caller is told to use the explicit Hessian at this d
     u, steps = hf.newton_cg_direction(X, grad, apply, degree, rtol=1e-12, max_iter=2)
     assert u is None and steps == 2
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("offset", [0.0, 1e3])
+def test_centered_row_norms_bound_every_pair_difference(sparse, offset):
+    """``||x_i - x_j|| <= r_i + r_j``, also where large common offsets cancel (the screening's bound)."""
+    from counterfactual_ltr.hessian_free import centered_row_norms
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(3000, 6)) * (rng.random((3000, 6)) < 0.5)
+    X[:, 0] += offset                             # a column offset that centring removes
+    r = centered_row_norms(sp.csr_matrix(X) if sparse else X, sample_rows=100)
+    i, j = rng.integers(0, 3000, 20000), rng.integers(0, 3000, 20000)
+    assert np.all(np.linalg.norm(X[i] - X[j], axis=1) <= r[i] + r[j])
+    # Centred, not raw, norms: far below ||x|| where every row shares the offset.
+    assert np.median(r) < 0.5 * np.median(np.linalg.norm(X, axis=1)) or offset == 0.0
+    if not sparse:                                # exact up to the rounding slack
+        m = X[::30].mean(axis=0)
+        np.testing.assert_allclose(r, np.linalg.norm(X - m, axis=1), rtol=1e-11)

@@ -278,6 +278,37 @@ def test_incremental_rmatvec_matches_the_full_product():
         np.testing.assert_allclose(product(g), X.T @ g, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_rows_rmatvec_in_blocks_matches_the_gathered_product(sparse):
+    import scipy.sparse as sps
+
+    from counterfactual_ltr.solvers import _rows_rmatvec
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(500, 9)) * (rng.random((500, 9)) < 0.4)
+    rows = np.sort(rng.choice(500, 77, replace=False))
+    coeffs = rng.normal(size=77)
+    expected = X[rows].T @ coeffs
+    for chunk_bytes in (1, 8 * 9 * 10, 1 << 20):  # one row, 10 rows (a short last block), all at once
+        got = _rows_rmatvec(sps.csr_matrix(X) if sparse else X, rows, coeffs, chunk_bytes=chunk_bytes)
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_band_hessian_is_the_pair_laplacian_gram_in_any_blocks():
+    from counterfactual_ltr.solvers import _band_hessian
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(60, 5))
+    for m in (25, 400):                           # fewer pairs than rows (pair sums), more (Laplacian)
+        ib, jb, h = rng.integers(0, 60, m), rng.integers(0, 60, m), rng.uniform(0.0, 3.0, m)
+        D = X[ib] - X[jb]
+        expected = D.T @ (h[:, None] * D)
+        for pair_chunk_bytes in (1, 8 * 5 * 7, 1 << 23):
+            for chunk_bytes in (1, 8 * 5 * 7, 1 << 26):
+                H = _band_hessian(X, ib, jb, h, chunk_bytes=chunk_bytes, pair_chunk_bytes=pair_chunk_bytes)
+                np.testing.assert_allclose(H, expected, rtol=1e-12, atol=1e-10)
+
+
 def test_weighted_gram_with_negative_weights():
     from counterfactual_ltr._linalg import weighted_gram
 
