@@ -94,3 +94,34 @@ def test_train_snips_is_the_snips_of_the_fitted_ranker(long_lists, long_log):
     w = agg.weights[clicked]
     expected = np.sum(w * metric_weight("dcg")(ranks[clicked])) / np.sum(w)
     assert model.train_snips_history_[-1] == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("Estimator", [SVMPropRank, SVMPropDCG])
+@pytest.mark.parametrize("n_docs", [8, 150])                # explicit and implicit pairs
+def test_queries_without_clicks_are_kept_rather_than_copying_X(Estimator, n_docs, monkeypatch):
+    """Nearly every query clicked: no copy of X, and the same fit as on the copy without the others."""
+    import counterfactual_ltr.estimators.svm as svm
+    from counterfactual_ltr import ClickLog
+
+    data = make_ranking(n_queries=30, n_docs=n_docs, n_features=5, random_state=4)
+    log = simulate_clicks(data, np.random.default_rng(1).normal(size=data.n_docs), n_passes=3, random_state=2)
+    clicks = np.where(np.repeat(log.session_query, np.diff(log.session_offsets)) == 0, 0, log.clicks)
+    log = ClickLog(data, log.session_query, log.session_offsets, log.docs, clicks)   # query 0: no clicks
+    weights = log.aggregate().weights
+    assert not weights[:n_docs].any()
+    for pair_set in (True, False):
+        out = click_pair_set(data, weights) if pair_set else click_pairs(data, weights)
+        assert out[1] is data.X and out[0].tolist() == list(range(data.n_docs))
+    kw = dict(C=10.0, solver_tol=1e-8)
+    if Estimator is SVMPropDCG:
+        # Exact subproblems, the CCP to its fixed point: descent-only steps stop wherever the Newton
+        # directions lead, and those come from Hessians sampled over every k-th query.
+        monkeypatch.setattr(svm, "_CCP_DESCENT_FACTOR", 0.0)
+        kw.update(tol=1e-7, max_ccp_iter=200)
+    kept = Estimator(**kw).fit(log)
+    monkeypatch.setattr(svm, "_COPY_MIN_UNCLICKED_SHARE", 0.0)
+    rows, Xl, _, _ = click_pair_set(data, weights)
+    assert rows.min() == n_docs and Xl.shape[0] == rows.size < data.n_docs
+    copied = Estimator(**kw).fit(log)
+    assert kept.objective_ == pytest.approx(copied.objective_, rel=1e-9)
+    np.testing.assert_allclose(kept.coef_, copied.coef_, rtol=1e-4, atol=1e-6)   # ||dw||^2 <= 2 gaps
