@@ -86,7 +86,8 @@ Hessian with every pair within 3 or 10 mu of the kink (2x), damping. What paid i
 certifying the later subproblems: from the warm start the first two Newton steps take 98 %
 of a subproblem's decrease and the rest only tighten its gap, so the CCP asks for descent
 (``min_decrease``, stop once a Newton step gains less than a tenth of the CCP's last
-decrease): 2-3 Newton steps per subproblem, 4.6-5.4 s for the whole fit (median 4.9 s). Before the
+decrease): 2-3 Newton steps per subproblem, 4.6-5.4 s for the whole fit (median 4.9 s; 3.3-3.5 s
+since cold starts begin at mu = 0.1 margin). Before the
 path-following step and the finisher below, sparse data showed the inner iterations growing
 over the CCP steps (sparse d = 300, 15 candidates, C = 10: 3 -> 78 over 19 steps). The
 subproblems get harder as the CCP goes: the effective ``C sum c`` grows 5x as
@@ -149,12 +150,13 @@ Why (measured with ``python -m experiments.bench_solvers``, 2-core machine,
 OpenBLAS; relative gap target 1e-4; details in that script):
 
 * LETOR size (26,000 clicked docs x 40 candidates, d=46, 1,014,000 pairs,
-  C = 1, 10, 100 per click): 1.1-1.3 s (3.2 s for the first call, imports
-  included), 10-11 Newton iterations; warm start after re-weighting by
-  U[0.5, 2]: 0.25-0.31 of a cold solve (3-4 iterations).
+  C = 1, 10, 100 per click): 0.64-0.83 s, 5-7 Newton iterations (1.1-1.3 s and
+  10-11 before cold starts began at mu = 0.1 margin); warm start after
+  re-weighting by U[0.5, 2]: 0.41-0.48 of a cold solve (3-4 iterations).
 * Yahoo size (20,000 queries x 24 docs, d=700, 175,000 clicks -> 61,275
-  clicked docs, 1.41M pairs, C = 10 per click): 14.7 s CPU on one BLAS thread,
-  20 iterations (issue 18; the code before took 34.6 s, 21 iterations, on the
+  clicked docs, 1.41M pairs, C = 10 per click): 7.7 s CPU on one BLAS thread,
+  15 iterations (14.7 s and 20 before the changes at the end of this list;
+  the code before issue 18 took 34.6 s, 21 iterations, on the
   same idle machine, where 16.7 s went into the two exact band Hessians of the
   first level, 508K band pairs over 309K rows each); peak traced memory of the
   solve 560 MiB = 0.22 x X, process max RSS 1.33 x X; warm start after
@@ -172,6 +174,12 @@ OpenBLAS; relative gap target 1e-4; details in that script):
     5-24K of 480K rows on the last level.
   - Exact pair norms for screening only when a probe of 1,024 pairs says they
     would screen at least a tenth of the pairs (1.2 s that screened nothing).
+  - Cold starts at mu = 0.1 margin (see ``_COLD_MU``): 20 -> 15 iterations.
+  - Rows gathered in cache-sized blocks into reused buffers (incremental ``X^T g``,
+    pair Gram sums): on this machine fresh memory costs a page fault per 4 KiB,
+    and ``X[rows]`` for 8K rows took as long as the full product. No product
+    ``X w`` at a cold start or for the reported objective (scores are tracked),
+    one pass of centred row norms for the weight bound and screening.
 
   What is left per iteration: ``X u`` and ``X^T g`` over 2.5 GB of ``X``
   (~0.17 s each, memory-bound) and, on the last level (mu = 0.01), about ten
@@ -874,7 +882,6 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
         before_step = best_P
         it += 1
 
-    # Report the exact objective at the returned point, recomputed from scratch.
     # Report the exact objective at the returned point on all pairs (scores tracked as s + t X u:
     # within ~1e-15 relative of X w; the product would cost a pass over X).
     w = best_w
@@ -1209,7 +1216,8 @@ def _solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose, ops=No
     # Band width of the last level, as in the explicit path. (From w = 0 every pair has z = margin,
     # beyond a cold start's band: the first step is the raw gradient, which the line search cuts
     # to length. A model keeping those pairs quadratic took 10 Newton steps instead of 8 at
-    # mu = 0.1 margin; it paid only when the first level was mu = margin.)
+    # mu = 0.1 margin, 435 candidates, PropRank C = 10; it paid only when the first level was
+    # mu = margin.)
     width = mu
     ev = None                                    # the line search's evaluation at the new point
     # min_decrease: the first objective, the best one before the last Newton step

@@ -13,11 +13,13 @@ python -m experiments.bench_solvers [--quick] [--size letor|yahoo|all] [--method
 
 Times are of a solve outside tracemalloc (which slowed the Yahoo solve by ~3 s);
 the memory figure comes from a second, traced solve. Measured (issue 18, idle
-2-core machine, ``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1``): LETOR size
-0.98-1.22 s at C = 10 and 100 (3.06 s at C = 1, the first call, imports
-included), 10-11 iterations; Yahoo size 14.7 s (CPU 14.7 s), 20 iterations,
-re-weighted cold 13.0 s, warm 4.2 s; the code before issue 18's sampled
-Hessians took 34.6 s CPU on the same machine.
+2-core machine, ``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1``; imports now outside
+the timings, ~1.5 s CPU that the first call used to carry): LETOR size 0.83, 0.64
+and 0.69 s at C = 1, 10, 100, 5-7 iterations; Yahoo size 7.73 s (CPU 7.73 s), 15
+iterations, peak traced memory 230 MiB (0.09 x X), re-weighted cold 7.99 s, warm
+3.45 s. Before cold starts at mu = 0.1 margin and the buffered row gathers: LETOR
+0.98-1.22 s, 10-11 iterations; Yahoo 14.7 s, 20 iterations (15.0-17.2 s on other
+days); the code before issue 18's sampled Hessians took 34.6 s CPU on the same machine.
 """
 
 from __future__ import annotations
@@ -90,6 +92,8 @@ def _report(name, C, res, seconds, i, j, X, cpu):
 
 
 def bench_size(size, methods, C_values, tol, warm=True, memory=False):
+    import counterfactual_ltr.solvers  # noqa: F401  (imported here: ~1.5 s CPU outside the timings)
+
     spec = SIZES[size]
     t0 = time.perf_counter()
     X, i, j, c, n_clicked = make_problem(**spec)

@@ -32,7 +32,8 @@ by :func:`counterfactual_ltr.solvers.solve_pairwise_hinge`. With constraints
   (``min_decrease`` of :func:`~counterfactual_ltr.solvers.solve_pairwise_hinge`):
   from the warm start its first Newton steps take nearly all of its decrease and
   the rest only certify it (435 candidates, C = 100: 2-3 Newton steps instead of
-  7-14, a median 4.9 s against 9-10 s). ``duality_gap_`` is then that of a
+  7-14, a median 4.9 s against 9-10 s; 3.3-3.5 s once cold solves began at a
+  tenth of the margin's smoothing). ``duality_gap_`` is then that of a
   subproblem stopped early, and ``converged_`` says that the CCP met ``tol``. Such
   fits stop elsewhere in the CCP's slow tail than exact-step ones: final objectives
   -1.3e-3 to +3.4e-3 relative from theirs on generated logs with 120-435 candidates
