@@ -197,7 +197,8 @@ def sorted_within_queries(scores, query_offsets, layout=None) -> tuple[np.ndarra
     if bad.size:
         queries = np.unique(np.searchsorted(offsets, bad, side="right") - 1)
         rows = segment_gather(offsets, queries)
-        exact = rows[np.lexsort((scores[rows], segment_ids(offsets)[rows]))]
+        query_of_row = np.repeat(queries, np.diff(offsets)[queries])      # (not an O(n) segment_ids)
+        exact = rows[np.lexsort((scores[rows], query_of_row))]
         order[rows] = exact
         ordered[rows] = scores[exact]
     return order, ordered

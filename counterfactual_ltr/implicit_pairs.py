@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._linalg import weighted_gram
+from ._linalg import pair_gram
 from ._segments import (check_offsets, concat_ranges, padded_layout, segment_gather, segment_ids, segment_searchsorted,
                         sorted_within_queries)
 
@@ -378,7 +378,7 @@ def _band_hessian_pairs(X, order, anchors, lo, width, h, block_bytes):
         wk = width[k0:k1]
         owner = np.repeat(np.arange(k0, k1), wk)
         y = order[concat_ranges(lo[k0:k1], wk)]
-        H += weighted_gram(X[anchors[owner]] - X[y], h[owner])
+        H += pair_gram(X, anchors[owner], y, h[owner])
         k0 = k1
     return 0.5 * (H + H.T)
 
