@@ -29,8 +29,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .datasets import RankingDataset
-from .propensity import affine_parts, as_propensity_model, is_affine, propensities_at
+from ._segments import rank_within_queries
+from ._validation import check_int
+from .datasets import RankingDataset, _frame_column
+from .metrics import metric_weight
+from .propensity_models import affine_parts, as_propensity_model, is_affine, propensities_at
 
 __all__ = ["ClickAggregate", "aggregate_clicks", "count_table"]
 
@@ -218,9 +221,6 @@ class ClickAggregate:
 
     # --------------------------------------------------------------- point estimates
     def _metric_sums(self, scores_or_ranker, metric, metric_params):
-        from ._segments import rank_within_queries
-        from .evaluation import metric_weight
-
         data = self.data
         if hasattr(scores_or_ranker, "predict"):
             scores = np.ravel(scores_or_ranker.predict(data.X))
@@ -276,8 +276,6 @@ def _batch_table(frame, data: RankingDataset, where: str):
     Columns are read by the same checks as :meth:`ClickLog.from_frame` (missing values, integer
     types, ids beyond int64, clicks other than 0/1), with ``where`` naming the file or partition.
     """
-    from .clicklog import _frame_column
-
     missing = [c for c in AGGREGATE_COLUMNS if c not in frame.columns]
     if missing:
         raise ValueError(f"{where}: the log lacks the columns {missing}")
@@ -373,8 +371,6 @@ def aggregate_clicks(source, data: RankingDataset, propensity=None, *, engine: s
         raise TypeError(f"data must be a RankingDataset, got {type(data).__name__}")
     if engine not in ("pyarrow", "dask"):
         raise ValueError(f"engine must be 'pyarrow' or 'dask', got {engine!r}")
-    from ._validation import check_int
-
     batch_size = check_int(batch_size, "batch_size", min_value=1)
     if engine == "dask":
         table, n_sessions = _dask_table(source, data, batch_size)

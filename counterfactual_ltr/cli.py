@@ -19,8 +19,11 @@ Run ``cltr COMMAND --help`` for the options and examples of each command;
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import pkgutil
+import subprocess
 import sys
 import warnings
 import zipfile
@@ -29,7 +32,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from . import __version__
+from ._version import __version__
 
 __all__ = ["cli", "main", "MODELS"]
 
@@ -242,13 +245,8 @@ def propensity(log, data, output, method, max_position, bootstrap, seed, quiet):
       cltr propensity swap_log.parquet train.txt --method swap -o propensity.json
       cltr fit train_log.parquet train.txt --propensity propensity.json -o model.npz
     """
-    from . import propensity as propensity_module
-
-    estimate = getattr(propensity_module, "estimate_propensities", None)
-    if estimate is None:
-        raise InputError("propensity estimation is not available in this version "
-                         "(counterfactual_ltr.propensity.estimate_propensities is missing)")
     from ._progress import show_progress
+    from .propensity import estimate_propensities as estimate
 
     dataset = _load_data(data)
     click_log = _load_log(log, dataset)
@@ -519,20 +517,44 @@ def experiments(name, quick, out, quiet):
     Example:
       cltr experiments table3 --quick
     """
-    try:
-        from experiments.__main__ import main as run, scripts
-    except ImportError:
-        raise InputError("the experiments package is not importable: run from a source checkout "
-                         "of counterfactual-ltr (or install it from one)") from None
-    if name != "all" and name not in scripts():
-        raise InputError(f"unknown experiment {name!r}; choose from: all, {', '.join(scripts())}")
-    argv = [name] + (["--quick"] if quick else []) + (["--out", out] if out else [])
-    from ._progress import show_progress
-
-    with show_progress(_progress_setting(quiet)):
-        status = run(argv)
+    folder = _experiments_folder()
+    if folder is None:
+        raise InputError("the experiment scripts are not installed: run cltr experiments from the root of a "
+                         "counterfactual-ltr source checkout, or pip install counterfactual-ltr from one")
+    scripts = _experiment_scripts(folder)
+    if name != "all" and name not in scripts:
+        raise InputError(f"unknown experiment {name!r}; choose from: all, {', '.join(scripts)}")
+    argv = [name] + (["--quick"] if quick else []) + (["--out", out] if out else []) + (["--quiet"] if quiet else [])
+    # The scripts are a program of their own, run as ``python -m experiments`` in a child process (the
+    # library never imports them), from the folder found here whatever the current directory holds.
+    run = (f"import runpy, sys; sys.path.insert(0, {str(folder.parent)!r}); "
+           "runpy.run_module('experiments', run_name='__main__', alter_sys=True)")
+    status = subprocess.call([sys.executable, "-c", run, *argv])
     if status:
         raise click.exceptions.Exit(status)
+
+
+def _experiments_folder() -> Path | None:
+    """The folder of this project's ``experiments`` package (installed, or in the current directory), or None.
+
+    Found without importing it; a package of that name without the reproduction protocol
+    (``_cltr.py``) belongs to someone else and is not run.
+    """
+    try:
+        spec = importlib.util.find_spec("experiments")
+    except (ImportError, ValueError):
+        spec = None
+    candidates = [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
+    candidates.append(Path.cwd() / "experiments")
+    for folder in candidates:
+        if (folder / "__main__.py").is_file() and (folder / "_cltr.py").is_file():
+            return folder
+    return None
+
+
+def _experiment_scripts(folder: Path) -> list[str]:
+    """The reproduction scripts of ``folder``, as ``python -m experiments`` lists them (not ``_*`` or ``bench_*``)."""
+    return sorted(m.name for m in pkgutil.iter_modules([str(folder)]) if not m.name.startswith(("_", "bench_")))
 
 
 # ----------------------------------------------------------------------------- entry point

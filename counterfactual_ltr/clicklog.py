@@ -23,8 +23,8 @@ import numpy as np
 
 from ._segments import check_offsets, offsets_from_lengths, segment_gather, segment_ids
 from .aggregate import ClickAggregate, count_table
-from .datasets import RankingDataset, _check_integer
-from .propensity import as_propensity_model, is_affine, propensities_at
+from .datasets import RankingDataset, _check_integer, _frame_column
+from .propensity_models import as_propensity_model, is_affine, propensities_at
 
 __all__ = ["ClickLog", "ClickAggregate"]
 
@@ -89,37 +89,6 @@ def _first_repeated_item(data, offsets, session_query, item_session, item_query,
     sorted_key = key[order]
     same = np.flatnonzero(sorted_key[1:] == sorted_key[:-1])
     return int(order[same + 1].min()) if same.size else None
-
-
-def _frame_column(frame, name: str) -> np.ndarray:
-    """Column ``name`` of a click-log frame as a NumPy array, or ``ValueError`` naming the column and row."""
-    import pandas as pd
-
-    column = frame[name]
-    missing = column.isna().to_numpy()
-    if missing.any():
-        raise ValueError(f"column {name!r} has a missing value at frame row {frame.index[np.argmax(missing)]!r}")
-    dtype = column.dtype
-    if name == "click":
-        if pd.api.types.is_bool_dtype(dtype) or (pd.api.types.is_numeric_dtype(dtype)
-                                                  and not pd.api.types.is_complex_dtype(dtype)):
-            values = column.to_numpy(dtype=bool if pd.api.types.is_bool_dtype(dtype) else np.float64)
-            bad = np.flatnonzero(~((values == 0) | (values == 1)))
-            if bad.size:
-                raise ValueError(f"column 'click' must hold booleans or 0/1; frame row {frame.index[bad[0]]!r} "
-                                 f"holds {column.iloc[bad[0]]}")
-            return values.astype(bool)
-        raise ValueError(f"column 'click' must hold booleans or 0/1, got dtype {dtype}")
-    if not pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
-        raise ValueError(f"column {name!r} must hold integers, got dtype {dtype}")
-    values = column.to_numpy(dtype=np.uint64 if pd.api.types.is_unsigned_integer_dtype(dtype) else np.int64)
-    if values.dtype == np.uint64:
-        big = np.flatnonzero(values > np.iinfo(np.int64).max)
-        if big.size:
-            raise ValueError(f"column {name!r} holds {values[big[0]]} at frame row {frame.index[big[0]]!r}, "
-                             "beyond the 64-bit signed range (it would wrap to a negative number)")
-        values = values.astype(np.int64)
-    return values
 
 
 class ClickLog:

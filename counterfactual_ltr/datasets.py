@@ -276,6 +276,42 @@ def _check_integer(values, name: str) -> np.ndarray:
     return arr.astype(np.int64)
 
 
+def _frame_column(frame, name: str) -> np.ndarray:
+    """Column ``name`` of a pandas frame as an int64 array, or ``ValueError`` naming the column and row.
+
+    The column ``"click"`` of a click-log frame is read as booleans (from booleans or 0/1 numbers).
+    Shared by every reader of log and data frames (click logs, streamed aggregates), so they refuse
+    the same inputs with the same messages.
+    """
+    import pandas as pd
+
+    column = frame[name]
+    missing = column.isna().to_numpy()
+    if missing.any():
+        raise ValueError(f"column {name!r} has a missing value at frame row {frame.index[np.argmax(missing)]!r}")
+    dtype = column.dtype
+    if name == "click":
+        if pd.api.types.is_bool_dtype(dtype) or (pd.api.types.is_numeric_dtype(dtype)
+                                                  and not pd.api.types.is_complex_dtype(dtype)):
+            values = column.to_numpy(dtype=bool if pd.api.types.is_bool_dtype(dtype) else np.float64)
+            bad = np.flatnonzero(~((values == 0) | (values == 1)))
+            if bad.size:
+                raise ValueError(f"column 'click' must hold booleans or 0/1; frame row {frame.index[bad[0]]!r} "
+                                 f"holds {column.iloc[bad[0]]}")
+            return values.astype(bool)
+        raise ValueError(f"column 'click' must hold booleans or 0/1, got dtype {dtype}")
+    if not pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
+        raise ValueError(f"column {name!r} must hold integers, got dtype {dtype}")
+    values = column.to_numpy(dtype=np.uint64 if pd.api.types.is_unsigned_integer_dtype(dtype) else np.int64)
+    if values.dtype == np.uint64:
+        big = np.flatnonzero(values > np.iinfo(np.int64).max)
+        if big.size:
+            raise ValueError(f"column {name!r} holds {values[big[0]]} at frame row {frame.index[big[0]]!r}, "
+                             "beyond the 64-bit signed range (it would wrap to a negative number)")
+        values = values.astype(np.int64)
+    return values
+
+
 def _check_labels(y) -> np.ndarray:
     y = _check_integer(y, "y (relevance labels)")
     bad = np.flatnonzero(y < 0)

@@ -89,6 +89,8 @@ __all__ = [
     "LambdaWeight",
     "LAMBDA_WEIGHTS",
     "get_lambda",
+    "metric_weight",
+    "LOWER_IS_BETTER",
 ]
 
 _LN2 = math.log(2.0)
@@ -814,6 +816,53 @@ def get_lambda(name_or_callable, **params) -> LambdaWeight:
         return LambdaWeight(name, lambda r: lambda_rbp(r, p), lambda r: lambda_rbp_derivative(r, p),
                             convex=False, concave=True)
     raise ValueError(f"unknown rank weight {name!r}; expected one of {sorted(LAMBDA_WEIGHTS)} or a callable")
+
+
+#: metrics whose value is better when lower (in their natural orientation; scorers negate them)
+LOWER_IS_BETTER = {"avg_rank"}
+
+
+def metric_weight(metric="dcg", **params):
+    """Rank weight ``m(r)`` of a metric in its natural orientation: minus its ``lambda``, except for average rank.
+
+    ``m`` is what an evaluated ranker earns for a relevant document at rank
+    ``r``: ``1 / log2(1 + r)`` for DCG, ``1[r <= k] / k`` for Prec@k,
+    ``(1 - p) p^(r - 1)`` for RBP, i.e. minus the risk weights ``lambda`` of
+    :data:`LAMBDA_WEIGHTS`; and ``r`` itself for average rank, where lower is
+    better (:data:`LOWER_IS_BETTER`). The off-policy estimators of
+    :mod:`counterfactual_ltr.evaluation` and the click aggregates weigh clicks
+    with it.
+
+    Parameters
+    ----------
+    metric : str or callable, default "dcg"
+        Name of the metric (``"dcg"``: ``1 / log2(1 + r)``; ``"avg_rank"``:
+        ``r``; ``"prec@k"``: ``1[r <= k] / k``; ``"rbp"``:
+        ``(1 - p) p^(r - 1)``), or a callable ``m(ranks) -> weights``, which
+        is returned as is.
+    **params
+        Parameters of the named metric, passed to :func:`get_lambda`: ``k``
+        for ``"prec@k"`` (required), ``p`` for ``"rbp"`` (default 0.8).
+
+    Returns
+    -------
+    callable
+        ``m(ranks) -> weights``: the float array of weights of an array of
+        1-based ranks.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> metric_weight("dcg")(np.array([1, 3])).round(3).tolist()
+    [1.0, 0.5]
+    >>> metric_weight("rbp", p=0.5)(np.array([1, 2, 3])).tolist()
+    [0.5, 0.25, 0.125]
+    """
+    if callable(metric):
+        return metric
+    lam = get_lambda(metric, **params)
+    sign = 1.0 if metric in LOWER_IS_BETTER else -1.0
+    return lambda r: sign * lam.value(np.asarray(r, dtype=np.float64))
 
 
 def additive_metric(scores, labels, query_offsets=None, *, qid=None, weight, threshold=1, reduce="mean",

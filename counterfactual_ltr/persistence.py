@@ -22,6 +22,8 @@ import zipfile
 
 import numpy as np
 
+from ._version import __version__
+
 __all__ = ["save_model", "load_model", "propensity_to_dict", "propensity_from_dict", "load_propensity",
            "SAFE_TRANSFORMERS"]
 
@@ -65,7 +67,7 @@ def propensity_to_dict(model) -> dict:
     >>> propensity_from_dict(propensity_to_dict(2.0))
     PositionBasedPropensity(eta=2.0)
     """
-    from .propensity import PositionBasedPropensity, TabularPropensity, TrustBiasPropensity, as_propensity_model
+    from .propensity_models import PositionBasedPropensity, TabularPropensity, TrustBiasPropensity, as_propensity_model
 
     model = as_propensity_model(model)
     if isinstance(model, PositionBasedPropensity):
@@ -97,7 +99,7 @@ def propensity_from_dict(spec: dict):
     >>> propensity_from_dict({"kind": "tabular", "values": [1.0, 0.5]})
     TabularPropensity([1.0, 0.5])
     """
-    from .propensity import PositionBasedPropensity, TabularPropensity, TrustBiasPropensity
+    from .propensity_models import PositionBasedPropensity, TabularPropensity, TrustBiasPropensity
 
     if not isinstance(spec, dict):
         raise ValueError(f"a propensity description must be a JSON object, got {type(spec).__name__}")
@@ -135,7 +137,7 @@ def load_propensity(spec):
     >>> load_propensity("0.5")
     PositionBasedPropensity(eta=0.5)
     """
-    from .propensity import PositionBasedPropensity, as_propensity_model
+    from .propensity_models import PositionBasedPropensity, as_propensity_model
 
     if spec is None or isinstance(spec, numbers.Real):
         return as_propensity_model(spec)
@@ -299,8 +301,6 @@ def save_model(model, path) -> None:
                                     "params": [writer.array(p, f"{name}.model_") for p in v.params]}}
         else:
             state[k] = writer.value(v, f"{name}.{k}")
-    from . import __version__
-
     meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "library_version": __version__,
             "class": name, "params": params, "state": state}
     arrays = dict(writer.arrays)

@@ -70,7 +70,7 @@ from ._linalg import weighted_gram
 from ._validation import check_int, check_probability, check_real
 from .clicklog import ClickLog
 from .datasets import dense_features
-from .propensity import TabularPropensity, TrustBiasPropensity
+from .propensity_models import TabularPropensity, TrustBiasPropensity
 
 __all__ = ["estimate_propensities", "EstimatedPropensity", "EstimatedTrustBias", "METHODS"]
 

@@ -57,26 +57,23 @@ delta method for SNIPS) and percentile-bootstrap intervals over sessions; an
 
 from __future__ import annotations
 
+from __future__ import annotations
+
 import warnings
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
-from ._segments import rank_within_queries
-from ._validation import check_int, check_real
-from .clicklog import ClickLog
-from .propensity import affine_parts, as_propensity_model
+from .._segments import rank_within_queries
+from .._validation import check_int, check_real
+from ..clicklog import ClickLog
+from ..metrics import metric_weight
+from ..propensity_models import affine_parts, as_propensity_model
+from .relevance import fit_relevance
 
 __all__ = ["Estimate", "EstimateWarning", "ips_estimate", "snips_estimate", "clipped_ips_estimate",
-           "dr_estimate", "policy_aware_estimate", "RelevanceFit", "fit_relevance",
-           "ips_scorer", "snips_scorer", "clipped_ips_scorer", "dr_scorer", "policy_aware_scorer",
-           "metric_weight", "ValidationReport", "validation_report", "true_values", "session_contributions",
-           "ESTIMATORS"]
-
-#: metrics whose estimate is better when lower (scorers negate them)
-LOWER_IS_BETTER = {"avg_rank"}
+           "dr_estimate", "policy_aware_estimate", "ESTIMATORS", "session_contributions", "true_values"]
 
 #: warn below this effective sample size of the click weights
 MIN_ESS = 100.0
@@ -204,48 +201,6 @@ class Estimate:
         return float(self.value)
 
 
-def metric_weight(metric="dcg", **params):
-    """Rank weight ``m(r)`` of a metric in its natural orientation (see module docstring).
-
-    ``metric`` is a name of :data:`counterfactual_ltr.metrics.LAMBDA_WEIGHTS`
-    (``"dcg"``, ``"avg_rank"``, ``"prec@k"``, ``"rbp"``) or a callable
-    ``m(ranks) -> weights``.
-
-    Parameters
-    ----------
-    metric : str or callable, default "dcg"
-        Name of the metric (``"dcg"``: ``1 / log2(1 + r)``; ``"avg_rank"``:
-        ``r``; ``"prec@k"``: ``1[r <= k] / k``; ``"rbp"``:
-        ``(1 - p) p^(r - 1)``), or a callable ``m(ranks) -> weights``, which
-        is returned as is.
-    **params
-        Parameters of the named metric, passed to
-        :func:`~counterfactual_ltr.metrics.get_lambda`: ``k`` for ``"prec@k"``
-        (required), ``p`` for ``"rbp"`` (default 0.8).
-
-    Returns
-    -------
-    callable
-        ``m(ranks) -> weights``: the float array of weights of an array of
-        1-based ranks.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> metric_weight("dcg")(np.array([1, 3])).round(3).tolist()
-    [1.0, 0.5]
-    >>> metric_weight("rbp", p=0.5)(np.array([1, 2, 3])).tolist()
-    [0.5, 0.25, 0.125]
-    """
-    if callable(metric):
-        return metric
-    from .metrics import get_lambda
-
-    lam = get_lambda(metric, **params)
-    sign = 1.0 if metric in LOWER_IS_BETTER else -1.0
-    return lambda r: sign * lam.value(np.asarray(r, dtype=np.float64))
-
-
 def _metric_name(metric) -> str:
     return metric if isinstance(metric, str) else getattr(metric, "__name__", "custom")
 
@@ -284,7 +239,7 @@ def _omega(log, scores_or_ranker, metric, metric_params) -> np.ndarray:
     return omega
 
 
-# ----------------------------------------------------------------------------- logging policy and relevance
+# ----------------------------------------------------------------------------- logging policy
 
 
 def _expected_alpha(log, model, logging_policy) -> tuple[np.ndarray, float]:
@@ -304,199 +259,6 @@ def _expected_alpha(log, model, logging_policy) -> tuple[np.ndarray, float]:
     clicked_rows = log.docs[log.clicks]
     rel = err[clicked_rows] / np.maximum(rho[clicked_rows], 1e-300)
     return rho, float(rel.max()) if rel.size else 0.0
-
-
-@dataclass(frozen=True)
-class RelevanceFit:
-    """Predicted click-relevance ``R_hat`` of every data-set row for the doubly robust estimator.
-
-    A model fitted on the log is cross-fitted by query: ``query_fold[q]`` is the
-    fold of query ``q`` (-1: not in the log), and the predictions for its rows
-    come from a model fitted on the other folds' sessions only, so they never
-    saw the clicks they correct.
-
-    Made by :func:`fit_relevance`; pass it as ``relevance_model=`` to
-    :func:`dr_estimate` to reuse one fit for several rankers on the same log.
-
-    Parameters
-    ----------
-    predictions : ndarray of shape (n_docs,)
-        Predicted click-relevance ``R_hat`` of every data-set row.
-    query_fold : ndarray of int, shape (n_queries,)
-        Cross-fitting fold of every query, -1 for queries not in the log; all
-        -1 when the predictions come from a fitted model, a callable or an array.
-    log : ClickLog
-        The log the predictions were made for (a fit is refused on another log).
-    model : object, default None
-        The relevance model given (the unfitted estimator that was cloned per
-        fold, a fitted estimator, a callable or the array).
-
-    Examples
-    --------
-    >>> from click_sim import make_ranking, simulate_clicks
-    >>> data = make_ranking(n_queries=20, random_state=0)
-    >>> log = simulate_clicks(data, data.X[:, 0], random_state=0)
-    >>> fit = fit_relevance(log, (data.y >= 1).astype(float))
-    >>> fit.predictions.shape == (data.n_docs,), set(fit.query_fold.tolist())
-    (True, {-1})
-    """
-
-    predictions: np.ndarray
-    query_fold: np.ndarray
-    log: ClickLog
-    model: object = None
-
-
-def _check_predictions(pred, n_docs, where) -> np.ndarray:
-    pred = np.asarray(pred, dtype=np.float64)
-    if pred.ndim == 2 and pred.shape[1] == 1:
-        pred = pred[:, 0]
-    if pred.shape != (n_docs,):
-        raise ValueError(f"{where} gave predictions of shape {pred.shape}, expected ({n_docs},) (one per data-set row)")
-    bad = np.flatnonzero(~np.isfinite(pred))
-    if bad.size:
-        raise ValueError(f"{where} predicted a non-finite relevance ({pred[bad[0]]}) for row {bad[0]}")
-    return pred
-
-
-def _predict_relevance(model, X, where) -> np.ndarray:
-    from sklearn.base import is_classifier
-
-    if is_classifier(model) and hasattr(model, "predict_proba"):
-        classes = list(getattr(model, "classes_", []))
-        if 1 not in classes:
-            raise ValueError(f"{where} is a classifier without the class 1 (relevant); classes {classes}")
-        proba = np.asarray(model.predict_proba(X))
-        if proba.ndim != 2 or proba.shape[1] != len(classes):
-            raise ValueError(f"{where}.predict_proba gave shape {proba.shape}, expected ({len(X)}, {len(classes)})")
-        return proba[:, classes.index(1)]
-    return model.predict(X)
-
-
-def _debiased_targets(log, model, session_mask) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rows shown in the selected sessions, their mean ``(c - beta) / alpha`` and number of showings."""
-    lengths = np.diff(log.session_offsets)
-    alpha_t, beta_t = affine_parts(model, np.arange(1, max(int(lengths.max(initial=0)), 1) + 1))
-    items = np.flatnonzero(np.repeat(session_mask, lengths))
-    positions = log.positions[items] - 1
-    target = (log.clicks[items] - beta_t[positions]) / alpha_t[positions]
-    n = log.data.n_docs
-    counts = np.bincount(log.docs[items], minlength=n)
-    sums = np.bincount(log.docs[items], weights=target, minlength=n)
-    rows = np.flatnonzero(counts)
-    return rows, sums[rows] / counts[rows], counts[rows].astype(np.float64)
-
-
-def _fit_one(estimator, X, target, weight):
-    from sklearn.base import clone, is_classifier
-
-    est = clone(estimator)
-    if is_classifier(est):
-        # Soft labels: the debiased relevance t in [0, 1] as weights of a positive and a negative copy.
-        t = np.clip(target, 0.0, 1.0)
-        Xd = np.vstack([X, X])
-        yd = np.r_[np.ones(len(X), dtype=int), np.zeros(len(X), dtype=int)]
-        wd = np.r_[weight * t, weight * (1 - t)]
-        keep = wd > 0
-        if np.unique(yd[keep]).size < 2:
-            raise ValueError("the log's debiased relevance is all 0 or all 1: a classifier cannot be fitted; "
-                             "give a regressor or a fixed relevance model")
-        est.fit(Xd[keep], yd[keep], sample_weight=wd[keep])
-    else:
-        try:
-            est.fit(X, target, sample_weight=weight)
-        except TypeError:  # a regressor without sample_weight: each row once
-            est.fit(X, target)
-    return est
-
-
-def fit_relevance(log: ClickLog, relevance_model=None, *, propensity=None, n_folds: int = 2,
-                  random_state=None) -> RelevanceFit:
-    """The doubly robust estimator's relevance predictions for ``log``.
-
-    Parameters
-    ----------
-    log : ClickLog
-        The log whose clicks the relevance model is fitted on (and whose
-        queries are split into folds).
-    relevance_model : None, scikit-learn estimator, callable, array (n_docs,) or RelevanceFit
-        ``None``: a ridge regression on the features. An *unfitted* regressor
-        is fitted, per row, on the mean debiased click ``(c - beta) / alpha``
-        of its showings (weighted by their number); an unfitted classifier on
-        the same values as soft labels. Either is cross-fitted over
-        ``n_folds`` random folds of the log's queries. A *fitted* estimator (its
-        ``predict_proba[:, class 1]`` for a classifier), a callable ``f(X)``
-        or an array of one prediction per data-set row is used as is.
-    propensity : propensity or trust-bias model of the debiased targets
-        ``None`` (default: ``PositionBasedPropensity(1.0)``), an ``eta`` or a
-        propensity model such as
-        :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`: the
-        targets are ``(c - beta) / alpha`` of its affine parts.
-    n_folds : int >= 2, default 2
-        Number of folds of the log's queries for cross-fitting an unfitted
-        model; the log needs at least this many queries.
-    random_state : None, int or numpy Generator, default None
-        Seed of the random assignment of queries to folds.
-
-    Returns
-    -------
-    RelevanceFit
-        The predictions for every data-set row and each query's fold (-1 when
-        no model was fitted here). A ``RelevanceFit`` given as
-        ``relevance_model`` is returned as is (``ValueError`` if it was made
-        for another log).
-
-    Examples
-    --------
-    >>> from click_sim import make_ranking, simulate_clicks
-    >>> data = make_ranking(n_queries=30, random_state=0)
-    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=5, random_state=0)
-    >>> fit = fit_relevance(log, random_state=0)
-    >>> fit.predictions.shape == (data.n_docs,), sorted(set(fit.query_fold.tolist()))
-    (True, [0, 1])
-    """
-    if isinstance(relevance_model, RelevanceFit):
-        if relevance_model.log is not log:
-            raise ValueError("this RelevanceFit was made for another log; fit it on the log being evaluated")
-        return relevance_model
-    data = log.data
-    no_folds = np.full(data.n_queries, -1, dtype=np.int64)
-    if relevance_model is not None and not hasattr(relevance_model, "fit"):
-        if callable(relevance_model):
-            pred = _check_predictions(relevance_model(data.X), data.n_docs, "the relevance model")
-        else:
-            pred = _check_predictions(relevance_model, data.n_docs, "the relevance array")
-        return RelevanceFit(pred, no_folds, log, relevance_model)
-    from sklearn.exceptions import NotFittedError
-    from sklearn.linear_model import Ridge
-    from sklearn.utils.validation import check_is_fitted
-
-    estimator = Ridge(alpha=1.0) if relevance_model is None else relevance_model
-    try:
-        check_is_fitted(estimator)
-        fitted = True
-    except NotFittedError:
-        fitted = False
-    if fitted:
-        pred = _check_predictions(_predict_relevance(estimator, data.X, "the relevance model"), data.n_docs,
-                                  "the relevance model")
-        return RelevanceFit(pred, no_folds, log, estimator)
-    n_folds = check_int(n_folds, "n_folds", min_value=2)
-    queries = np.unique(log.session_query)
-    if queries.size < n_folds:
-        raise ValueError(f"cross-fitting by query needs at least n_folds={n_folds} queries, the log has {queries.size}")
-    model = as_propensity_model(propensity)
-    query_fold = no_folds.copy()
-    query_fold[queries] = np.random.default_rng(random_state).permutation(queries.size) % n_folds
-    session_fold = query_fold[log.session_query]
-    predictions = np.zeros(data.n_docs)
-    for f in range(n_folds):  # fit on the other folds' sessions, predict this fold's rows
-        rows, target, weight = _debiased_targets(log, model, session_fold != f)
-        est = _fit_one(estimator, data.X[rows], target, weight)
-        mine = data.rows_of(np.flatnonzero(query_fold == f))
-        predictions[mine] = _check_predictions(_predict_relevance(est, data.X[mine], "the relevance model"),
-                                               len(mine), "the relevance model")
-    return RelevanceFit(predictions, query_fold, log, estimator)
 
 
 # ----------------------------------------------------------------------------- the shared computation
@@ -564,7 +326,7 @@ def session_contributions(log: ClickLog, scores_or_ranker, *, metric="dcg", prop
         Scores of every data-set row or a fitted ranker, as the estimators
         take them.
     metric : str or callable, default "dcg"
-        Metric; see :func:`metric_weight`.
+        Metric; see :func:`~counterfactual_ltr.metrics.metric_weight`.
     propensity : None, float or propensity model, default None
         Examination model of the log (``None``:
         ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
@@ -743,7 +505,7 @@ def ips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=No
         are ranked by decreasing score.
     metric : str or callable, default "dcg"
         Name of :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` or a rank
-        weight ``m(ranks) -> weights``; see :func:`metric_weight`.
+        weight ``m(ranks) -> weights``; see :func:`~counterfactual_ltr.metrics.metric_weight`.
     propensity : None, float or propensity model, default None
         Examination model of the log: ``None`` for
         ``PositionBasedPropensity(1.0)``, a number for its ``eta``, or a model
@@ -795,7 +557,7 @@ def snips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=
         are ranked by decreasing score.
     metric : str or callable, default "dcg"
         Name of :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` or a rank
-        weight ``m(ranks) -> weights``; see :func:`metric_weight`.
+        weight ``m(ranks) -> weights``; see :func:`~counterfactual_ltr.metrics.metric_weight`.
     propensity : None, float or propensity model, default None
         Examination model of the log: ``None`` for
         ``PositionBasedPropensity(1.0)``, a number for its ``eta``, or a model
@@ -851,7 +613,7 @@ def clipped_ips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", prope
         are ranked by decreasing score.
     metric : str or callable, default "dcg"
         Name of :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` or a rank
-        weight ``m(ranks) -> weights``; see :func:`metric_weight`.
+        weight ``m(ranks) -> weights``; see :func:`~counterfactual_ltr.metrics.metric_weight`.
     propensity : None, float or propensity model, default None
         Examination model of the log: ``None`` for
         ``PositionBasedPropensity(1.0)``, a number for its ``eta``, or a model
@@ -912,7 +674,7 @@ def dr_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=Non
         are ranked by decreasing score.
     metric : str or callable, default "dcg"
         Name of :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` or a rank
-        weight ``m(ranks) -> weights``; see :func:`metric_weight`.
+        weight ``m(ranks) -> weights``; see :func:`~counterfactual_ltr.metrics.metric_weight`.
     propensity : None, float or propensity model, default None
         Examination model of the log: ``None`` for
         ``PositionBasedPropensity(1.0)``, a number for its ``eta``, or a model
@@ -982,7 +744,7 @@ def policy_aware_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", prop
         are ranked by decreasing score.
     metric : str or callable, default "dcg"
         Name of :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` or a rank
-        weight ``m(ranks) -> weights``; see :func:`metric_weight`.
+        weight ``m(ranks) -> weights``; see :func:`~counterfactual_ltr.metrics.metric_weight`.
     propensity : None, float or propensity model, default None
         Examination model of the log: ``None`` for
         ``PositionBasedPropensity(1.0)``, a number for its ``eta``, or a model
@@ -1037,434 +799,7 @@ ESTIMATORS = {"ips": ips_estimate, "snips": snips_estimate, "clipped_ips": clipp
               "dr": dr_estimate, "policy_aware": policy_aware_estimate}
 
 
-class _LogScorer:
-    """A scikit-learn scorer ``scorer(estimator, log, y=None)`` from a click log."""
-
-    def __init__(self, kind, metric, propensity, metric_params, options=None):
-        self.kind, self.metric, self.propensity, self.metric_params = kind, metric, propensity, metric_params
-        self.options = dict(options or {})
-
-    def __call__(self, estimator, X, y=None):
-        if not isinstance(X, ClickLog):
-            raise ValueError(f"{self.kind} scorers need a ClickLog as X, got {type(X).__name__} (for NDCG@10 on "
-                             "labelled data use the estimator's score, e.g. search.best_estimator_.score(test))")
-        est = _estimate(self.kind, X, estimator, self.metric, self.propensity, 0.95, self.metric_params,
-                        n_bootstrap=0, **self.options)
-        return -est.value if self.metric in LOWER_IS_BETTER else est.value
-
-    def __repr__(self):
-        options = "".join(f", {k}={v!r}" for k, v in self.options.items())
-        return f"{self.kind}_scorer(metric={self.metric!r}, propensity={self.propensity!r}{options})"
-
-
-def ips_scorer(metric="dcg", propensity=None, **metric_params):
-    """Scorer for ``GridSearchCV``/``cross_validate`` on click logs: the IPS estimate (greater is better;
-    average rank is negated).
-
-    Parameters
-    ----------
-    metric : str or callable, default "dcg"
-        Metric to estimate; see :func:`metric_weight`.
-    propensity : None, float or propensity model, default None
-        Examination model of the scored logs, as the estimators take it
-        (``None``: ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
-    **metric_params
-        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
-
-    Returns
-    -------
-    callable
-        ``scorer(estimator, log, y=None) -> float``: the IPS estimate of
-        ``estimator`` (a fitted ranker with ``predict``) on the
-        :class:`~counterfactual_ltr.clicklog.ClickLog` ``log``, at
-        ``confidence=0.95`` without bootstrap; negated for average rank.
-        A ``log`` that is not a ``ClickLog`` is a ``ValueError``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sklearn.linear_model import LinearRegression
-    >>> from click_sim import make_ranking, simulate_clicks
-    >>> data = make_ranking(n_queries=50, random_state=0)
-    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=20, random_state=0)
-    >>> ranker = LinearRegression().fit(data.X, data.y)
-    >>> scorer = ips_scorer("dcg")
-    >>> scorer
-    ips_scorer(metric='dcg', propensity=None)
-    >>> score = scorer(ranker, log)
-    >>> bool(np.isclose(score, ips_estimate(log, ranker, n_bootstrap=0).value))
-    True
-    >>> avg_rank = ips_estimate(log, ranker, metric="avg_rank", n_bootstrap=0).value
-    >>> bool(np.isclose(ips_scorer("avg_rank")(ranker, log), -avg_rank))
-    True
-    """
-    return _LogScorer("ips", metric, propensity, metric_params)
-
-
-def snips_scorer(metric="dcg", propensity=None, **metric_params):
-    """Scorer for ``GridSearchCV``/``cross_validate`` on click logs: the SNIPS estimate (greater is better;
-    average rank is negated).
-
-    Parameters
-    ----------
-    metric : str or callable, default "dcg"
-        Metric to estimate; see :func:`metric_weight`.
-    propensity : None, float or propensity model, default None
-        Examination model of the scored logs, as the estimators take it
-        (``None``: ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
-    **metric_params
-        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
-
-    Returns
-    -------
-    callable
-        ``scorer(estimator, log, y=None) -> float``: the SNIPS estimate of
-        ``estimator`` (a fitted ranker with ``predict``) on the
-        :class:`~counterfactual_ltr.clicklog.ClickLog` ``log``, at
-        ``confidence=0.95`` without bootstrap; negated for average rank.
-        A ``log`` that is not a ``ClickLog`` is a ``ValueError``.
-
-    Examples
-    --------
-    >>> from sklearn.model_selection import GroupKFold, cross_val_score
-    >>> # cross_val_score(est, log, groups=log.groups, cv=GroupKFold(3), scoring=snips_scorer("dcg"))
-    >>> import numpy as np
-    >>> from sklearn.linear_model import LinearRegression
-    >>> from click_sim import make_ranking, simulate_clicks
-    >>> data = make_ranking(n_queries=50, random_state=0)
-    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=20, random_state=0)
-    >>> ranker = LinearRegression().fit(data.X, data.y)
-    >>> score = snips_scorer("dcg")(ranker, log)
-    >>> bool(np.isclose(score, snips_estimate(log, ranker, n_bootstrap=0).value))
-    True
-    """
-    return _LogScorer("snips", metric, propensity, metric_params)
-
-
-def clipped_ips_scorer(metric="dcg", propensity=None, clip=0.1, **metric_params):
-    """Scorer of the clipped IPS estimate (greater is better; average rank is negated).
-
-    Parameters
-    ----------
-    metric : str or callable, default "dcg"
-        Metric to estimate; see :func:`metric_weight`.
-    propensity : None, float or propensity model, default None
-        Examination model of the scored logs, as the estimators take it
-        (``None``: ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
-    clip : float in (0, 1], default 0.1
-        Floor of the propensities; see :func:`clipped_ips_estimate`.
-    **metric_params
-        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
-
-    Returns
-    -------
-    callable
-        ``scorer(estimator, log, y=None) -> float``: the clipped IPS estimate of
-        ``estimator`` (a fitted ranker with ``predict``) on the
-        :class:`~counterfactual_ltr.clicklog.ClickLog` ``log``, at
-        ``confidence=0.95`` without bootstrap; negated for average rank.
-        A ``log`` that is not a ``ClickLog`` is a ``ValueError``.
-
-    Examples
-    --------
-    >>> clipped_ips_scorer("dcg", clip=0.2)
-    clipped_ips_scorer(metric='dcg', propensity=None, clip=0.2)
-    """
-    return _LogScorer("clipped_ips", metric, propensity, metric_params, {"clip": clip})
-
-
-def dr_scorer(metric="dcg", propensity=None, relevance_model=None, n_folds=2, random_state=None, **metric_params):
-    """Scorer of the doubly robust estimate (the relevance model is fitted on each scored log; greater is better).
-
-    Parameters
-    ----------
-    metric : str or callable, default "dcg"
-        Metric to estimate; see :func:`metric_weight`.
-    propensity : None, float or propensity model, default None
-        Examination model of the scored logs, as the estimators take it
-        (``None``: ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
-    relevance_model : None, scikit-learn estimator, callable or array (n_docs,), default None
-        Relevance model of :func:`fit_relevance` (``None``: ridge regression);
-        an unfitted estimator is cross-fitted on each scored log.
-    n_folds : int >= 2, default 2
-        Number of folds of queries of the cross-fitting.
-    random_state : None, int or numpy Generator, default None
-        Seed of the folds.
-    **metric_params
-        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
-
-    Returns
-    -------
-    callable
-        ``scorer(estimator, log, y=None) -> float``: the doubly robust estimate of
-        ``estimator`` (a fitted ranker with ``predict``) on the
-        :class:`~counterfactual_ltr.clicklog.ClickLog` ``log``, at
-        ``confidence=0.95`` without bootstrap; negated for average rank.
-        A ``log`` that is not a ``ClickLog`` is a ``ValueError``.
-
-    Examples
-    --------
-    >>> dr_scorer("dcg", random_state=0)
-    dr_scorer(metric='dcg', propensity=None, relevance_model=None, n_folds=2, random_state=0)
-    """
-    return _LogScorer("dr", metric, propensity, metric_params,
-                      {"relevance_model": relevance_model, "n_folds": n_folds, "random_state": random_state})
-
-
-def policy_aware_scorer(metric="dcg", propensity=None, logging_policy=None, **metric_params):
-    """Scorer of the policy-aware estimate (the log's own logging policy unless one is given; greater is better).
-
-    Parameters
-    ----------
-    metric : str or callable, default "dcg"
-        Metric to estimate; see :func:`metric_weight`.
-    propensity : None, float or propensity model, default None
-        Examination model of the scored logs, as the estimators take it
-        (``None``: ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
-    logging_policy : object with ``position_probabilities(data)``, optional
-        Policy that logged the scored logs; default ``None``: each log's own
-        ``logging_policy``.
-    **metric_params
-        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
-
-    Returns
-    -------
-    callable
-        ``scorer(estimator, log, y=None) -> float``: the policy-aware estimate of
-        ``estimator`` (a fitted ranker with ``predict``) on the
-        :class:`~counterfactual_ltr.clicklog.ClickLog` ``log``, at
-        ``confidence=0.95`` without bootstrap; negated for average rank.
-        A ``log`` that is not a ``ClickLog`` is a ``ValueError``.
-
-    Examples
-    --------
-    >>> policy_aware_scorer("dcg")
-    policy_aware_scorer(metric='dcg', propensity=None, logging_policy=None)
-    """
-    return _LogScorer("policy_aware", metric, propensity, metric_params, {"logging_policy": logging_policy})
-
-
-# ----------------------------------------------------------------------------- validation report
-
-_LABELS = {"ips": "IPS", "snips": "SNIPS", "clipped_ips": "clipped IPS", "dr": "DR", "policy_aware": "policy-aware"}
-
-
-@dataclass
-class ValidationReport:
-    """Every estimator's estimate of several rankers on one validation log, with diagnostics.
-
-    ``rows`` holds one dict per ranker: ``row[metric][estimator]`` is an
-    :class:`Estimate` for every name in ``estimators`` and, when full labels
-    were given, ``row[metric]["true"]`` the true value each estimator targets
-    (``"ips"``: per session, which IPS, clipped IPS, DR and policy-aware
-    estimate; ``"snips"``: per relevant document).
-
-    Made by :func:`validation_report`; read it with :meth:`to_markdown`,
-    :meth:`to_html`, :meth:`plot` or :meth:`best`.
-
-    Parameters
-    ----------
-    rows : list of dict
-        One dict per ranker: ``row["name"]`` its name and ``row[metric]`` a
-        dict of estimator name -> :class:`Estimate` (and ``"true"`` -> the
-        dict of :func:`true_values`, when known).
-    metrics : tuple of str
-        The metrics estimated.
-    confidence : float
-        Level of the intervals, in (0, 1).
-    n_sessions, n_clicks : int
-        Size of the validation log.
-    propensity : str
-        ``repr`` of the propensity model the estimates used.
-    estimators : tuple of str, default ("ips", "snips")
-        Names of :data:`ESTIMATORS` in every row, in the tables' order.
-
-    Examples
-    --------
-    >>> from click_sim import make_ranking, simulate_clicks
-    >>> data = make_ranking(n_queries=50, random_state=0)
-    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=20, random_state=0)
-    >>> report = validation_report({"f0": data.X[:, 0], "f1": data.X[:, 1]}, log, metrics=("dcg",),
-    ...                            estimators=("ips", "snips"), true_relevance=(data.y >= 1).astype(float),
-    ...                            n_bootstrap=0)
-    >>> report.rows[0]["name"], sorted(report.rows[0]["dcg"]), report.n_sessions
-    ('f0', ['ips', 'snips', 'true'], 1000)
-    >>> report.best("dcg", "ips") in ("f0", "f1")
-    True
-    >>> print(report.to_markdown().splitlines()[0])
-    Validation log: 1000 sessions, ... clicks; propensities PositionBasedPropensity(eta=1.0); 95% normal ...
-    """
-
-    rows: list
-    metrics: tuple
-    confidence: float
-    n_sessions: int
-    n_clicks: int
-    propensity: str
-    estimators: tuple = ("ips", "snips")
-
-    def best(self, metric: str = "dcg", estimator: str = "snips") -> str:
-        """Name of the ranker with the best estimate (highest; lowest for average rank)."""
-        values = [r[metric][estimator].value for r in self.rows]
-        pick = int(np.argmin(values) if metric in LOWER_IS_BETTER else np.argmax(values))
-        return self.rows[pick]["name"]
-
-    def _table(self, metric):
-        """Header and rows (lists of strings) of one metric's table."""
-        pct = int(round(self.confidence * 100))
-        has_truth = any("true" in r[metric] for r in self.rows)
-        header = ["ranker", "estimator", metric, f"{pct}% CI (normal)", f"{pct}% CI (bootstrap)", "ESS",
-                  "max weight share", "unshown mass", "bias bound"] + (["true"] if has_truth else []) + ["warnings"]
-        lines = []
-        for r in self.rows:
-            for kind in self.estimators:
-                e = r[metric][kind]
-                boot = "-" if e.boot_low is None else f"[{e.boot_low:.4f}, {e.boot_high:.4f}]"
-                line = [r["name"], _LABELS.get(kind, kind), f"{e.value:.4f}", f"[{e.ci_low:.4f}, {e.ci_high:.4f}]",
-                        boot, f"{e.ess:.0f}", f"{e.max_weight_share:.3f}", f"{e.unshown_mass:.3f}",
-                        f"{e.bias_bound:.4f}"]
-                if has_truth:
-                    t = r[metric].get("true", {})
-                    target = "snips" if kind == "snips" else "ips"
-                    line.append(f"{t[target]:.4f}" if target in t else "-")
-                line.append("; ".join(e.warnings) if e.warnings else "")
-                lines.append(line)
-        return header, lines
-
-    def to_markdown(self) -> str:
-        """The report as Markdown: one table per metric and the best ranker by SNIPS (else the first estimator)."""
-        pct = int(round(self.confidence * 100))
-        out = [f"Validation log: {self.n_sessions} sessions, {self.n_clicks} clicks; propensities {self.propensity}; "
-               f"{pct}% normal and percentile-bootstrap intervals.", ""]
-        for metric in self.metrics:
-            direction = "lower is better" if metric in LOWER_IS_BETTER else "higher is better"
-            header, lines = self._table(metric)
-            out += [f"**{metric}** ({direction})", "", "| " + " | ".join(header) + " |",
-                    "|" + "---|" * len(header)]
-            out += ["| " + " | ".join(line) + " |" for line in lines]
-            pick = "snips" if "snips" in self.estimators else self.estimators[0]
-            out += ["", f"Best by {_LABELS.get(pick, pick)} {metric}: **{self.best(metric, pick)}**", ""]
-        return "\n".join(out)
-
-    def to_html(self) -> str:
-        """The report as an HTML page: one table per metric."""
-        import html
-
-        parts = [f"<html><body><p>Validation log: {self.n_sessions} sessions, {self.n_clicks} clicks; "
-                 f"propensities {html.escape(self.propensity)}.</p>"]
-        for metric in self.metrics:
-            header, lines = self._table(metric)
-            parts.append(f"<h3>{html.escape(metric)}</h3><table border='1'><tr>"
-                         + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>")
-            parts += ["<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in line) + "</tr>" for line in lines]
-            parts.append("</table>")
-        parts.append("</body></html>")
-        return "\n".join(parts)
-
-    def plot(self, path=None, metric: str = "dcg"):
-        """Error-bar figure, one panel per estimator: normal and bootstrap intervals (and the truth when known)."""
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        names = [r["name"] for r in self.rows]
-        x = np.arange(len(names))
-        fig, axes = plt.subplots(1, len(self.estimators), figsize=(3.6 * len(self.estimators), 3.5), squeeze=False)
-        for ax, kind in zip(axes[0], self.estimators):
-            est = [r[metric][kind] for r in self.rows]
-            vals = np.array([e.value for e in est])
-            err = np.array([[e.value - e.ci_low for e in est], [e.ci_high - e.value for e in est]])
-            ax.errorbar(x - 0.1, vals, yerr=err, fmt="o", capsize=4, label="estimate, normal CI")
-            if all(e.boot_low is not None for e in est):
-                berr = np.array([[e.value - e.boot_low for e in est], [e.boot_high - e.value for e in est]])
-                ax.errorbar(x + 0.1, vals, yerr=np.maximum(berr, 0), fmt="s", capsize=4, label="bootstrap CI")
-            target = "snips" if kind == "snips" else "ips"
-            truth = [r[metric].get("true", {}).get(target) for r in self.rows]
-            if all(t is not None for t in truth):
-                ax.plot(x, truth, "x", color="k", label="true value")
-            ax.set_xticks(x, names, rotation=30, ha="right")
-            ax.set_title(f"{_LABELS.get(kind, kind)} {metric}")
-            ax.legend(fontsize=7)
-        fig.tight_layout()
-        if path is not None:
-            fig.savefig(path, dpi=110)
-            plt.close(fig)
-        return fig
-
-
-def validation_report(rankers: dict, log: ClickLog, *, propensity=None, metrics=("dcg", "avg_rank"),
-                      confidence: float = 0.95, true_relevance=None, estimators=None, clip=0.1,
-                      relevance_model=None, n_bootstrap=200, random_state=None) -> ValidationReport:
-    """Estimate every ranker on a validation click log with every estimator: what a user reads to pick ``C``.
-
-    Parameters
-    ----------
-    rankers : dict name -> fitted ranker (``predict``) or scores per data-set row
-    log : ClickLog of the validation queries
-    propensity : None, float or propensity model, default None
-        Examination model of the log, as the estimators take it (``None``:
-        ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
-    metrics : sequence of str, default ("dcg", "avg_rank")
-        Metrics to estimate, names of
-        :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` without parameters.
-    confidence : float in (0, 1), default 0.95
-        Level of the normal and bootstrap intervals.
-    true_relevance : array (n_docs,), optional
-        Click-relevance of every data-set row when it is known (simulation):
-        ``P(click | examined)``, e.g. binarised labels for a noiseless click
-        model. The report then shows the true value each estimator targets.
-    estimators : sequence of names of :data:`ESTIMATORS`, optional
-        Default: all, ``"policy_aware"`` only when the log carries its logging policy.
-    clip, relevance_model : options of clipped IPS and DR (the relevance
-        model is fitted once, cross-fitted, and shared by every ranker).
-    n_bootstrap, random_state : bootstrap intervals (and DR's folds).
-
-    Returns
-    -------
-    ValidationReport
-        Every ranker's estimate of every metric by every estimator (and the
-        true values when ``true_relevance`` is given).
-
-    Examples
-    --------
-    >>> import warnings
-    >>> from click_sim import make_ranking, simulate_clicks
-    >>> data = make_ranking(n_queries=40, random_state=0)
-    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=5, random_state=0)
-    >>> with warnings.catch_warnings():
-    ...     warnings.simplefilter("ignore")
-    ...     report = validation_report({"f0": data.X[:, 0], "f1": data.X[:, 1]}, log, random_state=0)
-    >>> report.best("dcg") in ("f0", "f1"), report.estimators
-    (True, ('ips', 'snips', 'clipped_ips', 'dr', 'policy_aware'))
-    """
-    if not isinstance(rankers, Mapping) or len(rankers) == 0:
-        raise ValueError(f"rankers must be a non-empty dict of name -> ranker or scores, got {rankers!r:.80}")
-    if isinstance(metrics, str) or len(metrics) == 0:
-        raise ValueError(f"metrics must be a non-empty sequence of metric names, got {metrics!r}")
-    if estimators is None:
-        estimators = [k for k in ESTIMATORS if k != "policy_aware" or log.logging_policy is not None]
-    estimators = tuple(estimators)
-    unknown = [k for k in estimators if k not in ESTIMATORS]
-    if unknown or not estimators:
-        raise ValueError(f"unknown estimators {unknown}; choose from {sorted(ESTIMATORS)}")
-    model = as_propensity_model(propensity)
-    options = {"clipped_ips": {"clip": clip}, "dr": {}}
-    if "dr" in estimators:
-        options["dr"]["relevance_model"] = fit_relevance(log, relevance_model, propensity=model,
-                                                         random_state=random_state)
-    rows = []
-    for name, ranker in rankers.items():
-        row = {"name": name}
-        for metric in metrics:
-            row[metric] = {kind: ESTIMATORS[kind](log, ranker, metric=metric, propensity=model, confidence=confidence,
-                                                  n_bootstrap=n_bootstrap, random_state=random_state,
-                                                  **options.get(kind, {}))
-                           for kind in estimators}
-            if true_relevance is not None:
-                row[metric]["true"] = true_values(log, ranker, true_relevance, metric=metric)
-        rows.append(row)
-    return ValidationReport(rows, tuple(metrics), confidence, log.n_sessions, log.n_clicks, repr(model), estimators)
+# ----------------------------------------------------------------------------- what the estimators target
 
 
 def true_values(log: ClickLog, scores_or_ranker, relevance, *, metric="dcg", **metric_params) -> dict:
@@ -1484,7 +819,7 @@ def true_values(log: ClickLog, scores_or_ranker, relevance, *, metric="dcg", **m
     relevance : array of shape (n_docs,)
         Known click-relevance of every data-set row.
     metric : str or callable, default "dcg"
-        Metric; see :func:`metric_weight`.
+        Metric; see :func:`~counterfactual_ltr.metrics.metric_weight`.
     **metric_params
         Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
 

@@ -1,0 +1,32 @@
+"""Off-policy evaluation of rankers from click logs: IPS, SNIPS, clipped IPS, doubly robust, policy-aware.
+
+Everything is imported from here; the parts, one concern each:
+
+* :mod:`~counterfactual_ltr.evaluation.offpolicy`: the estimators (their
+  formulas are in its docstring), :class:`Estimate` with its intervals and
+  diagnostics, and the true values the estimators target;
+* :mod:`~counterfactual_ltr.evaluation.relevance`: the doubly robust
+  estimator's relevance model, cross-fitted by query;
+* :mod:`~counterfactual_ltr.evaluation.scorers`: scikit-learn scorers for
+  model selection on click logs;
+* :mod:`~counterfactual_ltr.evaluation.report`: validation reports (tables,
+  HTML, a figure).
+
+The rank weights of the metrics (:func:`~counterfactual_ltr.metrics.metric_weight`,
+:data:`~counterfactual_ltr.metrics.LOWER_IS_BETTER`) live with the metrics and
+are re-exported here.
+"""
+
+from ..metrics import LOWER_IS_BETTER, metric_weight
+from .offpolicy import (BOOTSTRAP_BLOCKS, ESTIMATORS, MAX_POLICY_ERROR, MAX_UNSHOWN_MASS, MAX_WEIGHT_SHARE, MIN_ESS,
+                        Estimate, EstimateWarning, clipped_ips_estimate, dr_estimate, ips_estimate,
+                        policy_aware_estimate, session_contributions, snips_estimate, true_values)
+from .relevance import RelevanceFit, fit_relevance
+from .report import ValidationReport, validation_report
+from .scorers import clipped_ips_scorer, dr_scorer, ips_scorer, policy_aware_scorer, snips_scorer
+
+__all__ = ["Estimate", "EstimateWarning", "ips_estimate", "snips_estimate", "clipped_ips_estimate",
+           "dr_estimate", "policy_aware_estimate", "RelevanceFit", "fit_relevance",
+           "ips_scorer", "snips_scorer", "clipped_ips_scorer", "dr_scorer", "policy_aware_scorer",
+           "metric_weight", "ValidationReport", "validation_report", "true_values", "session_contributions",
+           "ESTIMATORS"]

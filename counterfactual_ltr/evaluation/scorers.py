@@ -1,0 +1,224 @@
+"""scikit-learn scorers on click logs: an off-policy estimate of a fitted ranker is its score.
+
+``GridSearchCV(..., scoring=snips_scorer("dcg"), cv=GroupKFold(...))`` over a
+:class:`~counterfactual_ltr.clicklog.ClickLog` chooses hyper-parameters by the
+estimated value on held-out sessions. Scores are greater-is-better, so a
+metric where lower is better (average rank) is negated.
+"""
+
+from __future__ import annotations
+
+from ..clicklog import ClickLog
+from ..metrics import LOWER_IS_BETTER
+from .offpolicy import _estimate
+
+__all__ = ["ips_scorer", "snips_scorer", "clipped_ips_scorer", "dr_scorer", "policy_aware_scorer"]
+
+
+class _LogScorer:
+    """A scikit-learn scorer ``scorer(estimator, log, y=None)`` from a click log."""
+
+    def __init__(self, kind, metric, propensity, metric_params, options=None):
+        self.kind, self.metric, self.propensity, self.metric_params = kind, metric, propensity, metric_params
+        self.options = dict(options or {})
+
+    def __call__(self, estimator, X, y=None):
+        if not isinstance(X, ClickLog):
+            raise ValueError(f"{self.kind} scorers need a ClickLog as X, got {type(X).__name__} (for NDCG@10 on "
+                             "labelled data use the estimator's score, e.g. search.best_estimator_.score(test))")
+        est = _estimate(self.kind, X, estimator, self.metric, self.propensity, 0.95, self.metric_params,
+                        n_bootstrap=0, **self.options)
+        return -est.value if self.metric in LOWER_IS_BETTER else est.value
+
+    def __repr__(self):
+        options = "".join(f", {k}={v!r}" for k, v in self.options.items())
+        return f"{self.kind}_scorer(metric={self.metric!r}, propensity={self.propensity!r}{options})"
+
+
+def ips_scorer(metric="dcg", propensity=None, **metric_params):
+    """Scorer for ``GridSearchCV``/``cross_validate`` on click logs: the IPS estimate (greater is better;
+    average rank is negated).
+
+    Parameters
+    ----------
+    metric : str or callable, default "dcg"
+        Metric to estimate; see :func:`~counterfactual_ltr.metrics.metric_weight`.
+    propensity : None, float or propensity model, default None
+        Examination model of the scored logs, as the estimators take it
+        (``None``: ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
+    **metric_params
+        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
+
+    Returns
+    -------
+    callable
+        ``scorer(estimator, log, y=None) -> float``: the IPS estimate of
+        ``estimator`` (a fitted ranker with ``predict``) on the
+        :class:`~counterfactual_ltr.clicklog.ClickLog` ``log``, at
+        ``confidence=0.95`` without bootstrap; negated for average rank.
+        A ``log`` that is not a ``ClickLog`` is a ``ValueError``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LinearRegression
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> from counterfactual_ltr.evaluation import ips_estimate
+    >>> data = make_ranking(n_queries=50, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=20, random_state=0)
+    >>> ranker = LinearRegression().fit(data.X, data.y)
+    >>> scorer = ips_scorer("dcg")
+    >>> scorer
+    ips_scorer(metric='dcg', propensity=None)
+    >>> score = scorer(ranker, log)
+    >>> bool(np.isclose(score, ips_estimate(log, ranker, n_bootstrap=0).value))
+    True
+    >>> avg_rank = ips_estimate(log, ranker, metric="avg_rank", n_bootstrap=0).value
+    >>> bool(np.isclose(ips_scorer("avg_rank")(ranker, log), -avg_rank))
+    True
+    """
+    return _LogScorer("ips", metric, propensity, metric_params)
+
+
+def snips_scorer(metric="dcg", propensity=None, **metric_params):
+    """Scorer for ``GridSearchCV``/``cross_validate`` on click logs: the SNIPS estimate (greater is better;
+    average rank is negated).
+
+    Parameters
+    ----------
+    metric : str or callable, default "dcg"
+        Metric to estimate; see :func:`~counterfactual_ltr.metrics.metric_weight`.
+    propensity : None, float or propensity model, default None
+        Examination model of the scored logs, as the estimators take it
+        (``None``: ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
+    **metric_params
+        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
+
+    Returns
+    -------
+    callable
+        ``scorer(estimator, log, y=None) -> float``: the SNIPS estimate of
+        ``estimator`` (a fitted ranker with ``predict``) on the
+        :class:`~counterfactual_ltr.clicklog.ClickLog` ``log``, at
+        ``confidence=0.95`` without bootstrap; negated for average rank.
+        A ``log`` that is not a ``ClickLog`` is a ``ValueError``.
+
+    Examples
+    --------
+    >>> from sklearn.model_selection import GroupKFold, cross_val_score
+    >>> # cross_val_score(est, log, groups=log.groups, cv=GroupKFold(3), scoring=snips_scorer("dcg"))
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LinearRegression
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> from counterfactual_ltr.evaluation import snips_estimate
+    >>> data = make_ranking(n_queries=50, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=20, random_state=0)
+    >>> ranker = LinearRegression().fit(data.X, data.y)
+    >>> score = snips_scorer("dcg")(ranker, log)
+    >>> bool(np.isclose(score, snips_estimate(log, ranker, n_bootstrap=0).value))
+    True
+    """
+    return _LogScorer("snips", metric, propensity, metric_params)
+
+
+def clipped_ips_scorer(metric="dcg", propensity=None, clip=0.1, **metric_params):
+    """Scorer of the clipped IPS estimate (greater is better; average rank is negated).
+
+    Parameters
+    ----------
+    metric : str or callable, default "dcg"
+        Metric to estimate; see :func:`~counterfactual_ltr.metrics.metric_weight`.
+    propensity : None, float or propensity model, default None
+        Examination model of the scored logs, as the estimators take it
+        (``None``: ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
+    clip : float in (0, 1], default 0.1
+        Floor of the propensities; see :func:`~counterfactual_ltr.evaluation.clipped_ips_estimate`.
+    **metric_params
+        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
+
+    Returns
+    -------
+    callable
+        ``scorer(estimator, log, y=None) -> float``: the clipped IPS estimate of
+        ``estimator`` (a fitted ranker with ``predict``) on the
+        :class:`~counterfactual_ltr.clicklog.ClickLog` ``log``, at
+        ``confidence=0.95`` without bootstrap; negated for average rank.
+        A ``log`` that is not a ``ClickLog`` is a ``ValueError``.
+
+    Examples
+    --------
+    >>> clipped_ips_scorer("dcg", clip=0.2)
+    clipped_ips_scorer(metric='dcg', propensity=None, clip=0.2)
+    """
+    return _LogScorer("clipped_ips", metric, propensity, metric_params, {"clip": clip})
+
+
+def dr_scorer(metric="dcg", propensity=None, relevance_model=None, n_folds=2, random_state=None, **metric_params):
+    """Scorer of the doubly robust estimate (the relevance model is fitted on each scored log; greater is better).
+
+    Parameters
+    ----------
+    metric : str or callable, default "dcg"
+        Metric to estimate; see :func:`~counterfactual_ltr.metrics.metric_weight`.
+    propensity : None, float or propensity model, default None
+        Examination model of the scored logs, as the estimators take it
+        (``None``: ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
+    relevance_model : None, scikit-learn estimator, callable or array (n_docs,), default None
+        Relevance model of :func:`~counterfactual_ltr.evaluation.fit_relevance` (``None``: ridge regression);
+        an unfitted estimator is cross-fitted on each scored log.
+    n_folds : int >= 2, default 2
+        Number of folds of queries of the cross-fitting.
+    random_state : None, int or numpy Generator, default None
+        Seed of the folds.
+    **metric_params
+        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
+
+    Returns
+    -------
+    callable
+        ``scorer(estimator, log, y=None) -> float``: the doubly robust estimate of
+        ``estimator`` (a fitted ranker with ``predict``) on the
+        :class:`~counterfactual_ltr.clicklog.ClickLog` ``log``, at
+        ``confidence=0.95`` without bootstrap; negated for average rank.
+        A ``log`` that is not a ``ClickLog`` is a ``ValueError``.
+
+    Examples
+    --------
+    >>> dr_scorer("dcg", random_state=0)
+    dr_scorer(metric='dcg', propensity=None, relevance_model=None, n_folds=2, random_state=0)
+    """
+    return _LogScorer("dr", metric, propensity, metric_params,
+                      {"relevance_model": relevance_model, "n_folds": n_folds, "random_state": random_state})
+
+
+def policy_aware_scorer(metric="dcg", propensity=None, logging_policy=None, **metric_params):
+    """Scorer of the policy-aware estimate (the log's own logging policy unless one is given; greater is better).
+
+    Parameters
+    ----------
+    metric : str or callable, default "dcg"
+        Metric to estimate; see :func:`~counterfactual_ltr.metrics.metric_weight`.
+    propensity : None, float or propensity model, default None
+        Examination model of the scored logs, as the estimators take it
+        (``None``: ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
+    logging_policy : object with ``position_probabilities(data)``, optional
+        Policy that logged the scored logs; default ``None``: each log's own
+        ``logging_policy``.
+    **metric_params
+        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
+
+    Returns
+    -------
+    callable
+        ``scorer(estimator, log, y=None) -> float``: the policy-aware estimate of
+        ``estimator`` (a fitted ranker with ``predict``) on the
+        :class:`~counterfactual_ltr.clicklog.ClickLog` ``log``, at
+        ``confidence=0.95`` without bootstrap; negated for average rank.
+        A ``log`` that is not a ``ClickLog`` is a ``ValueError``.
+
+    Examples
+    --------
+    >>> policy_aware_scorer("dcg")
+    policy_aware_scorer(metric='dcg', propensity=None, logging_policy=None)
+    """
+    return _LogScorer("policy_aware", metric, propensity, metric_params, {"logging_policy": logging_policy})
