@@ -1,12 +1,44 @@
-"""Counterfactual learning to rank: learn and evaluate rankers from logged, position-biased clicks."""
+"""Counterfactual learning to rank: learn and evaluate rankers from logged, position-biased clicks.
+
+What a user needs first is importable from here: data and click logs, propensity models and their
+estimation from logs, the scikit-learn rankers, off-policy estimates, scorers and validation
+reports, and model files. Everything else lives in its module (``metrics``, ``surrogates``,
+``online``, ``logging_policy``, ...); ``docs/architecture.md`` shows which module owns each step.
+
+>>> from click_sim import make_ranking, simulate_clicks
+>>> from counterfactual_ltr import SVMPropRank, snips_estimate
+>>> data = make_ranking(n_queries=30, random_state=0)
+>>> log = simulate_clicks(data, data.X[:, 0], n_passes=20, random_state=0)
+>>> ranker = SVMPropRank(C=1.0).fit(log)
+>>> snips_estimate(log, ranker, n_bootstrap=0).value > 0
+True
+"""
 
 from ._progress import show_progress
+from ._version import __version__
 from .aggregate import ClickAggregate, aggregate_clicks
 from .clicklog import ClickLog
 from .datasets import RankingDataset, binarize
-from .propensity import PositionBasedPropensity, TabularPropensity
-from .propensity_estimation import estimate_propensities
+from .estimators import DeepPropDCG, RankSVM, SLAMRanker, SVMPropDCG, SVMPropRank, SVMPropRBP
+from .evaluation import (Estimate, ValidationReport, clipped_ips_estimate, clipped_ips_scorer, dr_estimate, dr_scorer,
+                         fit_relevance, ips_estimate, ips_scorer, policy_aware_estimate, policy_aware_scorer,
+                         snips_estimate, snips_scorer, validation_report)
+from .persistence import load_model, save_model
+from .propensity import (EstimatedPropensity, EstimatedTrustBias, PositionBasedPropensity, TabularPropensity,
+                         TrustBiasPropensity, estimate_propensities)
 
-__version__ = "0.1.0"
-__all__ = ["RankingDataset", "binarize", "ClickLog", "ClickAggregate", "aggregate_clicks",
-           "PositionBasedPropensity", "TabularPropensity", "estimate_propensities", "show_progress", "__version__"]
+__all__ = [
+    # data and click logs
+    "RankingDataset", "binarize", "ClickLog", "ClickAggregate", "aggregate_clicks",
+    # propensity models and their estimation
+    "PositionBasedPropensity", "TabularPropensity", "TrustBiasPropensity", "estimate_propensities",
+    "EstimatedPropensity", "EstimatedTrustBias",
+    # rankers
+    "RankSVM", "SVMPropRank", "SVMPropDCG", "SVMPropRBP", "SLAMRanker", "DeepPropDCG",
+    # off-policy evaluation
+    "ips_estimate", "snips_estimate", "clipped_ips_estimate", "dr_estimate", "policy_aware_estimate", "Estimate",
+    "fit_relevance", "ips_scorer", "snips_scorer", "clipped_ips_scorer", "dr_scorer", "policy_aware_scorer",
+    "validation_report", "ValidationReport",
+    # model files, progress bars, version
+    "save_model", "load_model", "show_progress", "__version__",
+]
