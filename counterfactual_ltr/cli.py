@@ -41,6 +41,8 @@ MODELS = {"svm-propdcg": "SVMPropDCG", "svm-proprank": "SVMPropRank", "svm-propr
           "svm-rank": "RankSVM", "slam": "SLAMRanker", "deep": "DeepPropDCG"}
 SCALERS = {"none": None, "standard": "StandardScaler", "minmax": "MinMaxScaler", "maxabs": "MaxAbsScaler",
            "robust": "RobustScaler"}
+#: What the experiment scripts import beyond the library: the ``[experiments]`` extra of ``pyproject.toml``.
+EXPERIMENT_NEEDS = ("matplotlib", "lightgbm")
 # Errors that mean "bad input": reported in one line with status 2. Anything else is a bug: traceback.
 _INPUT_ERRORS = (ValueError, TypeError, OSError, EOFError, zipfile.BadZipFile)
 
@@ -521,6 +523,10 @@ def experiments(name, quick, out, quiet):
     if folder is None:
         raise InputError("the experiment scripts are not installed: run cltr experiments from the root of a "
                          "counterfactual-ltr source checkout, or pip install counterfactual-ltr from one")
+    missing = [name for name in EXPERIMENT_NEEDS if importlib.util.find_spec(name) is None]
+    if missing:
+        raise InputError(f"the experiment scripts need {', '.join(missing)}: "
+                         "pip install 'counterfactual-ltr[experiments]'")
     scripts = _experiment_scripts(folder)
     if name != "all" and name not in scripts:
         raise InputError(f"unknown experiment {name!r}; choose from: all, {', '.join(scripts)}")

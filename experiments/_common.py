@@ -27,6 +27,12 @@ def shared_data_dir() -> Path:
     return Path(os.environ.get("CLTR_DATA", REPO.parent / "shared" / "data"))
 
 
+def data_missing(what: str) -> SystemExit:
+    """Status 2 (bad input, as for an unknown script) after one line on stderr: the data is not where we look."""
+    print(f"{what} not found under {shared_data_dir()} (set CLTR_DATA to the folder that holds it)", file=sys.stderr)
+    return SystemExit(2)
+
+
 def mq2008_dir() -> Path | None:
     """The MQ2008 folder, or None when the shared data is absent."""
     path = shared_data_dir() / "MQ2008"
@@ -39,7 +45,7 @@ def load_fold(fold: int = 1):
 
     root = mq2008_dir()
     if root is None:
-        raise SystemExit(f"MQ2008 not found under {shared_data_dir()} (set CLTR_DATA)")
+        raise data_missing("MQ2008")
     return tuple(load_letor(root / f"Fold{fold}" / f"{part}.txt") for part in ("train", "vali", "test"))
 
 

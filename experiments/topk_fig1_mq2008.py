@@ -28,7 +28,7 @@ import time
 
 import numpy as np
 
-from ._common import figure_path, parser, pyplot, save_results
+from ._common import data_missing, figure_path, parser, pyplot, save_results
 
 NAME = "topk_fig1_mq2008"
 SURROGATES = ("squared", "ranksvm", "kl_listnet", "smooth_dcg")
@@ -110,7 +110,7 @@ def main(argv=None):
 
     data = mq2008_all()
     if data is None:
-        raise SystemExit("MQ2008 (S1-S5) not found under the shared data folder (set CLTR_DATA)")
+        raise data_missing("MQ2008 (S1-S5)")
     n_seeds = args.seeds or (1 if args.quick else 3)
     seeds = list(range(n_seeds))
     horizons = {"aistats": 20_000, "early": 20_000} if args.quick else {"aistats": 250_000, "early": 100_000}

@@ -320,3 +320,47 @@ def test_simulate_with_a_saved_logging_ranker(small_files, monkeypatch):
     expected = simulate_clicks(data, production, PositionBasedClickModel(eta=0.5), n_passes=2, random_state=7,
                                max_shown=3)
     assert read_click_log(small_files / "logged.csv.gz", data).equals(expected)
+
+
+def test_experiments_found_without_importing_them():
+    from counterfactual_ltr import cli as cli_module
+
+    assert cli_module._experiments_folder() == REPO / "experiments"
+    assert "table3" in cli_module._experiment_scripts(REPO / "experiments")
+
+
+def test_experiments_missing_or_without_their_extra_is_one_line(small_files, capsys, monkeypatch):
+    from counterfactual_ltr import cli as cli_module
+
+    monkeypatch.setattr(cli_module, "EXPERIMENT_NEEDS", ("matplotlib", "no_such_module_for_cltr"))
+    _bad(("experiments", "table3"), capsys, small_files, "pip install 'counterfactual-ltr[experiments]'")
+    monkeypatch.setattr(cli_module, "_experiments_folder", lambda: None)
+    _bad(("experiments", "table3"), capsys, small_files, "source checkout")
+
+
+def test_experiments_extra_matches_pyproject():
+    tomllib = pytest.importorskip("tomllib")
+    from counterfactual_ltr.cli import EXPERIMENT_NEEDS
+
+    extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["experiments"]
+    assert sorted(r.split(">")[0].split("=")[0].split("[")[0] for r in extra) == sorted(EXPERIMENT_NEEDS)
+
+
+def test_experiments_run_as_a_child_of_the_folder_found(tmp_path, monkeypatch):
+    """The arguments and the exit status pass through, and the package found runs, not one in the current folder."""
+    from counterfactual_ltr import cli as cli_module
+
+    found = tmp_path / "found" / "experiments"
+    decoy = tmp_path / "cwd" / "experiments"
+    for folder, status in ((found, 3), (decoy, 4)):
+        folder.mkdir(parents=True)
+        (folder / "__init__.py").write_text("")
+        (folder / "_cltr.py").write_text("")
+        (folder / "demo_script.py").write_text("")
+        (folder / "__main__.py").write_text(
+            f"import pathlib, sys\npathlib.Path({str(tmp_path / 'argv.txt')!r}).write_text(' '.join(sys.argv[1:]))\n"
+            f"sys.exit({status})\n")
+    monkeypatch.setattr(cli_module, "_experiments_folder", lambda: found)
+    monkeypatch.chdir(decoy.parent)
+    assert main(["experiments", "demo_script", "--quick", "--out", "somewhere", "-q"]) == 3
+    assert (tmp_path / "argv.txt").read_text() == "demo_script --quick --out somewhere --quiet"
