@@ -322,6 +322,46 @@ def _logging_policy(rankers, data, max_shown, intervention):
     return PlackettLucePolicy(ranker_scores(ranker, data), 0.0, max_shown)
 
 
+def _check_simulation(data, click_model, n_passes, relevance_threshold, max_shown, intervention):
+    """The checked options of :func:`simulate_clicks` (the default click model filled in, ``max_shown`` capped)."""
+    if not isinstance(data, RankingDataset):
+        raise TypeError(f"data must be a RankingDataset, got {type(data).__name__}")
+    if click_model is None:
+        click_model = PositionBasedClickModel()
+    if not callable(getattr(click_model, "click_probability", None)):
+        raise TypeError(f"click_model must be a click model (with click_probability), got {type(click_model).__name__}")
+    n_passes = check_int(n_passes, "n_passes", min_value=1)
+    relevance_threshold = check_real(relevance_threshold, "relevance_threshold")
+    max_shown = check_optional_int(max_shown, "max_shown", min_value=1)
+    if max_shown is not None:
+        max_shown = min(max_shown, int(data.query_lengths.max()))  # a huge Python int would overflow NumPy
+    if intervention is not None and not hasattr(intervention, "apply"):
+        raise TypeError(f"intervention must be a SwapIntervention or TopNShuffle, got {intervention!r}")
+    return click_model, n_passes, relevance_threshold, max_shown
+
+
+def _check_size(data, n_passes, max_shown):
+    """``ValueError`` before allocating a log that cannot fit in memory."""
+    shown = int(data.query_lengths.sum() if max_shown is None else np.minimum(data.query_lengths, max_shown).sum())
+    if shown * n_passes > 2**40:
+        # a whole-number float of 1e306 passes is an int here: format the size in floats (inf, not OverflowError)
+        raise ValueError(f"n_passes={n_passes} would simulate {float(shown) * float(n_passes):.3g} shown documents; "
+                         "too many for memory")
+
+
+def _draw_clicks(data, docs, offsets, lengths, click_model, relevance_threshold, rng) -> np.ndarray:
+    """Clicks of every shown item, drawn in chunks (the random stream does not depend on the chunk size)."""
+    positions = np.arange(len(docs)) - np.repeat(offsets[:-1], lengths) + 1
+    clicks = np.empty(len(docs), dtype=bool)
+    chunk = 1 << 22
+    for start in progress(range(0, len(docs), chunk), desc="simulating clicks", unit="chunk", leave=False):
+        stop = min(start + chunk, len(docs))
+        relevant = data.y[docs[start:stop]] >= relevance_threshold
+        prob = click_model.click_probability(positions[start:stop], relevant)
+        clicks[start:stop] = rng.random(stop - start) < prob
+    return clicks
+
+
 def simulate_clicks(data: RankingDataset, ranker, click_model: PositionBasedClickModel | None = None,
                     n_passes: int = 1, random_state=None, *,
                     relevance_threshold=DEFAULT_RELEVANCE_THRESHOLD, max_shown: int | None = None,
@@ -347,16 +387,33 @@ def simulate_clicks(data: RankingDataset, ranker, click_model: PositionBasedClic
 
     Parameters
     ----------
-    ranker : object with ``predict(X)``, a callable, an array of scores per row, a StochasticRanker,
-        or a list of these
-    click_model : PositionBasedClickModel (default eta=1, eps_minus=0.1, eps_plus=1)
+    data : RankingDataset
+        The queries and documents; ``data.y`` gives the relevance clicks are drawn against.
+    ranker : object with ``predict(X)``, callable, array (n_docs,), StochasticRanker, or a list of these
+        The logging ranker(s): scores per data-set row (higher is shown first), or a
+        :class:`~click_sim.StochasticRanker` that samples Plackett-Luce orders.
+    click_model : PositionBasedClickModel, optional
+        Examination and click noise (default ``eta=1, eps_minus=0.1, eps_plus=1``).
+    n_passes : int >= 1, default 1
+        Sessions per query.
+    random_state : None, int or numpy Generator, default None
+        Seed of every random choice (loggers, stochastic orders, interventions, clicks).
+    relevance_threshold : float, default 1
+        A document is relevant when ``y >= relevance_threshold``.
+    max_shown : int >= 1, optional
+        Only the top ``max_shown`` documents of each ranking are shown (and logged);
+        default: the whole list.
     shares : sequence of float, optional
-        Share of the sessions served by each ranker of a list.
+        Share of the sessions served by each ranker of a list (default uniform).
     intervention : SwapIntervention or TopNShuffle, optional
+        Randomisation of the shown orders in a share of the sessions (for
+        propensity estimation).
 
     Returns
     -------
     ClickLog
+        The sessions, query by query within each pass, with their loggers,
+        intervention codes and (one logger, no intervention) the logging policy.
 
     Examples
     --------
@@ -370,27 +427,12 @@ def simulate_clicks(data: RankingDataset, ranker, click_model: PositionBasedClic
     >>> sorted(set(log.logger.tolist())), bool((log.intervention > 0).any())
     ([0, 1], True)
     """
-    if not isinstance(data, RankingDataset):
-        raise TypeError(f"data must be a RankingDataset, got {type(data).__name__}")
-    if click_model is None:
-        click_model = PositionBasedClickModel()
-    if not callable(getattr(click_model, "click_probability", None)):
-        raise TypeError(f"click_model must be a click model (with click_probability), got {type(click_model).__name__}")
-    n_passes = check_int(n_passes, "n_passes", min_value=1)
-    relevance_threshold = check_real(relevance_threshold, "relevance_threshold")
-    max_shown = check_optional_int(max_shown, "max_shown", min_value=1)
-    if max_shown is not None:
-        max_shown = min(max_shown, int(data.query_lengths.max()))  # a huge Python int would overflow NumPy
-    if intervention is not None and not hasattr(intervention, "apply"):
-        raise TypeError(f"intervention must be a SwapIntervention or TopNShuffle, got {intervention!r}")
+    click_model, n_passes, relevance_threshold, max_shown = _check_simulation(
+        data, click_model, n_passes, relevance_threshold, max_shown, intervention)
     rankers = _as_rankers(ranker)
     p = _logger_shares(shares, len(rankers))
     rng = check_random_state(random_state)
-    shown = int(data.query_lengths.sum() if max_shown is None else np.minimum(data.query_lengths, max_shown).sum())
-    if shown * n_passes > 2**40:
-        # a whole-number float of 1e306 passes is an int here: format the size in floats (inf, not OverflowError)
-        raise ValueError(f"n_passes={n_passes} would simulate {float(shown) * float(n_passes):.3g} shown documents; "
-                         "too many for memory")
+    _check_size(data, n_passes, max_shown)
     session_query = np.tile(np.arange(data.n_queries), n_passes)
     n_sessions = len(session_query)
     lengths = data.query_lengths[session_query]
@@ -412,14 +454,7 @@ def simulate_clicks(data: RankingDataset, ranker, click_model: PositionBasedClic
     codes = np.zeros(n_sessions, dtype=np.int64)
     if intervention is not None:
         docs, codes = intervention.apply(docs, offsets, rng)
-    # 4. clicks, drawn in chunks (the stream does not depend on the chunk size)
-    positions = np.arange(len(docs)) - np.repeat(offsets[:-1], lengths) + 1
-    clicks = np.empty(len(docs), dtype=bool)
-    chunk = 1 << 22
-    for start in progress(range(0, len(docs), chunk), desc="simulating clicks", unit="chunk", leave=False):
-        stop = min(start + chunk, len(docs))
-        relevant = data.y[docs[start:stop]] >= relevance_threshold
-        prob = click_model.click_probability(positions[start:stop], relevant)
-        clicks[start:stop] = rng.random(stop - start) < prob
+    # 4. clicks
+    clicks = _draw_clicks(data, docs, offsets, lengths, click_model, relevance_threshold, rng)
     return ClickLog(data, session_query, offsets, docs, clicks, logger=logger, intervention=codes,
                     logging_policy=_logging_policy(rankers, data, max_shown, intervention))

@@ -79,6 +79,39 @@ def make_separable_ranking(n_queries: int = 1000, n_docs: int = 20, n_features: 
     return (data, w) if return_ranker else data
 
 
+def _level_shares(level_shares, n_levels: int) -> np.ndarray:
+    """``level_shares`` as ``n_levels`` finite positive floats, or a ``TypeError``/``ValueError`` saying why not."""
+    shares = np.asarray(level_shares)
+    if shares.dtype.kind not in "iuf":
+        raise TypeError(f"level_shares must hold numbers, got {level_shares!r}")
+    shares = shares.astype(np.float64)
+    if shares.shape != (n_levels,) or not np.all(np.isfinite(shares) & (shares > 0)):
+        raise ValueError(f"level_shares must hold {n_levels} finite positive shares, got {level_shares}")
+    return shares
+
+
+def _length_bounds(n_docs) -> tuple[int, int]:
+    """``(low, high)`` list lengths from an int or a pair (not checked for ``low <= high``)."""
+    if np.ndim(n_docs) == 0:
+        lo = hi = _positive_int(n_docs, "n_docs")
+        return lo, hi
+    if len(n_docs) != 2:
+        raise ValueError(f"n_docs must be an int or a (min, max) pair, got {n_docs!r}")
+    return _positive_int(n_docs[0], "n_docs[0]"), _positive_int(n_docs[1], "n_docs[1]")
+
+
+def _features(rng, n: int, n_features: int, correlation: float, density: float) -> np.ndarray:
+    """Standard Gaussian features, made correlated through one shared factor and sparse when asked."""
+    X = rng.standard_normal((n, n_features))
+    if correlation > 0:
+        # One factor shared by all columns of a row: corr(x_a, x_b) = correlation.
+        X = np.sqrt(1.0 - correlation) * X + np.sqrt(correlation) * rng.standard_normal((n, 1))
+    if density < 1:
+        # Sparse values in [0, 1]: the Gaussian's CDF keeps the (correlated) ordering.
+        X = np.where(rng.random((n, n_features)) < density, scipy.special.ndtr(X), 0.0)
+    return X
+
+
 def make_ranking(n_queries: int = 200, n_docs=(5, 40), n_features: int = 10, n_levels: int = 3,
                  noise: float = 1.0, level_shares=(0.65, 0.22, 0.13), random_state=None,
                  return_ranker: bool = False, *, density: float = 1.0, correlation: float = 0.0,
@@ -144,19 +177,9 @@ def make_ranking(n_queries: int = 200, n_docs=(5, 40), n_features: int = 10, n_l
     n_queries = _positive_int(n_queries, "n_queries")
     n_features = _positive_int(n_features, "n_features")
     n_levels = _positive_int(n_levels, "n_levels", 2)
-    shares = np.asarray(level_shares)
-    if shares.dtype.kind not in "iuf":
-        raise TypeError(f"level_shares must hold numbers, got {level_shares!r}")
-    shares = shares.astype(np.float64)
-    if shares.shape != (n_levels,) or not np.all(np.isfinite(shares) & (shares > 0)):
-        raise ValueError(f"level_shares must hold {n_levels} finite positive shares, got {level_shares}")
+    shares = _level_shares(level_shares, n_levels)
     noise = check_real(noise, "noise", min_value=0.0)
-    if np.ndim(n_docs) == 0:
-        lo = hi = _positive_int(n_docs, "n_docs")
-    else:
-        if len(n_docs) != 2:
-            raise ValueError(f"n_docs must be an int or a (min, max) pair, got {n_docs!r}")
-        lo, hi = _positive_int(n_docs[0], "n_docs[0]"), _positive_int(n_docs[1], "n_docs[1]")
+    lo, hi = _length_bounds(n_docs)
     density = check_real(density, "density", min_value=0.0, max_value=1.0, include_min=False)
     correlation = check_real(correlation, "correlation", min_value=0.0, max_value=1.0, include_max=False)
     if hi < lo:
@@ -167,13 +190,7 @@ def make_ranking(n_queries: int = 200, n_docs=(5, 40), n_features: int = 10, n_l
     n = int(offsets[-1])
     w = rng.standard_normal(n_features)
     w /= np.linalg.norm(w)
-    X = rng.standard_normal((n, n_features))
-    if correlation > 0:
-        # One factor shared by all columns of a row: corr(x_a, x_b) = correlation.
-        X = np.sqrt(1.0 - correlation) * X + np.sqrt(correlation) * rng.standard_normal((n, 1))
-    if density < 1:
-        # Sparse values in [0, 1]: the Gaussian's CDF keeps the (correlated) ordering.
-        X = np.where(rng.random((n, n_features)) < density, scipy.special.ndtr(X), 0.0)
+    X = _features(rng, n, n_features, correlation, density)
     query_shift = np.repeat(rng.standard_normal(n_queries) * 0.5, lengths)
     latent = X @ w + query_shift + noise * rng.standard_normal(n)
     thresholds = np.quantile(latent, np.cumsum(shares / shares.sum())[:-1])

@@ -666,6 +666,28 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     K = check_int(max_position, "max_position", min_value=2)
     B = check_int(n_bootstrap, "n_bootstrap", min_value=0)
+    opts = _check_options(method, K, options)
+    if log.n_clicks == 0:
+        raise ValueError("the click log has no clicks: no propensity can be estimated")
+    estimate, n_sessions = {"swap": _swap, "harvest": _harvest, "em": _em, "trust_em": _trust_em}[method](
+        log, K, opts)
+    Q = log.data.n_queries
+    present = np.bincount(log.session_query, minlength=Q) > 0
+    point = estimate(present[None, :].astype(np.float64))
+    boot = None
+    if B:
+        rng = np.random.default_rng(random_state)
+        queries = np.flatnonzero(present)
+        W = np.zeros((B, Q))
+        W[:, queries] = rng.multinomial(queries.size, np.full(queries.size, 1.0 / queries.size), size=B)
+        boot = estimate(W)
+    if method == "trust_em":
+        return _trust_bias_model(point, boot, opts["confidence"], n_sessions)
+    return _propensity_model(method, point, boot, opts["confidence"], n_sessions)
+
+
+def _check_options(method, K, options) -> dict:
+    """The checked ``**options`` of :func:`estimate_propensities`, with the defaults filled in."""
     known = {"confidence", "min_clicks", "max_iter", "tol", "relevance_model", "eps_plus"}
     unknown = set(options) - known
     if unknown:
@@ -690,34 +712,32 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
         plus = np.asarray(opts["eps_plus"], dtype=np.float64)
         if plus.ndim > 1 or (plus.ndim == 1 and plus.size != K) or not np.all((plus > 0) & (plus <= 1)):
             raise ValueError(f"eps_plus must be a number in (0, 1] or {K} of them (one per position)")
-    if log.n_clicks == 0:
-        raise ValueError("the click log has no clicks: no propensity can be estimated")
-    estimate, n_sessions = {"swap": _swap, "harvest": _harvest, "em": _em, "trust_em": _trust_em}[method](
-        log, K, opts)
-    Q = log.data.n_queries
-    present = np.bincount(log.session_query, minlength=Q) > 0
-    point = estimate(present[None, :].astype(np.float64))
-    boot = None
-    if B:
-        rng = np.random.default_rng(random_state)
-        queries = np.flatnonzero(present)
-        W = np.zeros((B, Q))
-        W[:, queries] = rng.multinomial(queries.size, np.full(queries.size, 1.0 / queries.size), size=B)
-        boot = estimate(W)
-    lo_q, hi_q = 50 * (1 - opts["confidence"]), 50 * (1 + opts["confidence"])
-    if method == "trust_em":
-        theta, plus, minus, a, b = (v[0] for v in point)
-        intervals, reps = {}, {}
-        if boot is not None:
-            for name, values in zip(("examination", "eps_plus", "eps_minus", "a", "b"), boot):
-                intervals[name] = tuple(np.percentile(values, [lo_q, hi_q], axis=0))
-                reps[name] = values
-            extra = {"relative": boot[0] / boot[0][:, :1], "alpha": boot[3] - boot[4], "beta": boot[4]}
-            for name, values in extra.items():
-                intervals[name] = tuple(np.percentile(values, [lo_q, hi_q], axis=0))
-                reps[name] = values
-        return EstimatedTrustBias(theta, plus, np.minimum(minus, plus - 1e-9), intervals=intervals, bootstrap=reps,
-                                  confidence=opts["confidence"], n_sessions=n_sessions)
+    return opts
+
+
+def _percentiles(values, confidence):
+    """The two-sided percentile interval of bootstrap replicates (rows) at level ``confidence``."""
+    return np.percentile(values, [50 * (1 - confidence), 50 * (1 + confidence)], axis=0)
+
+
+def _trust_bias_model(point, boot, confidence, n_sessions) -> EstimatedTrustBias:
+    """The ``"trust_em"`` estimate with the intervals of every part (and of relative, alpha, beta)."""
+    theta, plus, minus, a, b = (v[0] for v in point)
+    intervals, reps = {}, {}
+    if boot is not None:
+        for name, values in zip(("examination", "eps_plus", "eps_minus", "a", "b"), boot):
+            intervals[name] = tuple(_percentiles(values, confidence))
+            reps[name] = values
+        extra = {"relative": boot[0] / boot[0][:, :1], "alpha": boot[3] - boot[4], "beta": boot[4]}
+        for name, values in extra.items():
+            intervals[name] = tuple(_percentiles(values, confidence))
+            reps[name] = values
+    return EstimatedTrustBias(theta, plus, np.minimum(minus, plus - 1e-9), intervals=intervals, bootstrap=reps,
+                              confidence=confidence, n_sessions=n_sessions)
+
+
+def _propensity_model(method, point, boot, confidence, n_sessions) -> EstimatedPropensity:
+    """A position-only estimate with its interval; ``ValueError`` where a position or a replicate had no data."""
     relative = point[0]
     bad = np.flatnonzero(~(np.isfinite(relative) & (relative > 0)))
     if bad.size:
@@ -728,6 +748,6 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
         if not np.all(np.isfinite(boot)):
             raise ValueError(f"{method!r}: some bootstrap replicates have no data at a position: too few sessions "
                              "for an interval (log more sessions, lower max_position or use n_bootstrap=0)")
-        lower, upper = np.percentile(boot, [lo_q, hi_q], axis=0)
-    return EstimatedPropensity(relative, lower, upper, bootstrap=boot, method=method, confidence=opts["confidence"],
+        lower, upper = _percentiles(boot, confidence)
+    return EstimatedPropensity(relative, lower, upper, bootstrap=boot, method=method, confidence=confidence,
                                n_sessions=n_sessions)
