@@ -56,20 +56,17 @@ class PositionBasedClickModel:
 
     Parameters
     ----------
-    eta : float >= 0
-        Power-law severity, used when ``examination`` is None.
-    eps_minus, eps_plus : float or sequence in [0, 1]
+    eta : float >= 0, default 1.0
+        Severity of the position bias, ``theta_r = (1 / r) ** eta``; used when
+        ``examination`` is None.
+    eps_minus : float or sequence in [0, 1], default 0.1
+        Click probability of an examined irrelevant document (per position
+        when a sequence).
+    eps_plus : float or sequence in [0, 1], default 1.0
+        Click probability of an examined relevant document (per position
+        when a sequence).
     examination : sequence in (0, 1], optional
         ``theta_1 .. theta_K``; overrides ``eta``.
-
-    Parameters
-    ----------
-    eta : float >= 0, default 1.0
-        Severity of the position bias.
-    eps_minus : float in [0, 1], default 0.1
-        Click probability of an examined irrelevant document.
-    eps_plus : float in [0, 1], default 1.0
-        Click probability of an examined relevant document.
 
     Examples
     --------
@@ -101,7 +98,17 @@ class PositionBasedClickModel:
         return any(np.ndim(e) == 1 and np.ptp(e) > 0 for e in (self.eps_minus, self.eps_plus))
 
     def examination_curve(self, max_position: int) -> np.ndarray:
-        """``theta_1 .. theta_max_position``."""
+        """``theta_1 .. theta_max_position``.
+
+        Parameters
+        ----------
+        max_position : int >= 1
+            The last position of the curve.
+
+        Returns
+        -------
+        ndarray of float64, shape (max_position,)
+        """
         return self.examination(np.arange(1, check_int(max_position, "max_position", min_value=1) + 1))
 
     def propensity_model(self):
@@ -111,7 +118,18 @@ class PositionBasedClickModel:
         return TabularPropensity(self.examination.values)
 
     def trust_model(self, max_position: int | None = None) -> TrustBiasPropensity:
-        """The true affine click model (examination and per-position eps) as a ``TrustBiasPropensity``."""
+        """The true affine click model (examination and per-position eps) as a ``TrustBiasPropensity``.
+
+        Parameters
+        ----------
+        max_position : int >= 1, optional
+            Tabulate at least this many positions (default: as many as the
+            model's curves have; later positions repeat the last value).
+
+        Returns
+        -------
+        TrustBiasPropensity
+        """
         K = max(np.size(self.eps_minus), np.size(self.eps_plus),
                 1 if self.eta is not None else len(self.examination.values),
                 1 if max_position is None else check_int(max_position, "max_position", min_value=1))
@@ -120,7 +138,20 @@ class PositionBasedClickModel:
                                    eps_minus=_lookup(np.asarray(self.eps_minus), r))
 
     def click_probability(self, positions, relevant) -> np.ndarray:
-        """``theta_r * (eps_plus_r if relevant else eps_minus_r)``, elementwise."""
+        """``theta_r * (eps_plus_r if relevant else eps_minus_r)``, elementwise.
+
+        Parameters
+        ----------
+        positions : array of int >= 1
+            Positions of the shown documents (1 = top).
+        relevant : array of bool or numbers, same shape
+            Whether each document is relevant (non-zero = relevant).
+
+        Returns
+        -------
+        ndarray of float64
+            The click probability of each document.
+        """
         positions = np.asarray(positions)
         relevant = np.asarray(relevant)
         if relevant.dtype.kind not in "biuf" or not np.all(np.isfinite(relevant)):
@@ -143,7 +174,9 @@ def ranker_scores(ranker, data: RankingDataset) -> np.ndarray:
     Parameters
     ----------
     ranker : object with ``predict``, callable, or array (n_docs,)
+        A fitted ranker, a function of ``X``, or the scores themselves.
     data : RankingDataset
+        The rows to score.
 
     Returns
     -------
@@ -179,10 +212,11 @@ class SwapIntervention:
     session's ``intervention`` code (0 = not intervened; one-document
     sessions are never swapped).
 
-    The log keeps the logging policy (``log.logging_policy``): the
-    deterministic ranking, or the Plackett-Luce policy of a
-    :class:`click_sim.StochasticRanker`, which samples a fresh ranking for
-    every session.
+    The log keeps no logging policy (``log.logging_policy`` is None): the
+    swaps change the chance of each document at each position, so the
+    policy-aware estimator refuses the log rather than use the ranker's.
+    The logger may be deterministic or a :class:`click_sim.StochasticRanker`,
+    which samples a fresh ranking for every session before the swap.
 
     Parameters
     ----------
@@ -202,7 +236,24 @@ class SwapIntervention:
         self.max_position = check_int(max_position, "max_position", min_value=2)
 
     def apply(self, docs, offsets, rng):
-        """``(docs, codes)``: the shown rows after the intervention and each session's code."""
+        """``(docs, codes)``: the shown rows after the intervention and each session's code.
+
+        Parameters
+        ----------
+        docs : ndarray of int, shape (n_items,)
+            Data-set rows shown, session after session, in position order.
+        offsets : ndarray of int, shape (n_sessions + 1,)
+            Items of session ``i`` are ``docs[offsets[i]:offsets[i + 1]]``.
+        rng : numpy Generator
+            Draws which sessions are intervened on, and how.
+
+        Returns
+        -------
+        docs : ndarray of int, shape (n_items,)
+            The shown rows after the intervention (a new array).
+        codes : ndarray of int, shape (n_sessions,)
+            Each session's ``intervention`` code (0: none).
+        """
         lengths = np.diff(offsets)
         n = len(lengths)
         chosen = rng.random(n) < self.share
@@ -243,7 +294,24 @@ class TopNShuffle:
         self.share = check_probability(share, "share", include_zero=False)
 
     def apply(self, docs, offsets, rng):
-        """``(docs, codes)``: the shown rows after the intervention and each session's code."""
+        """``(docs, codes)``: the shown rows after the intervention and each session's code.
+
+        Parameters
+        ----------
+        docs : ndarray of int, shape (n_items,)
+            Data-set rows shown, session after session, in position order.
+        offsets : ndarray of int, shape (n_sessions + 1,)
+            Items of session ``i`` are ``docs[offsets[i]:offsets[i + 1]]``.
+        rng : numpy Generator
+            Draws which sessions are intervened on, and how.
+
+        Returns
+        -------
+        docs : ndarray of int, shape (n_items,)
+            The shown rows after the intervention (a new array).
+        codes : ndarray of int, shape (n_sessions,)
+            Each session's ``intervention`` code (0: none).
+        """
         lengths = np.diff(offsets)
         chosen = rng.random(len(lengths)) < self.share
         session = segment_ids(offsets)

@@ -56,6 +56,7 @@ def load_letor(path, *, n_features: int | None = None, name: str | None = None,
     Parameters
     ----------
     path : str or path-like
+        The LETOR/SVMlight file (plain, ``.gz``, ``.bz2`` or ``.xz``).
     n_features : int, optional
         Number of feature columns. By default the largest index in the file,
         which must then be at most :data:`MAX_IMPLICIT_FEATURES`; give it

@@ -26,9 +26,16 @@ class OnlineResult:
 
     Parameters
     ----------
-    queries, ndcg_at_10, ndcg, ap : arrays (T,)
-    rankings, ranking_offsets : arrays
-    seconds : float
+    queries : ndarray of int, shape (T,)
+        Query index of every round.
+    ndcg_at_10, ndcg, ap : ndarrays of shape (T,)
+        NDCG@10, full-list NDCG and AP of the ranking shown in every round.
+    rankings : ndarray of int
+        The shown rankings (data-set rows), round after round.
+    ranking_offsets : ndarray of int, shape (T + 1,)
+        Round ``t`` showed ``rankings[ranking_offsets[t]:ranking_offsets[t + 1]]``.
+    seconds : float, default 0.0
+        Wall time of the run.
 
     Examples
     --------
@@ -54,7 +61,17 @@ class OnlineResult:
 
     @staticmethod
     def time_average(values) -> np.ndarray:
-        """Running mean ``(1/t) * sum_{s<=t} values[s]``."""
+        """Running mean ``(1/t) * sum_{s<=t} values[s]``.
+
+        Parameters
+        ----------
+        values : array of shape (T,)
+            One value per round (e.g. ``result.ndcg``).
+
+        Returns
+        -------
+        ndarray of float64, shape (T,)
+        """
         values = np.asarray(values, dtype=np.float64)
         return np.cumsum(values) / np.arange(1, len(values) + 1)
 
@@ -91,8 +108,11 @@ def query_stream(n_queries: int, T: int, rng: np.random.Generator) -> np.ndarray
     Parameters
     ----------
     n_queries : int
+        Number of queries to draw from.
     T : int
+        Number of indices.
     rng : numpy Generator
+        Draws the permutations.
 
     Returns
     -------
@@ -124,11 +144,15 @@ def run_online(learner, data: RankingDataset, T: int, random_state=None, *,
     Parameters
     ----------
     learner : online learner (``rank``, ``update``, ``feedback_k``; see :mod:`counterfactual_ltr.online`)
+        The learner to run.
     data : RankingDataset
+        The queries shown, with the labels revealed as feedback.
     T : int >= 1
         Number of rounds.
     random_state : int, Generator or None
+        Seed of the order of the queries.
     relevance_threshold : float, default 1
+        Grades at or above it are relevant for AP.
     reset : bool, default True
         Reset the learner to the data's number of features first.
 

@@ -77,6 +77,9 @@ def simulate_clicks_partitioned(data: RankingDataset, ranker, click_model: Posit
     engine : {"processes", "dask", "serial"}
         ``"processes"``: a local process pool of ``n_workers``; ``"dask"``: tasks
         on the active ``dask.distributed`` client; ``"serial"``: in this process.
+    n_workers : int >= 1, optional
+        Size of the process pool of ``engine="processes"`` (default: the
+        number of CPUs); ignored by the other engines.
 
     Returns
     -------

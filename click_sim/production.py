@@ -23,10 +23,13 @@ def train_production_ranker(data: RankingDataset, fraction: float = 0.01, random
     Parameters
     ----------
     data : RankingDataset
+        Labelled training data.
     fraction : float in (0, 1], default 0.01
         Share of the queries trained on.
     random_state : int, Generator or None
+        Seed of the draw of the queries.
     C : float > 0, default 1.0
+        Regularisation constant of the Ranking SVM.
 
     Returns
     -------

@@ -7,6 +7,8 @@ import numpy as np
 from counterfactual_ltr._validation import check_real
 from counterfactual_ltr.logging_policy import PlackettLucePolicy, sample_plackett_luce_orders
 
+from .clicks import ranker_scores
+
 __all__ = ["StochasticRanker"]
 
 
@@ -23,7 +25,10 @@ class StochasticRanker:
     Parameters
     ----------
     ranker : object with ``predict(X)``, a callable, or an array of scores per row
-    temperature : float > 0
+        The ranker whose scores are sampled around.
+    temperature : float > 0, default 1.0
+        Divides the scores before sampling: small values sample close to the
+        ranker's own ranking, large values close to a uniform one.
 
     Examples
     --------
@@ -43,18 +48,54 @@ class StochasticRanker:
         return f"StochasticRanker({self.ranker!r}, temperature={self.temperature})"
 
     def scores(self, data) -> np.ndarray:
-        """The underlying ranker's scores of every row (validated)."""
-        from .clicks import ranker_scores
+        """The underlying ranker's scores of every row (validated).
 
+        Parameters
+        ----------
+        data : RankingDataset
+            The rows to score.
+
+        Returns
+        -------
+        ndarray of float64, shape (n_docs,)
+        """
         return ranker_scores(self.ranker, data)
 
     def _temperature(self) -> float:
         return check_real(self.temperature, "temperature", min_value=0.0, include_min=False)
 
     def sample_orders(self, data, scores, rng, *, segments=None) -> np.ndarray:
-        """One sampled ranking of every query (row indices query by query, best first)."""
+        """One sampled ranking of every query (row indices query by query, best first).
+
+        Parameters
+        ----------
+        data : RankingDataset
+            The queries to rank.
+        scores : ndarray of shape (n_docs,)
+            The ranker's scores of every row (:meth:`scores`).
+        rng : numpy Generator
+            Draws the rankings.
+        segments : ndarray of shape (n_docs,), optional
+            The query index of every row, when the caller has it already.
+
+        Returns
+        -------
+        ndarray of int64, shape (n_docs,)
+        """
         return sample_plackett_luce_orders(scores / self._temperature(), data.query_offsets, rng, segments=segments)
 
     def logging_policy(self, scores, max_shown=None) -> PlackettLucePolicy:
-        """The policy the log keeps: Plackett-Luce over ``scores / temperature``, top ``max_shown`` shown."""
+        """The policy the log keeps: Plackett-Luce over ``scores / temperature``, top ``max_shown`` shown.
+
+        Parameters
+        ----------
+        scores : ndarray of shape (n_docs,)
+            The ranker's scores of every row (:meth:`scores`).
+        max_shown : int, optional
+            Number of top positions shown (default: the whole list).
+
+        Returns
+        -------
+        PlackettLucePolicy
+        """
         return PlackettLucePolicy(scores, self._temperature(), max_shown)

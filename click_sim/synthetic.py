@@ -39,14 +39,19 @@ def make_separable_ranking(n_queries: int = 1000, n_docs: int = 20, n_features: 
     Parameters
     ----------
     n_queries : int, default 1000
+        Number of queries.
     n_docs : int, default 20
         Documents per query.
     n_features : int, default 20
+        Number of features.
     n_levels : int, default 5
         Relevance levels 0 .. n_levels - 1.
     margin : float > 0, default 0.5
+        Gap along ``w*`` between documents of different levels.
     random_state : int, Generator or None
+        Seed of every random draw.
     return_ranker : bool, default False
+        Also return the separating ranker ``w*``.
 
     Returns
     -------
@@ -141,16 +146,21 @@ def make_ranking(n_queries: int = 200, n_docs=(5, 40), n_features: int = 10, n_l
     Parameters
     ----------
     n_queries : int, default 200
+        Number of queries.
     n_docs : int or (low, high), default (5, 40)
         Documents per query (uniform in the range).
     n_features : int, default 10
+        Number of features.
     n_levels : int, default 3
+        Relevance grades 0 .. n_levels - 1.
     noise : float >= 0, default 1.0
         Standard deviation of the latent relevance noise.
     level_shares : sequence of float, default (0.65, 0.22, 0.13)
         Shares of the grades.
     random_state : int, Generator or None
+        Seed of every random draw.
     return_ranker : bool, default False
+        Also return the hidden ranker ``w*``.
     density : float in (0, 1], default 1
         Share of non-zero feature values (see above).
     correlation : float in [0, 1), default 0

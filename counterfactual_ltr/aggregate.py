@@ -119,12 +119,8 @@ class ClickAggregate:
 
     Parameters
     ----------
-    data, weights, click_counts, queries, n_sessions, n_clicks, table, propensity :
-        As the attributes below.
-
-    Attributes
-    ----------
     data : RankingDataset
+        The data set whose rows the log refers to.
     weights : array (n_docs,)
         ``sum over clicks on the row of 1 / propensity`` under :attr:`propensity` (0 if never clicked);
         under a trust-bias model, ``sum over impressions of (click - beta_r) / alpha_r`` (may be negative).
@@ -132,12 +128,16 @@ class ClickAggregate:
         Number of clicks on each row.
     queries : array
         Indices of the queries with a non-zero weight (with a click, for a plain propensity), ascending.
-    n_sessions, n_clicks : int
+    n_sessions : int
+        Number of sessions behind the aggregate.
+    n_clicks : int
+        Number of clicks behind it.
     table : tuple of four int64 arrays, optional
         ``(docs, positions, clicks, impressions)``: counts per distinct shown
         ``(doc, position)``, sorted. With it, :meth:`reweight` applies any other
         position-based propensity model without the log.
-    propensity : propensity model used for :attr:`weights`
+    propensity : propensity model, optional
+        The model :attr:`weights` were computed under.
 
     Examples
     --------
@@ -162,7 +162,25 @@ class ClickAggregate:
     @classmethod
     def from_table(cls, data: RankingDataset, docs, positions, clicks, impressions, n_sessions: int,
                    propensity=None) -> "ClickAggregate":
-        """Build an aggregate from a count table (validated: rows of ``data``, positions >= 1, clicks <= impressions)."""
+        """Build an aggregate from a count table (validated: rows of ``data``, positions >= 1, clicks <= impressions).
+
+        Parameters
+        ----------
+        data : RankingDataset
+            The data set whose rows ``docs`` refers to.
+        docs, positions : array of int (n_rows,)
+            Data-set row and 1-based position of every row of the table.
+        clicks, impressions : array of int (n_rows,)
+            Clicks and impressions of each (doc, position), ``0 <= clicks <= impressions``.
+        n_sessions : int >= 0
+            Number of sessions the table was counted over.
+        propensity : None, float or propensity model, default None
+            Examination model of the weights (``None``: ``eta = 1``).
+
+        Returns
+        -------
+        ClickAggregate
+        """
         docs, positions, clicks, impressions = (np.asarray(a, dtype=np.int64) for a in
                                                 (docs, positions, clicks, impressions))
         if not (docs.shape == positions.shape == clicks.shape == impressions.shape and docs.ndim == 1):
@@ -198,7 +216,18 @@ class ClickAggregate:
         return cls(data, weights, counts, queries, n_sessions, int(counts.sum()), table, model)
 
     def reweight(self, propensity) -> "ClickAggregate":
-        """The same clicks weighted under another position-based propensity model."""
+        """The same clicks weighted under another position-based propensity model.
+
+        Parameters
+        ----------
+        propensity : None, float or propensity model
+            The new examination model (``None``: ``eta = 1``; a number: its ``eta``).
+
+        Returns
+        -------
+        ClickAggregate
+            A new aggregate; this one is unchanged.
+        """
         if self.table is None:
             raise ValueError("this aggregate has no (doc, position) count table: it cannot be re-weighted; "
                              "build it with ClickLog.aggregate or aggregate_clicks")
@@ -210,7 +239,17 @@ class ClickAggregate:
         return int(self.table[3].sum()) if self.table is not None else -1
 
     def equals(self, other: "ClickAggregate") -> bool:
-        """Same data set, sessions, count table and weights (exactly)."""
+        """Same data set, sessions, count table and weights (exactly).
+
+        Parameters
+        ----------
+        other : ClickAggregate
+            The aggregate to compare with.
+
+        Returns
+        -------
+        bool
+        """
         if not isinstance(other, ClickAggregate) or other.data is not self.data:
             return False
         same_table = (self.table is None) == (other.table is None) and (
@@ -237,13 +276,40 @@ class ClickAggregate:
         """IPS point estimate ``(1/N) sum_d m(rank(d)) W_d``: equal to ``ips_estimate(log, ...).value``.
 
         No interval: its variance needs the sessions (within-session cross terms).
+
+        Parameters
+        ----------
+        scores_or_ranker : array of shape (n_docs,) or object with ``predict``
+            Scores of every data-set row, or a fitted ranker.
+        metric : str or callable, default "dcg"
+            The metric; see :func:`~counterfactual_ltr.metrics.metric_weight`.
+        **metric_params
+            Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
+
+        Returns
+        -------
+        float
         """
         if self.n_sessions == 0:
             raise ValueError("the aggregate has no sessions")
         return self._metric_sums(scores_or_ranker, metric, metric_params)[0] / self.n_sessions
 
     def snips_value(self, scores_or_ranker, *, metric="dcg", **metric_params) -> float:
-        """SNIPS point estimate ``sum_d m(rank(d)) W_d / sum_d W_d`` (metric per relevant document)."""
+        """SNIPS point estimate ``sum_d m(rank(d)) W_d / sum_d W_d`` (metric per relevant document).
+
+        Parameters
+        ----------
+        scores_or_ranker : array of shape (n_docs,) or object with ``predict``
+            Scores of every data-set row, or a fitted ranker.
+        metric : str or callable, default "dcg"
+            The metric; see :func:`~counterfactual_ltr.metrics.metric_weight`.
+        **metric_params
+            Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
+
+        Returns
+        -------
+        float
+        """
         x, w = self._metric_sums(scores_or_ranker, metric, metric_params)
         if w == 0:
             raise ValueError("the aggregate has no clicks: SNIPS is undefined")
@@ -349,6 +415,8 @@ def aggregate_clicks(source, data: RankingDataset, propensity=None, *, engine: s
         per partition on the active ``dask.distributed`` client (or Dask's
         default scheduler) and merges them in a tree: one task per file (or per
         partition of a Dask DataFrame).
+    batch_size : int >= 1, default 2**20
+        Rows read at a time from a Parquet file.
 
     Returns
     -------

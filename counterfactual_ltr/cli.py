@@ -575,6 +575,7 @@ def main(argv=None) -> int:
     Parameters
     ----------
     argv : list of str, optional
+        The command's arguments (default ``sys.argv[1:]``).
 
     Returns
     -------

@@ -117,7 +117,8 @@ class ClickLog:
     logging_policy : object with ``position_probabilities(data)``, optional
         How likely the logger was to show each row at each position (see
         :mod:`counterfactual_ltr.logging_policy`); the policy-aware estimator
-        needs it. Simulated logs carry it; for a real log, give it here.
+        needs it. Simulated logs of one logger without interventions carry it;
+        for a real log, give it here.
 
     Examples
     --------
@@ -249,6 +250,15 @@ class ClickLog:
 
         An affine (trust-bias) model has no single propensity per item: use
         :func:`counterfactual_ltr.propensity.affine_parts` with :attr:`positions`.
+
+        Parameters
+        ----------
+        propensity : None, float or propensity model, default None
+            Examination model (``None``: ``eta = 1``; a number: its ``eta``).
+
+        Returns
+        -------
+        ndarray of float64, shape (n_items,)
         """
         model = as_propensity_model(propensity)
         if is_affine(model):
@@ -282,6 +292,16 @@ class ClickLog:
 
         See :class:`ClickAggregate`; :func:`counterfactual_ltr.aggregate.aggregate_clicks`
         gives the identical aggregate from the log's Parquet files.
+
+        Parameters
+        ----------
+        propensity : None, float or propensity model, default None
+            Examination model of the weights (``None``: ``eta = 1``; a number:
+            its ``eta``); :meth:`ClickAggregate.reweight` changes it later.
+
+        Returns
+        -------
+        ClickAggregate
         """
         docs, positions, clicks, impressions = count_table(self.docs, self.positions, self.clicks)
         return ClickAggregate._weighted(self.data, (docs, positions, clicks, impressions), self.n_sessions,
@@ -320,6 +340,19 @@ class ClickLog:
         rebuilt log holds the sessions sorted by their ``session`` id, so a
         frame from ``to_frame()`` round-trips exactly. The frame holds no
         logging policy: give it as ``logging_policy`` (see :class:`ClickLog`).
+
+        Parameters
+        ----------
+        frame : pandas DataFrame or mapping of column name to values
+            One row per shown document.
+        data : RankingDataset
+            The data set whose rows ``doc`` refers to.
+        logging_policy : object with ``position_probabilities(data)``, optional
+            The policy that logged the sessions (see :class:`ClickLog`).
+
+        Returns
+        -------
+        ClickLog
 
         Examples
         --------
@@ -399,6 +432,11 @@ class ClickLog:
 
         The checksums (CRC-32 of every data page) let :meth:`read_parquet`
         detect a corrupted file instead of reading back a different log.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The file to write (replaced if it exists).
         """
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -413,6 +451,19 @@ class ClickLog:
         Page checksums are verified when the file has them. A file that is
         not Parquet, is truncated or corrupted, or does not hold a valid log
         raises ``ValueError`` naming the file.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The Parquet file.
+        data : RankingDataset
+            The data set whose rows the log's ``doc`` column refers to.
+        logging_policy : object with ``position_probabilities(data)``, optional
+            The policy that logged the sessions (see :class:`ClickLog`).
+
+        Returns
+        -------
+        ClickLog
         """
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -430,7 +481,17 @@ class ClickLog:
             raise type(err)(f"{name}: {err}") from err
 
     def equals(self, other: "ClickLog") -> bool:
-        """Same sessions, shown rows, positions, clicks, loggers and interventions (and the same data set object)."""
+        """Same sessions, shown rows, positions, clicks, loggers and interventions (and the same data set object).
+
+        Parameters
+        ----------
+        other : ClickLog
+            The log to compare with.
+
+        Returns
+        -------
+        bool
+        """
         return (isinstance(other, ClickLog) and other.data is self.data
                 and np.array_equal(self.session_ids, other.session_ids)
                 and np.array_equal(self.session_offsets, other.session_offsets)

@@ -37,6 +37,8 @@ class RankingDataset:
     qid : array of shape (n_docs,)
         Query id of every row. The rows of one query must be contiguous; the
         order of the queries is kept as given.
+    name : str, optional
+        A name shown in the ``repr`` (e.g. the file it was read from).
 
     Attributes
     ----------
@@ -135,7 +137,17 @@ class RankingDataset:
 
     # ------------------------------------------------------------- relevance
     def relevance(self, threshold: float = DEFAULT_RELEVANCE_THRESHOLD) -> np.ndarray:
-        """Binary relevance (0/1, int64): ``y >= threshold``."""
+        """Binary relevance (0/1, int64): ``y >= threshold``.
+
+        Parameters
+        ----------
+        threshold : float, default 1
+            Labels at or above it count as relevant.
+
+        Returns
+        -------
+        ndarray of int64, shape (n_docs,)
+        """
         return binarize(self.y, threshold)
 
     # --------------------------------------------------------------- subsets
@@ -144,6 +156,15 @@ class RankingDataset:
 
         A query may appear only once: a repeated query would merge with itself into one longer
         query (its rows share the query id), so repeats raise instead.
+
+        Parameters
+        ----------
+        queries : array of int or bool
+            Query indices (0 .. n_queries - 1), or a mask over the queries.
+
+        Returns
+        -------
+        RankingDataset
         """
         queries = self._query_indices(queries)
         if queries.size == 0:
@@ -159,6 +180,16 @@ class RankingDataset:
         """Row indices of the given queries (indices or boolean mask), query after query.
 
         Repeated indices are allowed here (bootstrap resampling); they repeat the rows.
+
+        Parameters
+        ----------
+        queries : array of int or bool
+            Query indices (0 .. n_queries - 1), or a mask over the queries.
+
+        Returns
+        -------
+        ndarray of int64
+            The rows of the first query, then of the second, ...
         """
         return segment_gather(self.query_offsets, self._query_indices(queries))
 
@@ -184,6 +215,7 @@ def dense_features(X) -> np.ndarray:
     Parameters
     ----------
     X : array or scipy.sparse matrix
+        Feature rows.
 
     Returns
     -------
@@ -204,6 +236,7 @@ def checked_csr(X, what: str = "X"):
     Parameters
     ----------
     X : scipy.sparse matrix
+        Sparse feature rows (any format; converted to CSR).
     what : str
         Name used in the error message.
 
@@ -243,7 +276,9 @@ def binarize(y, threshold: float = DEFAULT_RELEVANCE_THRESHOLD) -> np.ndarray:
     Parameters
     ----------
     y : array of graded labels
+        Labels >= 0.
     threshold : float, default 1
+        Labels at or above it count as relevant.
 
     Returns
     -------

@@ -37,6 +37,7 @@ def write_click_log(log, path) -> None:
     Parameters
     ----------
     log : ClickLog
+        The log to write.
     path : str or path-like
         Ending in ``.parquet``/``.pq`` (Parquet) or ``.csv`` (optionally ``.gz``, ``.bz2``,
         ``.zip``, ``.xz``).

@@ -50,7 +50,10 @@ class PositionProbabilities:
     Parameters
     ----------
     probabilities : array (n_docs, n_positions)
+        ``P(row d at position k)``; rows sum to at most 1 (less when a row may
+        not be shown).
     n_samples : int, optional
+        Number of Monte Carlo rankings behind the estimate; ``None`` when exact.
 
     Examples
     --------
@@ -74,7 +77,17 @@ class PositionProbabilities:
         object.__setattr__(self, "probabilities", P)
 
     def position_probabilities(self, data) -> "PositionProbabilities":
-        """The matrix itself (so a :class:`PositionProbabilities` is a logging policy), checked against ``data``."""
+        """The matrix itself (so a :class:`PositionProbabilities` is a logging policy), checked against ``data``.
+
+        Parameters
+        ----------
+        data : RankingDataset
+            The data set of the log (its number of rows must match).
+
+        Returns
+        -------
+        PositionProbabilities
+        """
         if self.probabilities.shape[0] != data.n_docs:
             raise ValueError(f"position probabilities have {self.probabilities.shape[0]} rows but the data set has "
                              f"{data.n_docs}")
@@ -85,11 +98,31 @@ class PositionProbabilities:
         return alpha[np.minimum(np.arange(self.probabilities.shape[1]), len(alpha) - 1)]
 
     def expected(self, alpha) -> np.ndarray:
-        """``sum_k P(d at k) alpha[k - 1]`` per row (positions beyond ``alpha`` take its last value)."""
+        """``sum_k P(d at k) alpha[k - 1]`` per row (positions beyond ``alpha`` take its last value).
+
+        Parameters
+        ----------
+        alpha : float or array (K,)
+            A value per position (e.g. the examination propensities).
+
+        Returns
+        -------
+        ndarray of float64, shape (n_docs,)
+        """
         return self.probabilities @ self._per_position(alpha)
 
     def expected_stderr(self, alpha) -> np.ndarray:
-        """Monte Carlo standard error of :meth:`expected` per row (zeros when exact)."""
+        """Monte Carlo standard error of :meth:`expected` per row (zeros when exact).
+
+        Parameters
+        ----------
+        alpha : float or array (K,)
+            A value per position, as for :meth:`expected`.
+
+        Returns
+        -------
+        ndarray of float64, shape (n_docs,)
+        """
         if self.n_samples is None:
             return np.zeros(self.probabilities.shape[0])
         alpha = self._per_position(alpha)
@@ -112,8 +145,11 @@ def sample_plackett_luce_orders(scores, query_offsets, rng, *, segments=None) ->
     scores : array (n_docs,)
         Plackett-Luce log-weights (scores divided by the temperature).
     query_offsets : array (n_queries + 1,)
+        Query boundaries (see ``docs/conventions.md``).
     rng : numpy Generator
+        Draws the Gumbel noise.
     segments : array (n_docs,), optional
+        The query index of every row, when the caller has it already.
 
     Returns
     -------
@@ -141,6 +177,7 @@ def segment_keys(query_offsets) -> np.ndarray:
     Parameters
     ----------
     query_offsets : array (n_queries + 1,)
+        Query boundaries (see ``docs/conventions.md``).
 
     Returns
     -------
@@ -204,7 +241,17 @@ class PlackettLucePolicy:
             raise ValueError(f"the logging policy has {len(self.scores)} scores but the data set has {data.n_docs} rows")
 
     def position_probabilities(self, data) -> PositionProbabilities:
-        """``P(row d at position k)``, exact where feasible, else seeded Monte Carlo (cached)."""
+        """``P(row d at position k)``, exact where feasible, else seeded Monte Carlo (cached).
+
+        Parameters
+        ----------
+        data : RankingDataset
+            The data set whose rows the scores belong to.
+
+        Returns
+        -------
+        PositionProbabilities
+        """
         self._check(data)
         if self._cache is not None and self._cache[0] is data:
             return self._cache[1]

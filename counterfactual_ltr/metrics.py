@@ -212,7 +212,9 @@ def ranks(scores, query_offsets=None, *, qid=None) -> np.ndarray:
     Parameters
     ----------
     scores : array (n_docs,)
+        Scores of all documents (higher ranks first).
     query_offsets : array (n_queries + 1,), optional
+        Query boundaries (see ``docs/conventions.md``); or give ``qid``.
     qid : array (n_docs,), optional
         Query id of every document, instead of ``query_offsets``.
 
@@ -269,6 +271,7 @@ def dcg(scores, labels, query_offsets=None, *, qid=None, k=None, gain="exp2", re
     k : int >= 1, optional
         Cutoff (default: the whole list).
     gain : {"exp2", "linear"}, default "exp2"
+        Gain of a label ``y``: ``2**y - 1`` or ``y``.
     reduce : {"mean", "sum", None}, default "mean"
         Mean or sum over the queries, or one value per query.
 
@@ -312,6 +315,7 @@ def ndcg(scores, labels, query_offsets=None, *, qid=None, k=None, gain="exp2", n
     k : int >= 1, optional
         Cutoff (default: the whole list).
     gain : {"exp2", "linear"}, default "exp2"
+        Gain of a label ``y``: ``2**y - 1`` or ``y``.
     no_relevant : float or "skip", default 0.0
         Value of a query without relevant documents, or leave it out.
     reduce : {"mean", "sum", None}, default "mean"
@@ -548,6 +552,7 @@ def mean_relevant_rank(scores, labels, query_offsets=None, *, qid=None, threshol
     threshold : float, default 1
         ``rel = labels >= threshold``.
     no_relevant : float or "skip", default "skip"
+        Value of a query without relevant documents, or ``"skip"`` to leave it out.
     reduce : {"mean", "sum", None}, default "mean"
         Mean or sum over the queries, or one value per query.
 
@@ -580,6 +585,7 @@ def lambda_avg_rank(r):
     Parameters
     ----------
     r : array of ranks >= 1 (real-valued allowed)
+        Ranks, one weight each.
 
     Returns
     -------
@@ -599,6 +605,7 @@ def lambda_avg_rank_derivative(r):
     Parameters
     ----------
     r : array of ranks >= 1 (real-valued allowed)
+        Ranks, one weight each.
 
     Returns
     -------
@@ -618,6 +625,7 @@ def lambda_dcg(r):
     Parameters
     ----------
     r : array of ranks >= 1 (real-valued allowed)
+        Ranks, one weight each.
 
     Returns
     -------
@@ -637,6 +645,7 @@ def lambda_dcg_derivative(r):
     Parameters
     ----------
     r : array of ranks >= 1 (real-valued allowed)
+        Ranks, one weight each.
 
     Returns
     -------
@@ -657,7 +666,9 @@ def lambda_prec_at_k(r, k):
     Parameters
     ----------
     r : array of ranks >= 1
+        Ranks (real numbers allowed: the surrogates evaluate them between integers).
     k : int >= 1
+        The cutoff.
 
     Returns
     -------
@@ -678,7 +689,9 @@ def lambda_rbp(r, p=0.8):
     Parameters
     ----------
     r : array of ranks >= 1
+        Ranks (real numbers allowed: the surrogates evaluate them between integers).
     p : float in (0, 1), default 0.8
+        Persistence of the RBP user model.
 
     Returns
     -------
@@ -699,7 +712,9 @@ def lambda_rbp_derivative(r, p=0.8):
     Parameters
     ----------
     r : array of ranks >= 1
+        Ranks (real numbers allowed: the surrogates evaluate them between integers).
     p : float in (0, 1), default 0.8
+        Persistence of the RBP user model.
 
     Returns
     -------
@@ -736,9 +751,13 @@ class LambdaWeight:
     Parameters
     ----------
     name : str
+        Name of the weight (``"dcg"``, ... or a callable's name).
     value : callable ``r -> lambda(r)``
+        The weight, vectorised over real ranks.
     derivative : callable or None
+        ``r -> lambda'(r)``, or None when ``lambda`` is not differentiable.
     convex, concave : bool or None
+        Shape of ``lambda`` on ``r >= 1`` (None: unknown).
 
     Examples
     --------
@@ -772,6 +791,8 @@ def get_lambda(name_or_callable, **params) -> LambdaWeight:
     Parameters
     ----------
     name_or_callable : str, callable or LambdaWeight
+        A name of :data:`LAMBDA_WEIGHTS`, a function ``r -> lambda(r)``, or a
+        :class:`LambdaWeight` (returned as is).
     **params
         ``k`` (prec@k), ``p`` (rbp), or ``derivative``/``convex``/``concave`` for a callable.
 

@@ -148,7 +148,19 @@ class _Model:
         return [p.ndim == 2 for p in self.params]
 
     def weight_decay(self, alpha: float):
-        """L2 penalty ``alpha / 2 * sum ||W||^2`` over the weight matrices, and its gradient per parameter."""
+        """L2 penalty ``alpha / 2 * sum ||W||^2`` over the weight matrices, and its gradient per parameter.
+
+        Parameters
+        ----------
+        alpha : float >= 0
+            Strength of the penalty.
+
+        Returns
+        -------
+        penalty : float
+        grads : list of arrays
+            One per parameter (zeros for the biases).
+        """
         self._check_initialized()
         penalty = 0.0
         grads = []
@@ -161,7 +173,17 @@ class _Model:
         return penalty, grads
 
     def predict(self, X) -> np.ndarray:
-        """Scores of the rows of ``X`` (no cache kept)."""
+        """Scores of the rows of ``X`` (no cache kept).
+
+        Parameters
+        ----------
+        X : array of shape (n_docs, n_features)
+            Feature rows.
+
+        Returns
+        -------
+        ndarray of shape (n_docs,)
+        """
         scores = self.forward(X)
         self.clear_cache()
         return scores
@@ -176,7 +198,13 @@ class _Model:
         return [p.copy() for p in self.params]
 
     def set_parameters(self, params) -> None:
-        """Copy ``params`` (same shapes) into the model's parameters, in place."""
+        """Copy ``params`` (same shapes) into the model's parameters, in place.
+
+        Parameters
+        ----------
+        params : list of arrays
+            New values, shaped as :attr:`params`.
+        """
         self._check_initialized()
         if len(params) != len(self.params):
             raise ValueError(f"expected {len(self.params)} parameter arrays, got {len(params)}")
@@ -208,10 +236,15 @@ class LinearModel(_Model):
     n_features : int, optional
         Initialise at once for this many features.
     fit_intercept : bool, default True
+        Add the intercept ``b`` to the scores.
     init : {"zeros", "normal"}, default "zeros"
+        Initial weights: zeros, or Gaussian of scale ``init_scale``.
     init_scale : float, default 0.01
+        Standard deviation of the ``"normal"`` initialisation.
     random_state : int, Generator or None
-    dtype : float64 by default
+        Seeds the ``"normal"`` initialisation.
+    dtype : numpy dtype, default float64
+        Dtype of the parameters and of the computation.
 
     Examples
     --------
@@ -239,6 +272,17 @@ class LinearModel(_Model):
             self.initialize(n_features)
 
     def initialize(self, n_features: int) -> "LinearModel":
+        """Fresh parameters for ``n_features`` inputs; returns ``self``.
+
+        Parameters
+        ----------
+        n_features : int >= 1
+            Number of input features.
+
+        Returns
+        -------
+        LinearModel
+        """
         n_features = int(n_features)
         if n_features < 1:
             raise ValueError(f"n_features must be >= 1, got {n_features}")
@@ -254,6 +298,17 @@ class LinearModel(_Model):
         return [True, False]
 
     def forward(self, X) -> np.ndarray:
+        """Scores of the rows of ``X``, keeping what :meth:`backward` needs.
+
+        Parameters
+        ----------
+        X : array of shape (n_docs, n_features)
+            Feature rows.
+
+        Returns
+        -------
+        ndarray of shape (n_docs,)
+        """
         X = self._check_X(X)
         self._cache = X
         s = X @ self.params[0][:, 0]
@@ -262,6 +317,20 @@ class LinearModel(_Model):
         return s
 
     def backward(self, grad_scores) -> list:
+        """Gradient of a loss with respect to every parameter, from its gradient with respect to the scores.
+
+        Chain rule through the last :meth:`forward` pass.
+
+        Parameters
+        ----------
+        grad_scores : array of shape (n_docs,)
+            ``d loss / d scores`` of the rows of the last forward pass.
+
+        Returns
+        -------
+        list of arrays
+            One gradient per parameter, shaped as :attr:`params`.
+        """
         X = self._cache
         if X is None:
             raise RuntimeError("backward needs a forward pass first")
@@ -294,7 +363,10 @@ class MLP(_Model):
         Seeds the Glorot-uniform initialisation (as scikit-learn's MLP:
         bound ``sqrt(6 / (fan_in + fan_out))``, ``sqrt(2 / ...)`` for sigmoid);
         biases start at 0.
-    dtype : float64 by default (float32 also works)
+    dtype : numpy dtype, default float64
+        Dtype of the parameters (float32 also works).
+    n_features : int, optional
+        Initialise at once for this many input features.
 
     Attributes
     ----------
@@ -331,7 +403,17 @@ class MLP(_Model):
         return len(self.hidden_layer_sizes) + 1
 
     def initialize(self, n_features: int) -> "MLP":
-        """Draw fresh parameters for ``n_features`` inputs; returns ``self``."""
+        """Draw fresh parameters for ``n_features`` inputs; returns ``self``.
+
+        Parameters
+        ----------
+        n_features : int >= 1
+            Number of input features.
+
+        Returns
+        -------
+        MLP
+        """
         n_features = int(n_features)
         if n_features < 1:
             raise ValueError(f"n_features must be >= 1, got {n_features}")
@@ -352,6 +434,17 @@ class MLP(_Model):
         return self
 
     def forward(self, X) -> np.ndarray:
+        """Scores of the rows of ``X``, keeping what :meth:`backward` needs.
+
+        Parameters
+        ----------
+        X : array of shape (n_docs, n_features)
+            Feature rows.
+
+        Returns
+        -------
+        ndarray of shape (n_docs,)
+        """
         a = self._check_X(X)
         act = ACTIVATIONS[self.activation][0]
         activations = [a]
@@ -365,6 +458,20 @@ class MLP(_Model):
         return a[:, 0]
 
     def backward(self, grad_scores) -> list:
+        """Gradient of a loss with respect to every parameter, from its gradient with respect to the scores.
+
+        Chain rule through the last :meth:`forward` pass.
+
+        Parameters
+        ----------
+        grad_scores : array of shape (n_docs,)
+            ``d loss / d scores`` of the rows of the last forward pass.
+
+        Returns
+        -------
+        list of arrays
+            One gradient per parameter, shaped as :attr:`params`.
+        """
         activations = self._cache
         if activations is None:
             raise RuntimeError("backward needs a forward pass first")
@@ -399,8 +506,11 @@ class Adam:
     params : list of arrays
         Updated in place.
     learning_rate : float > 0, default 1e-3
+        Base step size.
     beta1, beta2 : float in [0, 1), defaults 0.9, 0.999
+        Decay rates of the first and second moment estimates.
     epsilon : float > 0, default 1e-8
+        Added to the root of the second moment (numerical safety).
 
     Examples
     --------
@@ -426,6 +536,15 @@ class Adam:
         self.t = 0
 
     def step(self, grads, learning_rate: float | None = None) -> None:
+        """One Adam update of the parameters, in place.
+
+        Parameters
+        ----------
+        grads : list of arrays
+            The gradient of every parameter, in the order of ``params``.
+        learning_rate : float, optional
+            Step size of this update (default: the base ``learning_rate``).
+        """
         lr = self.learning_rate if learning_rate is None else float(learning_rate)
         if len(grads) != len(self.params):
             raise ValueError(f"expected {len(self.params)} gradient arrays, got {len(grads)}")

@@ -54,6 +54,7 @@ def propensity_to_dict(model) -> dict:
     Parameters
     ----------
     model : None, float (eta), PositionBasedPropensity, TabularPropensity or TrustBiasPropensity
+        The model to describe (``None``: ``eta = 1``).
 
     Returns
     -------
@@ -315,6 +316,7 @@ def load_model(path):
     Parameters
     ----------
     path : str or path-like
+        A file written by :func:`save_model`.
 
     Returns
     -------

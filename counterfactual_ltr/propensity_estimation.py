@@ -120,9 +120,13 @@ class EstimatedPropensity(TabularPropensity):
     lower, upper : array (K,), optional
         Interval bounds of ``relative``.
     bootstrap : array (n_bootstrap, K), optional
-    method : str
-    confidence : float
-    n_sessions : int
+        Bootstrap replicates of ``relative``.
+    method : str, default "given"
+        The estimation method that made it (``"swap"``, ``"harvest"``, ``"em"``).
+    confidence : float, default 0.95
+        Level of the interval.
+    n_sessions : int, default 0
+        Sessions the estimate used.
 
     Attributes
     ----------
@@ -173,7 +177,19 @@ class EstimatedPropensity(TabularPropensity):
         return q
 
     def plot(self, ax=None, truth=None):
-        """Estimate against position with its interval (and ``truth``: a curve or propensity model)."""
+        """Estimate against position with its interval (and ``truth``: a curve or propensity model).
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+            Where to draw (default: a new figure).
+        truth : array or propensity model, optional
+            The true curve, drawn normalised to position 1.
+
+        Returns
+        -------
+        matplotlib Axes
+        """
         return _plot(ax, self.relative_, self.lower_, self.upper_, truth, f"{self.method_} estimate")
 
     def __repr__(self) -> str:
@@ -189,9 +205,12 @@ class EstimatedTrustBias(TrustBiasPropensity):
         As in :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`.
     intervals : dict, optional
         See ``intervals_``.
-    bootstrap : array, optional
-    confidence : float
-    n_sessions : int
+    bootstrap : dict of arrays, optional
+        Bootstrap replicates of each part, keyed as ``intervals``.
+    confidence : float, default 0.95
+        Level of the intervals.
+    n_sessions : int, default 0
+        Sessions the estimate used.
 
     Attributes
     ----------
@@ -226,7 +245,19 @@ class EstimatedTrustBias(TrustBiasPropensity):
         self.n_sessions_ = n_sessions
 
     def plot(self, ax=None, truth=None):
-        """Examination estimate against position with its interval (and ``truth``)."""
+        """Examination estimate against position with its interval (and ``truth``).
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+            Where to draw (default: a new figure).
+        truth : array or propensity model, optional
+            The true examination curve, drawn normalised to position 1.
+
+        Returns
+        -------
+        matplotlib Axes
+        """
         return _plot(ax, self.relative_, self.lower_, self.upper_, truth, "trust_em estimate")
 
 
@@ -624,6 +655,7 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
     Parameters
     ----------
     log : ClickLog
+        The logged sessions (with interventions for ``"swap"``, several loggers for ``"harvest"``).
     method : {"swap", "harvest", "em", "trust_em"}
         See the module docstring for what each needs: swap sessions and
         sessions without intervention; several loggers; one logger and

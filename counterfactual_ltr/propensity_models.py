@@ -28,6 +28,7 @@ def check_propensities(q, where: str = "propensities") -> np.ndarray:
     Parameters
     ----------
     q : array-like
+        Propensities.
     where : str
         What ``q`` is, for the error message.
 
@@ -199,12 +200,32 @@ class TrustBiasPropensity:
         self.eps_minus = minus
 
     def alpha(self, positions) -> np.ndarray:
-        """``theta_r (eps_plus_r - eps_minus_r)``: the slope of the click probability in relevance."""
+        """``theta_r (eps_plus_r - eps_minus_r)``: the slope of the click probability in relevance.
+
+        Parameters
+        ----------
+        positions : array of int >= 1
+            Positions (1 = top).
+
+        Returns
+        -------
+        ndarray of float64, the shape of ``positions``
+        """
         r = _check_positions(positions)
         return _at_positions(self.examination * (self.eps_plus - self.eps_minus), r)
 
     def beta(self, positions) -> np.ndarray:
-        """``theta_r eps_minus_r``: the click probability of an irrelevant document."""
+        """``theta_r eps_minus_r``: the click probability of an irrelevant document.
+
+        Parameters
+        ----------
+        positions : array of int >= 1
+            Positions (1 = top).
+
+        Returns
+        -------
+        ndarray of float64, the shape of ``positions``
+        """
         r = _check_positions(positions)
         return _at_positions(self.examination * self.eps_minus, r)
 
@@ -223,7 +244,9 @@ def propensities_at(model, positions) -> np.ndarray:
     Parameters
     ----------
     model : callable propensity model
+        Maps positions to propensities.
     positions : array of int (1-based)
+        Positions to evaluate it at.
 
     Returns
     -------
@@ -250,6 +273,7 @@ def is_affine(model) -> bool:
     Parameters
     ----------
     model : object
+        A propensity model or anything else.
 
     Returns
     -------
@@ -272,7 +296,9 @@ def affine_parts(model, positions):
     Parameters
     ----------
     model : None, float or propensity model (plain or trust-bias)
+        As :func:`as_propensity_model` takes it.
     positions : array of int >= 1
+        Positions (1 = top).
 
     Returns
     -------
@@ -297,6 +323,7 @@ def as_propensity_model(propensity):
     Parameters
     ----------
     propensity : None, float (eta) or propensity model
+        What a ``propensity=`` parameter was given.
 
     Returns
     -------

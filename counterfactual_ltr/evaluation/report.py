@@ -79,7 +79,19 @@ class ValidationReport:
     estimators: tuple = ("ips", "snips")
 
     def best(self, metric: str = "dcg", estimator: str = "snips") -> str:
-        """Name of the ranker with the best estimate (highest; lowest for average rank)."""
+        """Name of the ranker with the best estimate (highest; lowest for average rank).
+
+        Parameters
+        ----------
+        metric : str, default "dcg"
+            One of the report's metrics.
+        estimator : str, default "snips"
+            One of the report's estimators.
+
+        Returns
+        -------
+        str
+        """
         values = [r[metric][estimator].value for r in self.rows]
         pick = int(np.argmin(values) if metric in LOWER_IS_BETTER else np.argmax(values))
         return self.rows[pick]["name"]
@@ -137,7 +149,19 @@ class ValidationReport:
         return "\n".join(parts)
 
     def plot(self, path=None, metric: str = "dcg"):
-        """Error-bar figure, one panel per estimator: normal and bootstrap intervals (and the truth when known)."""
+        """Error-bar figure, one panel per estimator: normal and bootstrap intervals (and the truth when known).
+
+        Parameters
+        ----------
+        path : str or path-like, optional
+            Save the figure there (PNG) and close it.
+        metric : str, default "dcg"
+            The metric shown.
+
+        Returns
+        -------
+        matplotlib Figure
+        """
         import matplotlib
 
         matplotlib.use("Agg")
@@ -176,7 +200,9 @@ def validation_report(rankers: dict, log: ClickLog, *, propensity=None, metrics=
     Parameters
     ----------
     rankers : dict name -> fitted ranker (``predict``) or scores per data-set row
-    log : ClickLog of the validation queries
+        The rankers compared, in the report's order.
+    log : ClickLog
+        The validation log (sessions of held-out queries).
     propensity : None, float or propensity model, default None
         Examination model of the log, as the estimators take it (``None``:
         ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
@@ -191,9 +217,15 @@ def validation_report(rankers: dict, log: ClickLog, *, propensity=None, metrics=
         model. The report then shows the true value each estimator targets.
     estimators : sequence of names of :data:`~counterfactual_ltr.evaluation.ESTIMATORS`, optional
         Default: all, ``"policy_aware"`` only when the log carries its logging policy.
-    clip, relevance_model : options of clipped IPS and DR (the relevance
-        model is fitted once, cross-fitted, and shared by every ranker).
-    n_bootstrap, random_state : bootstrap intervals (and DR's folds).
+    clip : float in (0, 1], default 0.1
+        Propensity floor of clipped IPS.
+    relevance_model : None, scikit-learn estimator, callable or array (n_docs,), default None
+        Relevance model of DR (see :func:`~counterfactual_ltr.evaluation.fit_relevance`):
+        fitted once, cross-fitted, and shared by every ranker.
+    n_bootstrap : int >= 0, default 200
+        Bootstrap resamples of the sessions per estimate (0: no bootstrap interval).
+    random_state : None, int or numpy Generator, default None
+        Seed of the bootstrap and of DR's folds.
 
     Returns
     -------

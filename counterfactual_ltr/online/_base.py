@@ -22,9 +22,19 @@ __all__ = ["Feedback", "OnlineLearner", "RandomRanker", "check_learning_rate", "
 class Feedback:
     """What a learner sees after a round.
 
-    ``ranking`` is the permutation that was shown (row indices of the
-    query's ``X``, best first); ``labels[i]`` is the graded label of
-    document ``ranking[i]``, for the first ``len(labels)`` positions only.
+    Parameters
+    ----------
+    ranking : ndarray of int
+        The permutation that was shown: row indices of the query's ``X``, best first.
+    labels : ndarray
+        ``labels[i]`` is the graded label of document ``ranking[i]``, for the
+        first ``len(labels)`` positions only (the learner's ``feedback_k``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Feedback(np.array([2, 0, 1]), np.array([1, 0])).k
+    2
     """
 
     ranking: np.ndarray
@@ -40,17 +50,53 @@ class OnlineLearner:
 
     Subclasses set ``feedback_k`` (None: full feedback) and implement both
     methods; ``reset(n_features)`` (re)initialises the state before a run.
+    The methods' documentation here is every learner's.
     """
 
     feedback_k: int | None = None
 
     def reset(self, n_features: int) -> "OnlineLearner":
+        """Start over: the learner's state (weights, round counter, random stream) for ``n_features`` features.
+
+        Parameters
+        ----------
+        n_features : int
+            Width of the feature rows of the coming rounds.
+
+        Returns
+        -------
+        self
+        """
         raise NotImplementedError
 
     def rank(self, X: np.ndarray) -> np.ndarray:
+        """The ranking shown this round: row indices of ``X``, best first (a permutation).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_docs, n_features)
+            The documents of this round's query.
+
+        Returns
+        -------
+        ndarray of int, shape (n_docs,)
+        """
         raise NotImplementedError
 
     def update(self, X: np.ndarray, feedback: Feedback) -> "OnlineLearner":
+        """Learn from this round's feedback.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_docs, n_features)
+            The documents of this round's query, as given to :meth:`rank`.
+        feedback : Feedback
+            The ranking shown and the labels of its top ``feedback_k`` documents.
+
+        Returns
+        -------
+        self
+        """
         raise NotImplementedError
 
     def _check_width(self, X) -> None:
@@ -69,7 +115,17 @@ class OnlineLearner:
         self.coef_ = w_new
 
     def predict(self, X) -> np.ndarray:
-        """Scores ``X @ coef_`` (higher is better) of a finite ``(n, n_features)`` array."""
+        """Scores ``X @ coef_`` (higher is better) of a finite ``(n, n_features)`` array.
+
+        Parameters
+        ----------
+        X : array of shape (n_docs, n_features)
+            Feature rows.
+
+        Returns
+        -------
+        ndarray of shape (n_docs,)
+        """
         from ..estimators._base import prediction_matrix
 
         if getattr(self, "coef_", None) is None:
@@ -78,7 +134,19 @@ class OnlineLearner:
 
 
 class RandomRanker(OnlineLearner):
-    """Shows a uniformly random permutation every round and learns nothing (baseline)."""
+    """Shows a uniformly random permutation every round and learns nothing (baseline).
+
+    Parameters
+    ----------
+    random_state : None, int or numpy Generator, default None
+        Seeds the permutations (the stream restarts at every :meth:`reset`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sorted(RandomRanker(random_state=0).rank(np.zeros((4, 2))).tolist())
+    [0, 1, 2, 3]
+    """
 
     feedback_k = 0
 
@@ -99,7 +167,24 @@ class RandomRanker(OnlineLearner):
 
 
 def check_learning_rate(value, name: str = "eta") -> float:
-    """A positive finite learning rate, or ``ValueError``."""
+    """A positive finite learning rate, or ``ValueError``.
+
+    Parameters
+    ----------
+    value : float
+        The learning rate.
+    name : str, default "eta"
+        Its parameter name, for the error message.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> check_learning_rate(0.5)
+    0.5
+    """
     return check_real(value, name, min_value=0.0, include_min=False)
 
 
@@ -107,6 +192,25 @@ def make_schedule(value, power: float = 0.0, name: str = "eta"):
     """Rate schedule ``t -> value / t**power`` (t = 1, 2, ...); ``power=0`` is constant.
 
     ``value`` may also be a callable ``t -> rate`` (returned unchanged).
+
+    Parameters
+    ----------
+    value : float > 0 or callable
+        The rate at ``t = 1``, or a schedule ``t -> rate``.
+    power : float >= 0, default 0.0
+        Decay exponent of the rate.
+    name : str, default "eta"
+        Parameter name of the rate, for error messages.
+
+    Returns
+    -------
+    callable
+        ``t -> rate`` for rounds ``t = 1, 2, ...``.
+
+    Examples
+    --------
+    >>> make_schedule(1.0, power=0.5)(4)
+    0.5
     """
     if callable(value):
         return value

@@ -211,6 +211,8 @@ class MaxPairPerceptron(_LinearPerceptron):
     margin : float
         ``Delta`` (1 in the paper). Any ``margin`` keeps the ``eta``-invariance: on a
         mistake round the worst pair is misordered, whatever ``Delta >= 0``.
+    threshold : float, default 1
+        Binarisation threshold of the grades for ``measure="ap"``.
 
     Examples
     --------

@@ -124,9 +124,13 @@ def inclusion_probabilities(scores, shown, k: int, gamma):
     Parameters
     ----------
     scores : array (m,)
+        The learner's scores of the query's documents.
     shown : array (m,) or (n_draws, m)
+        The shown permutation(s).
     k : int >= 1
+        Number of top positions whose labels are revealed.
     gamma : float in [0, 1]
+        Exploration probability the list was drawn with.
 
     Returns
     -------
@@ -255,6 +259,7 @@ def smooth_dcg_gradient_estimate(scores, shown, labels, gamma, *, epsilon: float
     gamma : float in [0, 1]
         Exploration probability the list was drawn with.
     epsilon : float > 0, default 0.01
+        SmoothDCG smoothing.
 
     Returns
     -------
@@ -298,6 +303,7 @@ def ranksvm_gradient_estimate(scores, shown, labels, gamma, *, margin: float = 1
     gamma : float in [0, 1]
         Exploration probability the list was drawn with.
     margin : float, default 1.0
+        Margin of the pairwise hinge.
 
     Returns
     -------
@@ -350,7 +356,10 @@ def estimate_score_gradient(surrogate: str, scores, shown, labels, gamma, **para
     Parameters
     ----------
     surrogate : {"squared", "ranksvm", "kl_listnet", "smooth_dcg"}
-    scores, shown, labels, gamma :
+        The surrogate whose score gradient is estimated.
+    scores, shown, labels : arrays
+        As in :func:`squared_gradient_estimate`.
+    gamma : float
         As in :func:`squared_gradient_estimate`.
     **params
         ``epsilon`` or ``margin``.
@@ -388,8 +397,10 @@ class TopKFeedbackRanker(OnlineLearner):
         (``feedback_k``); default the minimum the surrogate needs (1 or 2).
         Larger ``k`` uses every revealed label. A list shorter than ``k``
         raises ``ValueError`` at ``rank``/``update`` time.
-    eta, eta_power : learning rate ``eta_t = eta / t**eta_power`` (``eta > 0``).
-    gamma, gamma_power : exploration ``gamma_t = gamma / t**gamma_power``, ``gamma`` in (0, 1/2).
+    eta, eta_power : float
+        Learning rate ``eta_t = eta / t**eta_power`` (``eta > 0``).
+    gamma, gamma_power : float
+        Exploration ``gamma_t = gamma / t**gamma_power``, ``gamma`` in (0, 1/2).
     radius : float
         ``U``, radius of the l2 ball the weights are projected onto.
     epsilon : float

@@ -37,6 +37,7 @@ def pairwise_hinge(scores, labels, query_offsets, *, weights=None, margin: float
     weights : array (n_docs,), optional
         Weight of each document when it is the preferred one of a pair (default 1).
     margin : float, default 1.0
+        Required score difference of a preferred pair.
     reduce : {"sum", "mean", None}, default "sum"
         Sum or mean over queries, or one loss per query (``grad`` is then the gradient of their sum).
 
@@ -83,10 +84,13 @@ def hinge_rank_bound(scores, query_offsets, rows, *, margin: float = 1.0):
     Parameters
     ----------
     scores : array (n_docs,)
+        Scores of all documents, queries back to back.
     query_offsets : array (n_queries + 1,)
+        Query boundaries (see ``docs/conventions.md``).
     rows : array of int
         The documents whose bound is wanted.
     margin : float, default 1.0
+        Margin of the hinges.
 
     Returns
     -------
@@ -141,12 +145,15 @@ def lambda_hinge_bound(scores, click_weights, query_offsets, *, metric="dcg", ma
     Parameters
     ----------
     scores : array (n_docs,)
+        Scores of all documents, queries back to back.
     click_weights : array (n_docs,)
         ``W_j``, the summed inverse propensity of the clicks on each document.
     query_offsets : array (n_queries + 1,)
+        Query boundaries (see ``docs/conventions.md``).
     metric : str or LambdaWeight, default "dcg"
         The rank weight ``lambda`` (see :func:`~counterfactual_ltr.metrics.get_lambda`).
     margin : float, default 1.0
+        Margin of the hinges.
     reduce : {"sum", "mean", None}, default "sum"
         Sum or mean over queries, or one loss per query (``grad`` is then the gradient of their sum).
     **metric_params

@@ -188,8 +188,11 @@ def slam_weights(labels, query_offsets, kind: str = "ndcg", k=None, *,
     Parameters
     ----------
     labels : array (n_docs,)
+        Graded relevance labels >= 0.
     query_offsets : array (n_queries + 1,)
+        Query boundaries (see ``docs/conventions.md``).
     kind : {"ndcg", "ndcg@k", "ap"}, default "ndcg"
+        The measure whose SLAM weights are wanted.
     k : int, optional
         Cutoff for ``"ndcg@k"``.
     threshold : float, default 1
@@ -262,6 +265,7 @@ def lower_grade_max(scores, labels, query_offsets):
     Parameters
     ----------
     scores : array (n_docs,)
+        Scores of all documents, queries back to back.
     labels : array (n_docs,)
         Graded relevance labels >= 0.
     query_offsets : array (n_queries + 1,)
@@ -306,6 +310,8 @@ def slam_loss(scores, labels, query_offsets, *, weights="ndcg", k=None, margin: 
     ----------
     scores, labels : arrays (n_docs,)
         Scores and graded labels, queries back to back (``query_offsets``).
+    query_offsets : array (n_queries + 1,)
+        Query boundaries (see ``docs/conventions.md``).
     weights : "ndcg", "ndcg@k", "ap" or array (n_docs,)
         The weight vector ``v`` (see :func:`slam_weights`) or explicit non-negative
         per-document weights. With ``"ap"`` the labels are binarised with ``threshold``
@@ -317,14 +323,15 @@ def slam_loss(scores, labels, query_offsets, *, weights="ndcg", k=None, margin: 
     reduce : "sum", "mean" or None
         Sum / mean over queries, or ``None`` for one loss per query (``grad`` is then the
         gradient of their sum).
-
-    Returns ``(loss, grad)``, ``grad`` a subgradient w.r.t. ``scores`` (Eq. 13).
-    A query whose documents all share one grade contributes 0.
+    threshold : float, default 1
+        Labels at or above it are relevant, for ``weights="ap"``.
 
     Returns
     -------
     loss : float, or array (n_queries,) with ``reduce=None``
+        A query whose documents all share one grade contributes 0.
     grad : array (n_docs,)
+        A subgradient of the loss w.r.t. ``scores`` (Eq. 13).
 
     Examples
     --------
@@ -398,6 +405,7 @@ def max_pair_loss(scores, labels, query_offsets, *, margin: float = 1.0, reduce=
     query_offsets : array (n_queries + 1,)
         Query boundaries (see ``docs/conventions.md``).
     margin : float, default 1.0
+        ``Delta``, the required score difference.
     reduce : {"sum", "mean", None}, default "sum"
         Sum or mean over queries, or one loss per query (``grad`` is then the gradient of their sum).
 
