@@ -203,7 +203,32 @@ def ranker_scores(ranker, data: RankingDataset) -> np.ndarray:
                            "ranker scores", data.n_docs)
 
 
-class SwapIntervention:
+class _Intervention:
+    """A randomisation of the shown orders: ``apply`` permutes some sessions' documents and codes them."""
+
+    def apply(self, docs, offsets, rng):
+        """``(docs, codes)``: the shown rows after the intervention and each session's code.
+
+        Parameters
+        ----------
+        docs : ndarray of int, shape (n_items,)
+            Data-set rows shown, session after session, in position order.
+        offsets : ndarray of int, shape (n_sessions + 1,)
+            Items of session ``i`` are ``docs[offsets[i]:offsets[i + 1]]``.
+        rng : numpy Generator
+            Draws which sessions are intervened on, and how.
+
+        Returns
+        -------
+        docs : ndarray of int, shape (n_items,)
+            The shown rows after the intervention (a new array).
+        codes : ndarray of int, shape (n_sessions,)
+            Each session's ``intervention`` code (0: none).
+        """
+        raise NotImplementedError
+
+
+class SwapIntervention(_Intervention):
     """Swap the top result with a random lower one in a share of the sessions (Joachims et al., WSDM 2017, sec. 6).
 
     In each session, with probability ``share``, the document at position 1
@@ -236,24 +261,6 @@ class SwapIntervention:
         self.max_position = check_int(max_position, "max_position", min_value=2)
 
     def apply(self, docs, offsets, rng):
-        """``(docs, codes)``: the shown rows after the intervention and each session's code.
-
-        Parameters
-        ----------
-        docs : ndarray of int, shape (n_items,)
-            Data-set rows shown, session after session, in position order.
-        offsets : ndarray of int, shape (n_sessions + 1,)
-            Items of session ``i`` are ``docs[offsets[i]:offsets[i + 1]]``.
-        rng : numpy Generator
-            Draws which sessions are intervened on, and how.
-
-        Returns
-        -------
-        docs : ndarray of int, shape (n_items,)
-            The shown rows after the intervention (a new array).
-        codes : ndarray of int, shape (n_sessions,)
-            Each session's ``intervention`` code (0: none).
-        """
         lengths = np.diff(offsets)
         n = len(lengths)
         chosen = rng.random(n) < self.share
@@ -270,7 +277,7 @@ class SwapIntervention:
         return f"SwapIntervention(share={self.share}, max_position={self.max_position})"
 
 
-class TopNShuffle:
+class TopNShuffle(_Intervention):
     """Shuffle the top ``n`` results uniformly in a share of the sessions (Wang et al., SIGIR 2016).
 
     The log records ``-n`` as the session's ``intervention`` code (``-m``
@@ -294,24 +301,6 @@ class TopNShuffle:
         self.share = check_probability(share, "share", include_zero=False)
 
     def apply(self, docs, offsets, rng):
-        """``(docs, codes)``: the shown rows after the intervention and each session's code.
-
-        Parameters
-        ----------
-        docs : ndarray of int, shape (n_items,)
-            Data-set rows shown, session after session, in position order.
-        offsets : ndarray of int, shape (n_sessions + 1,)
-            Items of session ``i`` are ``docs[offsets[i]:offsets[i + 1]]``.
-        rng : numpy Generator
-            Draws which sessions are intervened on, and how.
-
-        Returns
-        -------
-        docs : ndarray of int, shape (n_items,)
-            The shown rows after the intervention (a new array).
-        codes : ndarray of int, shape (n_sessions,)
-            Each session's ``intervention`` code (0: none).
-        """
         lengths = np.diff(offsets)
         chosen = rng.random(len(lengths)) < self.share
         session = segment_ids(offsets)

@@ -117,7 +117,10 @@ def _rng(random_state) -> np.random.Generator:
 
 
 class _Model:
-    """Shared plumbing: input checks, prediction, weight decay, parameter copies."""
+    """Shared plumbing: input checks, prediction, weight decay, parameter copies.
+
+    Subclasses implement :meth:`initialize`, :meth:`forward` and :meth:`backward`, documented here.
+    """
 
     params: list | None = None
     dtype = np.float64
@@ -131,6 +134,51 @@ class _Model:
     def n_params(self) -> int:
         self._check_initialized()
         return int(sum(p.size for p in self.params))
+
+    def initialize(self, n_features: int):
+        """Draw fresh parameters for ``n_features`` inputs; returns ``self``.
+
+        Parameters
+        ----------
+        n_features : int >= 1
+            Number of input features.
+
+        Returns
+        -------
+        self
+        """
+        raise NotImplementedError
+
+    def forward(self, X) -> np.ndarray:
+        """Scores of the rows of ``X``, keeping what :meth:`backward` needs.
+
+        Parameters
+        ----------
+        X : array of shape (n_docs, n_features)
+            Feature rows.
+
+        Returns
+        -------
+        ndarray of shape (n_docs,)
+        """
+        raise NotImplementedError
+
+    def backward(self, grad_scores) -> list:
+        """Gradient of a loss with respect to every parameter, from its gradient with respect to the scores.
+
+        Chain rule through the last :meth:`forward` pass.
+
+        Parameters
+        ----------
+        grad_scores : array of shape (n_docs,)
+            ``d loss / d scores`` of the rows of the last forward pass.
+
+        Returns
+        -------
+        list of arrays
+            One gradient per parameter, shaped as :attr:`params`.
+        """
+        raise NotImplementedError
 
     def _check_initialized(self):
         if self.params is None:
@@ -272,17 +320,6 @@ class LinearModel(_Model):
             self.initialize(n_features)
 
     def initialize(self, n_features: int) -> "LinearModel":
-        """Fresh parameters for ``n_features`` inputs; returns ``self``.
-
-        Parameters
-        ----------
-        n_features : int >= 1
-            Number of input features.
-
-        Returns
-        -------
-        LinearModel
-        """
         n_features = int(n_features)
         if n_features < 1:
             raise ValueError(f"n_features must be >= 1, got {n_features}")
@@ -298,17 +335,6 @@ class LinearModel(_Model):
         return [True, False]
 
     def forward(self, X) -> np.ndarray:
-        """Scores of the rows of ``X``, keeping what :meth:`backward` needs.
-
-        Parameters
-        ----------
-        X : array of shape (n_docs, n_features)
-            Feature rows.
-
-        Returns
-        -------
-        ndarray of shape (n_docs,)
-        """
         X = self._check_X(X)
         self._cache = X
         s = X @ self.params[0][:, 0]
@@ -317,20 +343,6 @@ class LinearModel(_Model):
         return s
 
     def backward(self, grad_scores) -> list:
-        """Gradient of a loss with respect to every parameter, from its gradient with respect to the scores.
-
-        Chain rule through the last :meth:`forward` pass.
-
-        Parameters
-        ----------
-        grad_scores : array of shape (n_docs,)
-            ``d loss / d scores`` of the rows of the last forward pass.
-
-        Returns
-        -------
-        list of arrays
-            One gradient per parameter, shaped as :attr:`params`.
-        """
         X = self._cache
         if X is None:
             raise RuntimeError("backward needs a forward pass first")
@@ -403,17 +415,6 @@ class MLP(_Model):
         return len(self.hidden_layer_sizes) + 1
 
     def initialize(self, n_features: int) -> "MLP":
-        """Draw fresh parameters for ``n_features`` inputs; returns ``self``.
-
-        Parameters
-        ----------
-        n_features : int >= 1
-            Number of input features.
-
-        Returns
-        -------
-        MLP
-        """
         n_features = int(n_features)
         if n_features < 1:
             raise ValueError(f"n_features must be >= 1, got {n_features}")
@@ -434,17 +435,6 @@ class MLP(_Model):
         return self
 
     def forward(self, X) -> np.ndarray:
-        """Scores of the rows of ``X``, keeping what :meth:`backward` needs.
-
-        Parameters
-        ----------
-        X : array of shape (n_docs, n_features)
-            Feature rows.
-
-        Returns
-        -------
-        ndarray of shape (n_docs,)
-        """
         a = self._check_X(X)
         act = ACTIVATIONS[self.activation][0]
         activations = [a]
@@ -458,20 +448,6 @@ class MLP(_Model):
         return a[:, 0]
 
     def backward(self, grad_scores) -> list:
-        """Gradient of a loss with respect to every parameter, from its gradient with respect to the scores.
-
-        Chain rule through the last :meth:`forward` pass.
-
-        Parameters
-        ----------
-        grad_scores : array of shape (n_docs,)
-            ``d loss / d scores`` of the rows of the last forward pass.
-
-        Returns
-        -------
-        list of arrays
-            One gradient per parameter, shaped as :attr:`params`.
-        """
         activations = self._cache
         if activations is None:
             raise RuntimeError("backward needs a forward pass first")
