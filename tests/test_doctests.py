@@ -88,9 +88,9 @@ def test_estimators_fit_and_predict_have_docstrings():
 
 # The solver core and the estimators document their parameters in issue 31's solver part, in parallel with
 # this test; remove the exemption when it lands.
-PARAMETERS_PENDING = ("counterfactual_ltr.solvers", "counterfactual_ltr.constrained", "counterfactual_ltr.implicit_pairs",
-                      "counterfactual_ltr.hessian_free", "counterfactual_ltr.pair_qp", "counterfactual_ltr.estimators",
-                      "counterfactual_ltr.ccp")
+PARAMETERS_PENDING = ("counterfactual_ltr.solvers", "counterfactual_ltr.constrained",
+                      "counterfactual_ltr.implicit_pairs", "counterfactual_ltr.hessian_free",
+                      "counterfactual_ltr.pair_qp", "counterfactual_ltr.estimators", "counterfactual_ltr.ccp")
 
 
 def _documented_parameters(doc: str) -> dict:
@@ -145,5 +145,6 @@ def test_every_public_parameter_is_documented():
 
 
 def test_parameter_sections_are_read_as_numpydoc():
-    doc = "Summary.\n\nParameters\n----------\na, b : int\n    Two.\nc : str\nd\n    Four.\n\nReturns\n-------\nx : int\n    Not a parameter.\n"
+    doc = ("Summary.\n\nParameters\n----------\na, b : int\n    Two.\nc : str\nd\n    Four.\n\n"
+           "Returns\n-------\nx : int\n    Not a parameter.\n")
     assert _documented_parameters(doc) == {"a": True, "b": True, "c": False, "d": True}

@@ -28,7 +28,7 @@ def _module_files() -> dict[str, Path]:
 
 
 def _imported_modules(tree: ast.AST, module: str, is_package: bool, files) -> list[tuple[str, int]]:
-    """Every module an ``import`` statement anywhere in ``tree`` loads (its top-level name when outside), with its line."""
+    """Every module an ``import`` anywhere in ``tree`` loads (its top-level name when outside), with its line."""
     package = module if is_package else module.rpartition(".")[0]
     found = []
     for node in ast.walk(tree):

@@ -1,4 +1,4 @@
-"""The package's face: ``import counterfactual_ltr`` gives what a user needs first, the same objects as their modules."""
+"""The package's face: ``import counterfactual_ltr`` gives what a user needs first, the objects of their modules."""
 
 import importlib
 

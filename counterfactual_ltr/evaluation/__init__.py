@@ -17,10 +17,12 @@ The rank weights of the metrics (:func:`~counterfactual_ltr.metrics.metric_weigh
 are re-exported here.
 """
 
-from ..metrics import LOWER_IS_BETTER, metric_weight
-from .offpolicy import (BOOTSTRAP_BLOCKS, ESTIMATORS, MAX_POLICY_ERROR, MAX_UNSHOWN_MASS, MAX_WEIGHT_SHARE, MIN_ESS,
-                        Estimate, EstimateWarning, clipped_ips_estimate, dr_estimate, ips_estimate,
+from ..metrics import metric_weight
+from .offpolicy import (ESTIMATORS, Estimate, EstimateWarning, clipped_ips_estimate, dr_estimate, ips_estimate,
                         policy_aware_estimate, session_contributions, snips_estimate, true_values)
+# Public attributes of this module before it was split (the diagnostics' thresholds), kept importable from here.
+from ..metrics import LOWER_IS_BETTER  # noqa: F401
+from .offpolicy import BOOTSTRAP_BLOCKS, MAX_POLICY_ERROR, MAX_UNSHOWN_MASS, MAX_WEIGHT_SHARE, MIN_ESS  # noqa: F401
 from .relevance import RelevanceFit, fit_relevance
 from .report import ValidationReport, validation_report
 from .scorers import clipped_ips_scorer, dr_scorer, ips_scorer, policy_aware_scorer, snips_scorer
