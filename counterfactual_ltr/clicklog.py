@@ -364,25 +364,9 @@ class ClickLog:
         >>> log.session_ids.tolist(), log.docs.tolist(), log.n_clicks
         ([7], [2, 0], 1)
         """
-        import pandas as pd
-
         if not isinstance(data, RankingDataset):
             raise TypeError(f"data must be a RankingDataset, got {type(data).__name__}")
-        if isinstance(frame, Mapping):
-            try:
-                frame = pd.DataFrame(dict(frame))
-            except (ValueError, TypeError) as err:
-                raise ValueError(f"cannot build a frame from the mapping of columns: {err}") from err
-        if not isinstance(frame, pd.DataFrame):
-            raise TypeError(f"frame must be a pandas DataFrame or a mapping of columns, got {type(frame).__name__}")
-        missing = [c for c in FRAME_COLUMNS if c not in frame.columns]
-        if missing:
-            raise ValueError(f"the frame lacks the columns {missing}")
-        repeated = [c for c in FRAME_COLUMNS if np.count_nonzero(frame.columns == c) > 1]
-        if repeated:
-            raise ValueError(f"the frame has more than one column named {repeated[0]!r}")
-        if len(frame) == 0:
-            raise ValueError("the frame has no rows")
+        frame = _log_frame(frame)
         arrays = {c: _frame_column(frame, c) for c in FRAME_COLUMNS}
         order = np.lexsort((arrays["position"], arrays["session"]))
         session, doc = arrays["session"][order], arrays["doc"][order]
@@ -499,6 +483,28 @@ class ClickLog:
                 and np.array_equal(self.session_query, other.session_query)
                 and np.array_equal(self.logger, other.logger)
                 and np.array_equal(self.intervention, other.intervention))
+
+
+def _log_frame(frame):
+    """``frame`` (a DataFrame or a mapping of columns) as a DataFrame holding each column of a log once, and rows."""
+    import pandas as pd
+
+    if isinstance(frame, Mapping):
+        try:
+            frame = pd.DataFrame(dict(frame))
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"cannot build a frame from the mapping of columns: {err}") from err
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"frame must be a pandas DataFrame or a mapping of columns, got {type(frame).__name__}")
+    missing = [c for c in FRAME_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ValueError(f"the frame lacks the columns {missing}")
+    repeated = [c for c in FRAME_COLUMNS if np.count_nonzero(frame.columns == c) > 1]
+    if repeated:
+        raise ValueError(f"the frame has more than one column named {repeated[0]!r}")
+    if len(frame) == 0:
+        raise ValueError("the frame has no rows")
+    return frame
 
 
 def _session_column(values, name: str, n_sessions: int) -> np.ndarray:
