@@ -63,7 +63,9 @@ import scipy.sparse as sp
 
 from ._segments import check_finite_1d
 from ._validation import check_probability
-from .solvers import SolverResult, _aggregate, _check_C, _check_index, _check_iter, _check_tol, _check_X, _finish
+from .solvers import SolverResult
+from .solvers.common import (aggregate_pairs, check_C, check_max_iter, check_pair_index, check_tol, check_X,
+                             make_result)
 
 __all__ = ["FeasibleSet", "ConstrainedResult", "feasible_set", "solve_constrained_hinge", "PENALTIES",
            "SOLVERS"]
@@ -557,19 +559,19 @@ def solve_constrained_hinge(X, pairs_i, pairs_j, pair_weights, C, *, feasible=No
     >>> res.converged, bool(res.coef[:2].min() >= 0)
     (True, True)
     """
-    C = _check_C(C)
-    X = _check_X(X)
+    C = check_C(C)
+    X = check_X(X)
     n, d = X.shape
     c = check_finite_1d(pair_weights, "pair_weights")
-    i = _check_index(pairs_i, "pairs_i", n, c.shape[0])
-    j = _check_index(pairs_j, "pairs_j", n, c.shape[0])
+    i = check_pair_index(pairs_i, "pairs_i", n, c.shape[0])
+    j = check_pair_index(pairs_j, "pairs_j", n, c.shape[0])
     if c.size and c.min() < 0:
         k = int(np.argmin(c))
         raise ValueError(f"pair_weights must be >= 0, got {c[k]} at index {k}")
     margin = float(margin)
     if not np.isfinite(margin):
         raise ValueError(f"margin must be finite, got {margin}")
-    tol, max_iter = _check_tol(tol), _check_iter(max_iter)
+    tol, max_iter = check_tol(tol), check_max_iter(max_iter)
     fs = feasible if feasible is not None else feasible_set(d)
     if not isinstance(fs, FeasibleSet) or fs.n_features != d:
         raise ValueError(f"feasible must be a FeasibleSet for {d} features (see feasible_set)")
@@ -600,7 +602,7 @@ def _cutting_plane(X, i, j, c, C, margin, fs, w, warm_points, tol, max_iter, ver
         nonlocal A, b, pts
         viol = z > 0
         L = float(np.dot(c[viol], z[viol]))
-        g = -(X.T @ _aggregate(i[viol], j[viol], c[viol], n))
+        g = -(X.T @ aggregate_pairs(i[viol], j[viol], c[viol], n))
         A = np.vstack([A, g])
         b = np.append(b, L - float(g @ point))
         pts = np.vstack([pts, point])
@@ -678,7 +680,7 @@ def _cutting_plane(X, i, j, c, C, margin, fs, w, warm_points, tol, max_iter, ver
             if P_sparse - best_D <= tol * max(1.0, abs(P_sparse)) or P_sparse <= P:
                 best_w, P = sparse, P_sparse
     converged = converged and P - best_D <= tol * max(1.0, abs(P))
-    result = _finish("solve_constrained_hinge", best_w, P, best_D, it, converged, history, tol)
+    result = make_result("solve_constrained_hinge", best_w, P, best_D, it, converged, history, tol)
     return ConstrainedResult(**vars(result), support_points=support)
 
 
@@ -705,5 +707,5 @@ def _solve_cvxpy(X, i, j, c, C, margin, fs, tol):
     P = _penalty(coef, rho) + C * float(np.dot(c, np.maximum(margin - (s[i] - s[j]), 0.0)))
     D = float(prob.value) if prob.status == cp.OPTIMAL else -np.inf
     ok = prob.status == cp.OPTIMAL and P - D <= tol * max(1.0, abs(P))
-    result = _finish("solve_constrained_hinge", coef, P, min(D, P), 1, ok, [(P, D)], tol)
+    result = make_result("solve_constrained_hinge", coef, P, min(D, P), 1, ok, [(P, D)], tol)
     return ConstrainedResult(**vars(result), support_points=np.empty((0, d)))

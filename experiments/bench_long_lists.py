@@ -181,7 +181,7 @@ def _peak_mib(fit):
 
 
 def bench(n_docs, kind, args):
-    import counterfactual_ltr.solvers as solvers
+    import counterfactual_ltr.solvers.pairwise as solvers
     from counterfactual_ltr.estimators import SVMPropDCG, SVMPropRank
 
     t0 = time.perf_counter()

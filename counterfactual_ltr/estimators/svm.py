@@ -85,7 +85,8 @@ from ..constrained import feasible_set, solve_constrained_hinge
 from ..datasets import RankingDataset
 from ..implicit_pairs import ClickPairs
 from ..propensity import as_propensity_model
-from ..solvers import _use_implicit, solve_pairwise_hinge
+from ..solvers import solve_pairwise_hinge
+from ..solvers.pairwise import uses_implicit_pairs
 from ..aggregate import ClickAggregate
 from ._base import RankerMixin, click_aggregate
 
@@ -468,7 +469,7 @@ class _PropensitySVM(_LinearRanker):
         # Descent-only subproblems (see below) on long lists only: on short ones exact warm-started
         # subproblems are cheap (screening), and they keep fits on dense and CSR copies of the
         # same data equal to the solver's tolerance, where inexact steps differ by up to ``tol``.
-        descent = not explicit and _use_implicit(pairs, Xl.shape[1])
+        descent = not explicit and uses_implicit_pairs(pairs, Xl.shape[1])
         i, j, owner = pairs.explicit_owners() if explicit else (None, None, None)
         max_ccp = 1 if linear or n_pairs == 0 else max_ccp_iter
         if negative and lam.convex is True:

@@ -3,8 +3,8 @@
 Prints figures; not a test. For a change that must not change behaviour (issue 31 moved the
 solver core into a package and the convex-concave procedure into ``counterfactual_ltr.ccp``):
 
-    python -m experiments.compare_refactor --before <git-rev> [--after <git-rev>] [--quick]
-    python -m experiments.compare_refactor --before <git-rev> --speed 5
+    python -m experiments.bench_compare --before <git-rev> [--after <git-rev>] [--quick]
+    python -m experiments.bench_compare --before <git-rev> --speed 5
 
 The revision ``--before`` (and ``--after``, default: this working tree) is checked out into a
 temporary ``git worktree``; each side runs the fits in its own subprocess with ``PYTHONPATH``
@@ -285,7 +285,7 @@ def main(argv=None):
             if rev is None:
                 trees.append(ROOT)
                 continue
-            where = Path(tempfile.mkdtemp(prefix="compare-refactor-")) / "tree"
+            where = Path(tempfile.mkdtemp(prefix="bench-compare-")) / "tree"
             _checkout(rev, where)
             made.append(where)
             trees.append(where)
