@@ -90,13 +90,14 @@ def _solver_fits(quick):
         rng = np.random.default_rng(1)
         for C_rel in ((1.0, 10.0, 100.0) if size.endswith("letor") else (10.0,)):
             C = C_rel / n_clicked                          # as bench_solvers
-            cold = solve_pairwise_hinge(X, i, j, c, C, tol=1e-4)
-            yield f"solvers {size} C={C_rel:g} cold", lambda cold=cold: cold
+            cold = []
+            yield f"solvers {size} C={C_rel:g} cold", lambda C=C: cold.append(
+                solve_pairwise_hinge(X, i, j, c, C, tol=1e-4)) or cold[-1]
             c2 = c * rng.uniform(0.5, 2.0, size=c.size)
             yield f"solvers {size} C={C_rel:g} reweighted cold", lambda c2=c2, C=C: solve_pairwise_hinge(
                 X, i, j, c2, C, tol=1e-4)
             yield f"solvers {size} C={C_rel:g} reweighted warm", lambda c2=c2, C=C, cold=cold: solve_pairwise_hinge(
-                X, i, j, c2, C, tol=1e-4, w0=cold.coef)
+                X, i, j, c2, C, tol=1e-4, w0=cold[-1].coef)
         del X, i, j, c
     X, i, j, c, n_clicked = make_problem(n_queries=80, m=40, d=46, n_clicks=2000 // 39 + 1, distinct=True)
     i, j, c = i[:2000], j[:2000], c[:2000]

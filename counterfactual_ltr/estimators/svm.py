@@ -14,30 +14,17 @@ by :func:`counterfactual_ltr.solvers.solve_pairwise_hinge`. With constraints
 * :class:`SVMPropRank`: ``lambda(r) = r``. The IPS hinge bound (Eq. 7)
   ``(C/n) sum_clicks (1/q_i) sum_{y != y_i} hinge`` is one convex QP; the
   clicks on a document aggregate into one weight ``W_j = sum 1/q``.
-* :class:`SVMPropDCG`: ``lambda(r) = -1/log2(1 + r)`` (concave). The
-  convex-concave procedure linearises ``lambda`` at the current hinge sums
-  ``H_j`` (Lipp & Boyd 2016): each iteration solves the PropRank QP with
-  weights ``W_j * lambda'(1 + H_j)`` -- the ``1/q_i'`` of section 4.1 -- warm
-  started from the last solution, and stops when the relative change of
-  the true objective ``0.5||w||^2 + (C/n) sum_j W_j lambda(1 + H_j)`` is below
-  ``tol`` (default 1e-3: 6-8 iterations on MQ2008; the paper's "3-5 iterations"
-  are changes below ~1e-2). The objective never increases (majorisation-
-  minimisation). The CCP is inexact: the first subproblem is solved to a
-  relative gap of 1e-4 and later ones to 1% of the last objective change, never
-  looser than before and never tighter than ``solver_tol``; the returned point
-  is never worse than the warm start, so monotonicity holds regardless. On long
-  candidate lists (implicit pairs, where every Newton step sorts all rows) a later
-  subproblem also stops once a Newton step lowers it by less than a tenth of the
-  last decrease of the objective, if the subproblem has gained at least that much
-  (``min_decrease`` of :func:`~counterfactual_ltr.solvers.solve_pairwise_hinge`):
-  from the warm start its first Newton steps take nearly all of its decrease and
-  the rest only certify it (435 candidates, C = 100: 2-3 Newton steps instead of
-  7-14, a median 4.9 s against 9-10 s; 3.3-3.5 s once cold solves began at a
-  tenth of the margin's smoothing). ``duality_gap_`` is then that of a
-  subproblem stopped early, and ``converged_`` says that the CCP met ``tol``. Such
-  fits stop elsewhere in the CCP's slow tail than exact-step ones: final objectives
-  -1.3e-3 to +3.4e-3 relative from theirs on generated logs with 120-435 candidates
-  (1.2e-2 at 1,000), nDCG@10 of the rankers within +-0.013 (``bench_long_lists``).
+* :class:`SVMPropDCG`: ``lambda(r) = -1/log2(1 + r)`` (concave), minimised by
+  the convex-concave procedure (:mod:`counterfactual_ltr.ccp`): each step
+  solves the PropRank QP with the weights ``W_j lambda'(1 + H_j)`` at the
+  current hinge sums ``H_j``, warm-started from the last solution, until the
+  relative change of ``0.5||w||^2 + (C/n) sum_j W_j lambda(1 + H_j)`` is at most
+  ``tol``; the objective never increases. On long candidate lists (implicit
+  pairs, where every Newton step sorts all rows) a later subproblem also stops
+  once a Newton step gains less than a tenth of the objective's last decrease:
+  from the warm start its first Newton steps take nearly all of its decrease.
+  ``duality_gap_`` is then that of a subproblem stopped early, and ``converged_``
+  says that the CCP met ``tol``.
 * :class:`SVMPropRBP`: rank-biased precision, concave, through the same CCP.
 
 A fit whose weights are exactly 0 (all scores tie) warns and says why: no pair
@@ -61,23 +48,20 @@ with ``s`` large enough to be active at the current ``w``: an upper bound of
 ``l.w``, tight there). For PropRank (``lambda`` affine) this is an exact
 majoriser and the objective never increases; for PropDCG/RBP the negative
 part's ``lambda`` is linearised too, which is not a bound, so a step that
-raises the true objective is halved back towards the previous ``w`` (up to
-``_AFFINE_BACKTRACKS`` times) and the CCP stops if none helps. PropRank with
-negative weights runs this CCP with ``max_ccp_iter=50`` and ``tol=1e-3``.
+raises the true objective is halved back towards the previous ``w`` and the
+CCP stops if none helps. PropRank with negative weights runs this CCP with
+``max_ccp_iter=50`` and ``tol=1e-3``.
 """
 
 from __future__ import annotations
 
-import time
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from .._progress import progress
 from .._segments import offsets_from_lengths, segment_gather, within_query_pairs
 from .._validation import check_int, check_probability, check_real
 from ..clicklog import ClickLog
@@ -88,6 +72,7 @@ from ..propensity import as_propensity_model
 from ..solvers import solve_pairwise_hinge
 from ..solvers.pairwise import uses_implicit_pairs
 from ..aggregate import ClickAggregate
+from ..ccp import convex_concave, linearised_weights
 from ._base import RankerMixin, click_aggregate
 
 __all__ = ["RankSVM", "SVMPropRank", "SVMPropDCG", "SVMPropRBP", "click_pairs", "click_pair_set",
@@ -266,14 +251,12 @@ class _LinearRanker(RankerMixin, BaseEstimator):
         return self._prediction_features(X, self.coef_.shape[0]) @ self.coef_
 
 
-# Relative duality gap of the first CCP subproblem: its solution is only a starting point.
-_CCP_FIRST_INNER_TOL = 1e-4
-# Later subproblems are solved to a duality gap of this fraction of the CCP objective's last decrease,
-_CCP_INNER_FACTOR = 0.01
-# or until a Newton step gains less than this fraction of it (see ``fit``).
+# On long lists (implicit pairs, where every Newton step sorts all rows) a later CCP subproblem also
+# stops once a Newton step gains less than this fraction of the CCP objective's last decrease: from
+# the warm start its first Newton steps take nearly all of its decrease, the rest only certify it.
 _CCP_DESCENT_FACTOR = 0.1
-# Trust-bias correction: CCP settings of PropRank with negative weights, and step halvings of a non-bound step.
-_AFFINE_CCP_MAX, _AFFINE_CCP_TOL, _AFFINE_BACKTRACKS = 50, 1e-3, 8
+# Trust-bias correction: CCP settings of PropRank with negative weights.
+_AFFINE_CCP_MAX, _AFFINE_CCP_TOL = 50, 1e-3
 
 
 def affine_click_weights(log, model):
@@ -463,103 +446,63 @@ class _PropensitySVM(_LinearRanker):
         if lam.concave is not True:
             raise ValueError(f"rank weight {lam.name!r} is not concave: the convex-concave procedure does not apply")
         n_pairs = pairs.n_pairs
-        # Pair arrays only where a solver needs them (trust-bias steps, constrained solvers); the Newton
-        # solver takes the implicit pairs and picks its path from the list lengths.
-        explicit = negative or fs.method != "newton"
-        # Descent-only subproblems (see below) on long lists only: on short ones exact warm-started
-        # subproblems are cheap (screening), and they keep fits on dense and CSR copies of the
-        # same data equal to the solver's tolerance, where inexact steps differ by up to ``tol``.
-        descent = not explicit and uses_implicit_pairs(pairs, Xl.shape[1])
-        i, j, owner = pairs.explicit_owners() if explicit else (None, None, None)
         max_ccp = 1 if linear or n_pairs == 0 else max_ccp_iter
         if negative and lam.convex is True:
             max_ccp, tol = _AFFINE_CCP_MAX, _AFFINE_CCP_TOL
-        coef = np.zeros(Xl.shape[1])
-        history, snips_history, iters, seconds, tols = [], [], [], [], []
         cache = []                                # [coef, hinge sums, ranks] of the last objective evaluated
-        history.append(self._objective(coef, Xl, pairs, W, lam, C_n, fs, keep=cache))
-        converged_ccp = False
-        inner_tol, min_decrease = solver_tol, 0.0
-        if max_ccp > 1:  # a lone step is solved exactly; a first step of many only loosely
-            inner_tol = max(solver_tol, min(_CCP_FIRST_INNER_TOL, 0.1 * tol))
-        result = None                             # the last subproblem's solution warm-starts the next
-        bar = progress(range(max_ccp), desc=f"{type(self).__name__} CCP", unit="iter", leave=False)
-        for _ in bar:
-            # Linearise lambda at the current hinge sums: PropRank weights W_j * lambda'(1 + H_j).
+        snips_history = []
+
+        def reweight(coef):
             # The hinge sums at ``coef`` were computed by the last objective (one sort of all rows saved).
             H = cache[1] if cache and np.array_equal(cache[0], coef) else pairs.hinge_sums(Xl @ coef)
-            doc_w = W * lam.derivative(1.0 + H)
-            tols.append(inner_tol)
-            t0 = time.perf_counter()
-            if negative:
-                result = self._affine_step(fs, coef, Xl, i, j, owner, doc_w, C_n, inner_tol, warm=bool(iters),
-                                           max_iter=max_iter)
-            elif explicit:
-                result = self._solve(fs, Xl, i, j, doc_w[owner], C_n, w0=coef if iters else None, warm=result,
-                                     tol=inner_tol, max_iter=max_iter)
-            else:  # no pair arrays: hinge sums from scores sorted per query (long lists)
-                result = self._solve(fs, Xl, pairs.with_weights(doc_w), None, None, C_n,
-                                     w0=coef if iters else None, warm=result, tol=inner_tol, max_iter=max_iter,
-                                     min_decrease=min_decrease)
-            seconds.append(time.perf_counter() - t0)
-            new = result.coef
-            objective = self._objective(new, Xl, pairs, W, lam, C_n, fs, keep=cache)
-            if negative and lam.convex is not True:
-                # Not a majoriser: halve a step that raises the true objective.
-                for _ in range(_AFFINE_BACKTRACKS):
-                    if objective <= history[-1]:
-                        break
-                    new = 0.5 * (coef + new)
-                    objective = self._objective(new, Xl, pairs, W, lam, C_n, fs, keep=cache)
-                if objective > history[-1]:
-                    new, objective = coef, history[-1]
-            coef = new
-            iters.append(result.n_iter)
-            snips_history.append(self._train_snips(coef, W, Xl, pairs, cache))
-            previous = history[-1]
-            history.append(objective)
-            if linear or n_pairs == 0:
-                converged_ccp = result.converged
-                break
-            change = abs(previous - objective) / max(abs(objective), 1e-12)
-            if change <= tol:
-                converged_ccp = True
-                break
-            # Inexact CCP: a step far from the fixed point needs no exact QP. The solver
-            # returns its best iterate, never worse than the warm start where the majoriser
-            # touches the objective, so the objective stays non-increasing; the tolerance
-            # tightens with the objective change down to ``solver_tol``. The subproblem is the
-            # majoriser up to a constant, so its absolute gap is what compares with the
-            # objective's absolute decrease: relative to the subproblem's own objective (the
-            # solver's unit), not to the CCP objective's (at 435 candidates |F| ~ 5 |P_sub|,
-            # which asked 5x tighter gaps than meant).
-            decrease = abs(previous - objective) / max(1.0, abs(result.objective))
-            inner_tol = max(solver_tol, min(inner_tol, _CCP_INNER_FACTOR * decrease))
-            # Descent is all a CCP step needs: from a warm start the first Newton steps take
-            # nearly all of the subproblem's decrease, and the rest only tighten its duality
-            # gap (435 candidates, C = 100: 2 of 7-9 steps take 98 % of it). On long lists,
-            # where every Newton step sorts all rows, a subproblem also stops once a Newton step
-            # gains less than a tenth of the last decrease (and the solve at least that much).
-            if descent:
-                min_decrease = _CCP_DESCENT_FACTOR * abs(previous - objective)
-        bar.close()
-        if not converged_ccp and not linear and n_pairs:
-            warnings.warn(f"{type(self).__name__}: the convex-concave procedure stopped after {max_ccp} "
-                          f"iterations with relative objective change above tol={tol}", ConvergenceWarning)
-        self.coef_ = coef
-        self.objective_ = history[-1]
-        self.objective_history_ = np.asarray(history)
+            return linearised_weights(W, lam, H)
+
+        solve, descent = self._subproblem_solver(fs, Xl, pairs, negative, C_n, max_iter)
+        out = convex_concave(lambda coef: self._objective(coef, Xl, pairs, W, lam, C_n, fs, keep=cache), reweight,
+                             solve, np.zeros(Xl.shape[1]), tol=tol, max_iter=max_ccp, solver_tol=solver_tol,
+                             exact=linear or n_pairs == 0, majorises=not negative or lam.convex is True,
+                             descent=_CCP_DESCENT_FACTOR if descent else 0.0,
+                             after_step=lambda coef: snips_history.append(self._train_snips(coef, W, Xl, pairs, cache)),
+                             name=type(self).__name__)
+        self.coef_ = out.coef
+        self.objective_ = float(out.objective_history[-1])
+        self.objective_history_ = out.objective_history
         self.train_snips_history_ = np.asarray(snips_history)
-        self.n_iter_ = np.asarray(iters)
-        self.n_ccp_iter_ = len(iters)
-        self.solve_seconds_ = np.asarray(seconds)
-        self.inner_tol_ = np.asarray(tols)        # relative duality gap asked of each subproblem
-        self.converged_ = bool(converged_ccp and (result.converged or result.stalled) and n_pairs > 0)
-        self.duality_gap_ = result.gap
+        self.n_iter_ = out.n_iter
+        self.n_ccp_iter_ = len(out.n_iter)
+        self.solve_seconds_ = out.seconds
+        self.inner_tol_ = out.inner_tol           # relative duality gap asked of each subproblem
+        self.converged_ = bool(out.converged and (out.result.converged or out.result.stalled) and n_pairs > 0)
+        self.duality_gap_ = out.result.gap
         self.n_features_in_ = Xl.shape[1]
-        if not np.any(coef):
+        if not np.any(out.coef):
             _warn_zero_coef(self, n_pairs, Xl, *pairs.explicit()[:2])
         return self._end_fit()
+
+    def _subproblem_solver(self, fs, Xl, pairs, negative, C_n, max_iter):
+        """``(solve, descent)``: the CCP's subproblem solve for document weights, and whether it may stop at descent.
+
+        Pair arrays only where a solver needs them (trust-bias steps, constrained solvers); the
+        Newton solver takes the implicit pairs and picks its path from the list lengths.
+        Descent-only subproblems on long lists only: on short ones exact warm-started
+        subproblems are cheap (screening), and they keep fits on dense and CSR copies of the
+        same data equal to the solver's tolerance, where inexact steps differ by up to ``tol``.
+        """
+        explicit = negative or fs.method != "newton"
+        descent = not explicit and uses_implicit_pairs(pairs, Xl.shape[1])
+        i, j, owner = pairs.explicit_owners() if explicit else (None, None, None)
+
+        def solve(doc_w, coef, warm, previous, tol, min_decrease):
+            if negative:
+                return self._affine_step(fs, coef, Xl, i, j, owner, doc_w, C_n, tol, warm=warm, max_iter=max_iter)
+            w0 = coef if warm else None
+            if explicit:
+                return self._solve(fs, Xl, i, j, doc_w[owner], C_n, w0=w0, warm=previous, tol=tol, max_iter=max_iter)
+            # no pair arrays: hinge sums from scores sorted per query (long lists)
+            return self._solve(fs, Xl, pairs.with_weights(doc_w), None, None, C_n, w0=w0, warm=previous, tol=tol,
+                               max_iter=max_iter, min_decrease=min_decrease)
+
+        return solve, descent
 
     def _affine_step(self, fs, coef, Xl, i, j, owner, doc_w, C_n, inner_tol, warm, max_iter):
         """One CCP subproblem with negative document weights: their hinge sums linearised at ``coef``."""
