@@ -327,31 +327,10 @@ def newton_cg_direction(X, grad, laplacian, degree, rtol=None, max_iter=CG_MAX_I
     if rtol is None:
         scale = max(1.0, float(np.linalg.norm(w))) if w is not None else 1.0
         rtol = min(CG_RTOL, (b_norm / scale) ** FORCING_POWER)
-    u = np.zeros(d)
     if b_norm == 0.0:
-        return u, 0
-    r = b.copy()
-    z = r / precond
-    p = z.copy()
-    rz = float(r @ z)
-    steps = 0
-    r_norm = b_norm
+        return np.zeros(d), 0
     limit = min(max_iter, d + 10) if ops.cap is None else min(max_iter, d + 10, ops.cap)
-    for steps in range(1, limit + 1):
-        Hp = p + X.T @ laplacian(X @ p)
-        pHp = float(p @ Hp)
-        if not pHp > 0.0:                      # H is positive definite; only rounding gets here
-            break
-        alpha = rz / pHp
-        u += alpha * p
-        r -= alpha * Hp
-        r_norm = float(np.linalg.norm(r))
-        if r_norm <= rtol * b_norm:
-            break
-        z = r / precond
-        rz_new = float(r @ z)
-        p = z + (rz_new / rz) * p
-        rz = rz_new
+    u, steps, r_norm = _pcg(lambda p: p + X.T @ laplacian(X @ p), b, precond, rtol * b_norm, limit)
     if r_norm <= rtol * b_norm and u.any():
         return u, steps
     if d <= DENSE_MAX_FEATURES:
@@ -363,3 +342,34 @@ def newton_cg_direction(X, grad, laplacian, degree, rtol=None, max_iter=CG_MAX_I
     if not (u.any() and r_norm <= _FAIL_RESIDUAL * b_norm):
         u = b / precond                        # preconditioned steepest descent: still a descent step
     return u, steps
+
+
+def _pcg(H, b, precond, atol, limit):
+    """``(u, steps, ||H u - b||)``: preconditioned conjugate gradients on ``H u = b`` from ``u = 0``.
+
+    ``H``: ``v -> H v`` (positive definite); ``precond``: the diagonal preconditioner; stops
+    at the residual norm ``atol`` or after ``limit`` steps.
+    """
+    u = np.zeros(b.shape[0])
+    r = b.copy()
+    z = r / precond
+    p = z.copy()
+    rz = float(r @ z)
+    steps = 0
+    r_norm = float(np.linalg.norm(b))
+    for steps in range(1, limit + 1):
+        Hp = H(p)
+        pHp = float(p @ Hp)
+        if not pHp > 0.0:                      # H is positive definite; only rounding gets here
+            break
+        alpha = rz / pHp
+        u += alpha * p
+        r -= alpha * Hp
+        r_norm = float(np.linalg.norm(r))
+        if r_norm <= atol:
+            break
+        z = r / precond
+        rz_new = float(r @ z)
+        p = z + (rz_new / rz) * p
+        rz = rz_new
+    return u, steps, r_norm

@@ -140,6 +140,9 @@ def _path_fits(quick):
     yield "paths SLAM C=10", lambda: SLAMRanker(C=10.0).fit(clean)
     yield "paths DeepPropDCG", lambda: DeepPropDCG(hidden_layer_sizes=(16,), learning_rate=1e-2, max_epochs=20,
                                                    random_state=0).fit(plog)
+    yield "paths DeepPropDCG early stopping", lambda: DeepPropDCG(
+        hidden_layer_sizes=(8,), learning_rate=3e-2, max_epochs=30, early_stopping=True, n_iter_no_change=3,
+        lr_schedule="paper", batch_size=50, random_state=1).fit(plog)
 
 
 def _weights(fitted):
