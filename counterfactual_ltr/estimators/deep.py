@@ -165,7 +165,8 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
         Hidden layers of the MLP (the paper: one layer of 200 sigmoid units).
         ``()`` with ``activation="identity"`` is a linear ranker trained on the
         SVM PropDCG bound by SGD.
-    activation : {"sigmoid", "relu", "tanh", "identity"}
+    activation : {"sigmoid", "relu", "tanh", "identity"}, default "sigmoid"
+        Activation of the hidden units.
     alpha : float >= 0, default 1e-6
         L2 weight decay ``alpha/2 ||W||^2`` on the weight matrices (biases free), added to the objective.
     learning_rate : float > 0, default 1e-3
@@ -182,6 +183,7 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
         the batch in which its first document falls, so batches total about
         ``batch_size`` documents; a longer query is a batch of its own).
     max_epochs : int >= 1, default 100
+        Passes over the training queries at most.
     early_stopping : bool, default False
         Stop when the validation SNIPS estimate of ``metric`` has not improved
         by more than ``tol`` for ``n_iter_no_change`` epochs, and keep the
@@ -189,24 +191,32 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
         ``validation_log`` given to :meth:`fit`, or else the sessions of a
         random ``validation_fraction`` of the log's queries (held out of training).
     validation_fraction : float in (0, 1), default 0.1
+        Share of the log's queries held out for validation when ``early_stopping`` and no
+        ``validation_log`` is given.
     n_iter_no_change : int >= 1, default 10
+        Epochs without an improvement of more than ``tol`` before early stopping.
     tol : float >= 0, default 0.0
+        Improvement of the validation estimate that counts as one.
     metric : str or LambdaWeight, default "dcg"
         Rank weight ``lambda`` of the bound (any differentiable one of Table 1:
         "dcg", "avg_rank", "rbp"; extra parameters in ``metric_params``).
-    metric_params : dict or None
-    margin : float, default 1.0
+    metric_params : dict or None, default None
+        Extra parameters of ``metric`` (e.g. ``{"p": 0.8}`` for "rbp").
+    margin : float > 0, default 1.0
         Hinge margin (>= 1 keeps the bound).
-    propensity : None, float (eta) or propensity model
+    propensity : None, float (eta) or propensity model, default None
         Propensities of the clicks (default position-based with eta = 1).
     shuffle : bool, default True
         Shuffle the queries every epoch.
-    beta1, beta2, epsilon : Adam constants
-    dtype : float64 by default
-    random_state : int, Generator or None
+    beta1, beta2, epsilon : float, default 0.9, 0.999, 1e-8
+        Adam's decay rates of the first and second moment estimates, and its denominator's offset.
+    dtype : numpy dtype, default float64
+        Precision of the features, parameters and arithmetic of training.
+    random_state : int, Generator or None, default None
         Seeds initialisation, shuffling and the validation split: the same
         seed gives bit-identical predictions.
-    verbose : bool
+    verbose : bool, default False
+        Print every epoch's loss (and validation estimate).
     preprocessor : scikit-learn transformer, optional
         Fitted (a clone) on the documents of the log's queries in ``fit``
         and applied in ``predict``; tunable as ``preprocessor__<param>``.

@@ -210,14 +210,8 @@ def click_pair_set(data: RankingDataset, weights: np.ndarray):
 class _LinearRanker(RankerMixin, BaseEstimator):
     """Shared ``predict`` (and ``score``, ``preprocessor``) of the linear rankers, and their choice of solver.
 
-    Constraint options (all four SVMs): ``monotone_constraints`` (-1/0/+1 per
-    feature, or ``{feature index: sign}``), ``bounds`` ``(lower, upper)``,
-    ``penalty`` (``"l2"``, ``"l1"``, ``"elasticnet"`` with ``l1_ratio``),
-    ``constraints`` (``w -> list of cvxpy constraints``) and ``solver``
-    (``"auto"``: the Newton solver for the unconstrained L2 problem, the
-    cutting-plane method of :mod:`counterfactual_ltr.constrained` otherwise;
-    ``"newton"``, ``"cutting_plane"``, ``"cvxpy"``). They are checked before
-    any solving (see :func:`~counterfactual_ltr.constrained.feasible_set`).
+    The constraint options of the four SVMs (documented on each) are checked before any
+    solving by :func:`~counterfactual_ltr.constrained.feasible_set`.
     """
 
     def _feasible_set(self, n_features):
@@ -314,6 +308,23 @@ class RankSVM(_LinearRanker):
         E.g. ``StandardScaler()``: a clone is fitted in ``fit`` on the documents the
         training input touches (a click log's queries' rows) and applied in
         ``predict``; tunable in model selection as ``preprocessor__<param>``.
+    monotone_constraints : sequence of -1/0/+1 per feature, or dict {feature index: sign}, optional
+        LightGBM's convention: ``+1``, the score never decreases when the feature increases
+        (``coef_[k] >= 0`` for a linear ranker); ``-1``, it never increases; ``0``, free.
+    bounds : (lower, upper), optional
+        Bounds on the weights, each None, a number or one value per feature (``-inf``/``inf``: free).
+    penalty : {"l2", "l1", "elasticnet"}, default "l2"
+        The regulariser: ``0.5 ||w||^2``, ``||w||_1`` or ``l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``.
+    l1_ratio : float in [0, 1], default 0.5
+        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``).
+    constraints : callable, optional
+        ``w -> list of cvxpy constraints`` on a cvxpy variable ``w`` of shape ``(n_features,)``,
+        e.g. ``lambda w: [w[0] >= w[1]]``; checked (convex, feasible) before any solving.
+    solver : {"auto", "newton", "cutting_plane", "cvxpy"}, default "auto"
+        ``"auto"``: the Newton solver (:func:`~counterfactual_ltr.solvers.solve_pairwise_hinge`)
+        for the unconstrained L2 problem, the cutting-plane method of
+        :mod:`counterfactual_ltr.constrained` with constraints or an L1 / elastic-net penalty;
+        ``"cvxpy"``: one slack per pair through cvxpy (small problems only).
 
     Attributes
     ----------
@@ -566,7 +577,8 @@ class SVMPropRank(_PropensitySVM):
     propensity : None, float or propensity model, default None
         Examination propensities of the logged clicks: ``None`` is position-based
         with eta = 1, a float is that eta. It must match how the log was collected
-        (see :mod:`counterfactual_ltr.propensity`).
+        (see :mod:`counterfactual_ltr.propensity`); a trust-bias model
+        (:class:`~counterfactual_ltr.propensity.TrustBiasPropensity`) gives the affine correction.
     solver_tol : float > 0, default 1e-6
         Relative duality gap at which the QP solver stops.
     max_iter : int >= 1, default 1000
@@ -575,11 +587,30 @@ class SVMPropRank(_PropensitySVM):
         E.g. ``StandardScaler()``: a clone is fitted in ``fit`` on the documents the
         training input touches (a click log's queries' rows) and applied in
         ``predict``; tunable in model selection as ``preprocessor__<param>``.
+    monotone_constraints : sequence of -1/0/+1 per feature, or dict {feature index: sign}, optional
+        LightGBM's convention: ``+1``, the score never decreases when the feature increases
+        (``coef_[k] >= 0`` for a linear ranker); ``-1``, it never increases; ``0``, free.
+    bounds : (lower, upper), optional
+        Bounds on the weights, each None, a number or one value per feature (``-inf``/``inf``: free).
+    penalty : {"l2", "l1", "elasticnet"}, default "l2"
+        The regulariser: ``0.5 ||w||^2``, ``||w||_1`` or ``l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``.
+    l1_ratio : float in [0, 1], default 0.5
+        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``).
+    constraints : callable, optional
+        ``w -> list of cvxpy constraints`` on a cvxpy variable ``w`` of shape ``(n_features,)``,
+        e.g. ``lambda w: [w[0] >= w[1]]``; checked (convex, feasible) before any solving.
+    solver : {"auto", "newton", "cutting_plane", "cvxpy"}, default "auto"
+        ``"auto"``: the Newton solver (:func:`~counterfactual_ltr.solvers.solve_pairwise_hinge`)
+        for the unconstrained L2 problem, the cutting-plane method of
+        :mod:`counterfactual_ltr.constrained` with constraints or an L1 / elastic-net penalty;
+        ``"cvxpy"``: one slack per pair through cvxpy (small problems only).
 
     Attributes
     ----------
     coef_ : array (n_model_features,)
     objective_, objective_history_, n_iter_, duality_gap_, converged_ : solver diagnostics
+        (a trust-bias ``propensity`` with negative weights makes the fit a convex-concave
+        procedure: one entry of ``n_iter_`` per step)
     preprocessor_ : the fitted preprocessor or None
     n_features_in_ : int
 
@@ -617,12 +648,8 @@ class SVMPropDCG(_PropensitySVM):
     """SVM PropDCG (Agarwal et al. 2019): DCG hinge bound by the convex-concave procedure.
 
     Minimises ``0.5||w||^2 + (C/n) sum_j W_j lambda(1 + H_j(w))`` with
-    ``lambda(r) = -1/log2(1 + r)`` and ``H_j`` the hinge bound on ``rank_j - 1``.
-    Attributes after ``fit``: ``objective_history_`` (objective at the start
-    and after every CCP iteration, non-increasing), ``train_snips_history_``
-    (training SNIPS-DCG after every iteration), ``n_iter_`` (solver
-    iterations per CCP iteration), ``n_ccp_iter_``, ``solve_seconds_`` and
-    ``inner_tol_`` (time of, and relative duality gap asked of, each subproblem).
+    ``lambda(r) = -1/log2(1 + r)`` and ``H_j`` the hinge bound on ``rank_j - 1``, by the
+    convex-concave procedure of :mod:`counterfactual_ltr.ccp`.
 
     Parameters
     ----------
@@ -631,7 +658,8 @@ class SVMPropDCG(_PropensitySVM):
     propensity : None, float or propensity model, default None
         Examination propensities of the logged clicks: ``None`` is position-based
         with eta = 1, a float is that eta. It must match how the log was collected
-        (see :mod:`counterfactual_ltr.propensity`).
+        (see :mod:`counterfactual_ltr.propensity`); a trust-bias model
+        (:class:`~counterfactual_ltr.propensity.TrustBiasPropensity`) gives the affine correction.
     max_ccp_iter : int >= 1, default 50
         Convex-concave iterations before a ConvergenceWarning.
     tol : float >= 0, default 1e-3
@@ -644,6 +672,44 @@ class SVMPropDCG(_PropensitySVM):
         E.g. ``StandardScaler()``: a clone is fitted in ``fit`` on the documents the
         training input touches (a click log's queries' rows) and applied in
         ``predict``; tunable in model selection as ``preprocessor__<param>``.
+    monotone_constraints : sequence of -1/0/+1 per feature, or dict {feature index: sign}, optional
+        LightGBM's convention: ``+1``, the score never decreases when the feature increases
+        (``coef_[k] >= 0`` for a linear ranker); ``-1``, it never increases; ``0``, free.
+    bounds : (lower, upper), optional
+        Bounds on the weights, each None, a number or one value per feature (``-inf``/``inf``: free).
+    penalty : {"l2", "l1", "elasticnet"}, default "l2"
+        The regulariser: ``0.5 ||w||^2``, ``||w||_1`` or ``l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``.
+    l1_ratio : float in [0, 1], default 0.5
+        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``).
+    constraints : callable, optional
+        ``w -> list of cvxpy constraints`` on a cvxpy variable ``w`` of shape ``(n_features,)``,
+        e.g. ``lambda w: [w[0] >= w[1]]``; checked (convex, feasible) before any solving.
+    solver : {"auto", "newton", "cutting_plane", "cvxpy"}, default "auto"
+        ``"auto"``: the Newton solver (:func:`~counterfactual_ltr.solvers.solve_pairwise_hinge`)
+        for the unconstrained L2 problem, the cutting-plane method of
+        :mod:`counterfactual_ltr.constrained` with constraints or an L1 / elastic-net penalty;
+        ``"cvxpy"``: one slack per pair through cvxpy (small problems only).
+
+    Attributes
+    ----------
+    coef_ : array (n_model_features,)
+    objective_ : float
+        The objective at ``coef_``.
+    objective_history_ : array
+        The objective at the start and after every CCP iteration (non-increasing).
+    train_snips_history_ : array
+        Training SNIPS estimate of the metric after every CCP iteration.
+    n_iter_ : array of int
+        Solver iterations of every CCP iteration's subproblem.
+    n_ccp_iter_ : int
+    solve_seconds_, inner_tol_ : arrays
+        Time of, and relative duality gap asked of, each subproblem.
+    duality_gap_ : float
+        The last subproblem's.
+    converged_ : bool
+        The CCP met ``tol`` (and its last subproblem converged or stopped at descent).
+    preprocessor_ : the fitted preprocessor or None
+    n_features_in_ : int
 
     Examples
     --------
@@ -688,9 +754,49 @@ class SVMPropRBP(SVMPropDCG):
     Parameters
     ----------
     C : float > 0, default 1.0
+        Weight of the propensity-weighted RBP bound (divided by the number of clicks).
     p : float in (0, 1), default 0.8
         Persistence of rank-biased precision.
-    propensity, max_ccp_iter, tol, solver_tol, max_iter, preprocessor :
+    propensity : None, float or propensity model, default None
+        Examination propensities of the logged clicks: ``None`` is position-based
+        with eta = 1, a float is that eta. It must match how the log was collected
+        (see :mod:`counterfactual_ltr.propensity`); a trust-bias model
+        (:class:`~counterfactual_ltr.propensity.TrustBiasPropensity`) gives the affine correction.
+    max_ccp_iter : int >= 1, default 50
+        Convex-concave iterations before a ConvergenceWarning.
+    tol : float >= 0, default 1e-3
+        Relative change of the objective at which the CCP stops.
+    solver_tol : float > 0, default 1e-6
+        Tightest relative duality gap asked of a subproblem.
+    max_iter : int >= 1, default 1000
+        Solver iterations per subproblem.
+    preprocessor : scikit-learn transformer, optional
+        E.g. ``StandardScaler()``: a clone is fitted in ``fit`` on the documents the
+        training input touches (a click log's queries' rows) and applied in
+        ``predict``; tunable in model selection as ``preprocessor__<param>``.
+    monotone_constraints : sequence of -1/0/+1 per feature, or dict {feature index: sign}, optional
+        LightGBM's convention: ``+1``, the score never decreases when the feature increases
+        (``coef_[k] >= 0`` for a linear ranker); ``-1``, it never increases; ``0``, free.
+    bounds : (lower, upper), optional
+        Bounds on the weights, each None, a number or one value per feature (``-inf``/``inf``: free).
+    penalty : {"l2", "l1", "elasticnet"}, default "l2"
+        The regulariser: ``0.5 ||w||^2``, ``||w||_1`` or ``l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``.
+    l1_ratio : float in [0, 1], default 0.5
+        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``).
+    constraints : callable, optional
+        ``w -> list of cvxpy constraints`` on a cvxpy variable ``w`` of shape ``(n_features,)``,
+        e.g. ``lambda w: [w[0] >= w[1]]``; checked (convex, feasible) before any solving.
+    solver : {"auto", "newton", "cutting_plane", "cvxpy"}, default "auto"
+        ``"auto"``: the Newton solver (:func:`~counterfactual_ltr.solvers.solve_pairwise_hinge`)
+        for the unconstrained L2 problem, the cutting-plane method of
+        :mod:`counterfactual_ltr.constrained` with constraints or an L1 / elastic-net penalty;
+        ``"cvxpy"``: one slack per pair through cvxpy (small problems only).
+
+    Attributes
+    ----------
+    coef_, objective_, objective_history_, train_snips_history_, n_iter_ :
+        As in :class:`SVMPropDCG` (the metric is RBP).
+    n_ccp_iter_, solve_seconds_, inner_tol_, duality_gap_, converged_, preprocessor_, n_features_in_ :
         As in :class:`SVMPropDCG`.
 
     Examples
