@@ -19,17 +19,14 @@ hinge sum ``L`` is bounded below by planes ``L(w) >= a_k.w + b_k`` from
 ``L >= 0``); the master problem ``min_{w in F} R(w) + C max_k (a_k.w + b_k)``
 carries the constraints and is a QP (an LP when ``rho = 1``) in ``d + 1``
 variables (``2d + 1`` with L1) solved by Clarabel directly for the box, or
-through cvxpy (Clarabel) with user constraints. (OSQP, the issue's first
-choice, stalls on these masters: see :class:`_BoxMaster`.)
+through cvxpy (Clarabel) with user constraints. (OSQP stalls on these
+masters: their planes are large and nearly parallel; an interior-point
+method solves them to 1e-10.)
 To cut the number of iterations, the best point moves by an exact line search
 towards each master solution and the next plane is taken close to the best
-point (OCAS, Franc & Sonnenburg 2008): in a one-off look at an SVM PropRank
-problem on MQ2008 Fold1 (100 passes, 198k pairs, C = 10, relative gap 1e-4)
-this took 57 iterations against 172 for plain BMRM
-(:func:`~counterfactual_ltr.solvers.solve_regularized`). Figures of
-``python -m experiments.bench_constraints`` (2-core shared machine): SVM
-PropDCG on MQ2008 with monotone constraints on half the features 1.5x the
-unconstrained Newton time; the ~1M-pair LETOR-size problem 2-17 s for C = 1-100.
+point (OCAS, Franc & Sonnenburg 2008): several times fewer iterations than
+plain BMRM (:func:`~counterfactual_ltr.solvers.solve_regularized`). Timings:
+``python -m experiments.bench_constraints`` and ``docs/solver-notes.md``.
 Feasibility is kept exactly: box solutions are clipped to the box, the line
 search stays on the segment between two feasible points.
 
@@ -435,11 +432,10 @@ class _BoxMaster:
     """``min_{w in box} R(w) + xi, xi >= C (a_k.w + b_k)`` by Clarabel (interior point).
 
     ``xi`` is in objective units (``C`` times the hinge) so that plane rows and
-    the objective are of comparable scale whatever ``C``. OSQP was the first
-    choice and was measured: on the LETOR-size benchmark's master problems
-    (planes of ~1e5-norm, nearly parallel) it ended at its iteration limit on
-    84 of 86 solves even at eps 1e-3, 100 ms each; Clarabel solves each to
-    1e-10 in a few ms, LPs (``rho = 1``) included.
+    the objective are of comparable scale whatever ``C``. An interior-point
+    method because the planes are large and nearly parallel: a first-order QP
+    solver (OSQP) stalls on them; Clarabel solves each master to 1e-10, LPs
+    (``rho = 1``) included.
     """
 
     def __init__(self, fs: FeasibleSet, C: float):

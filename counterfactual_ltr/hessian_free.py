@@ -26,25 +26,21 @@ The helpers for sparse ``X`` (checks, row norms, pair norms) let the rest of
 the solver -- objective, dual point, screening -- run on CSR input as on
 dense input.
 
-Details that decide the speed (each measured on the d = 300, 32 % non-zero
-problem of ``python -m experiments.bench_svm_rank``):
+Details that decide the speed (measurements: ``docs/solver-notes.md``):
 
 * Late smoothing levels have few rows in the band: the products run on those
-  rows only (RankSVM C = 10: 0.35 -> 0.17 s).
+  rows only.
 * CG's tolerance (forcing term) is ``min(0.1, sqrt(smoothed gap / |P|))``: a
-  fixed 0.1 stalled at tight tolerances on ill-conditioned problems.
+  fixed 0.1 stalls at tight tolerances on ill-conditioned problems.
 * A small CSR ``X`` with many non-zeros (at most 4M values, >= 10 % non-zero)
   is multiplied as a transient dense copy: scipy's per-call overhead exceeds
-  the flops there (0.09 -> 0.06 s at C = 1).
-* Screening uses the row-norm bound only (exact pair norms, one pass over every
-  undecided pair's rows, cost more than the pairs they screen: 12 interleaved
-  runs, best 0.065 -> 0.055 s at C = 1, 0.137 -> 0.126 s at C = 10).
+  the flops there.
+* Screening uses the row-norm bound only: exact pair norms, one pass over every
+  undecided pair's rows, cost more than the pairs they screen.
 * At ``d <= DENSE_MAX_FEATURES`` a solve hands over to the explicit Hessian
   once a CG solve needs more than ``max(10, d / 8)`` steps: the propensity
-  problems at large C need 60-75 CG steps per Newton step at d = 300, where
-  CG alone was 25-75 % slower than the dense Hessian (PropDCG C = 100: 8.8 s
-  against 5.0 s); with the hand-over both paths cost 5-7 ms per Newton
-  iteration there (SVM PropRank/PropDCG on 39K click pairs).
+  problems at large C need many CG steps per Newton step, and one Hessian
+  (a BLAS-3 product) is then cheaper than those matrix-vector products.
 """
 
 from __future__ import annotations
@@ -155,7 +151,7 @@ def centered_row_norms(X, sample_rows=4096, chunk_bytes=1 << 22) -> np.ndarray:
 
 
 def pair_norms(X, i, j, chunk_bytes=1 << 21) -> np.ndarray:
-    """``||x_i - x_j||`` per pair, in cache-sized row blocks (dense or sparse ``X``; 2x faster than 16 MiB blocks)."""
+    """``||x_i - x_j||`` per pair, in cache-sized row blocks (dense or sparse ``X``)."""
     out = np.empty(i.size)
     width = X.shape[1] if not is_sparse(X) else max(1, X.nnz // max(X.shape[0], 1))
     step = max(1, chunk_bytes // (8 * max(width, 1)))

@@ -288,8 +288,8 @@ def band_hessian(X, ev: _Smoothed, block_bytes=1 << 25, max_rows=None, method="a
     ``max_rows``), its terms scaled by ``k``: the sum over all queries has
     that sample's sum times ``k`` as an unbiased, deterministic estimate. The
     Newton step only needs a direction (the line search and the certificate
-    use the exact sums); wide bands far from the optimum (``mu = margin``:
-    873K band pairs over 405K rows at 435 candidates) then cost a fraction.
+    use the exact sums); wide bands far from the optimum (more band pairs
+    than rows) then cost a fraction.
 
     ``method``: ``"prefix"`` as above; ``"pairs"`` enumerates the band pairs
     (in blocks of ``block_bytes``) and sums the outer products of their

@@ -113,9 +113,9 @@ def _rows_differ(X, i, j) -> bool:
 
 
 # The queries with clicks are taken out of X only when the others hold more than this share of its
-# rows: where nearly every query has a click, the copy costs a feature matrix of memory (726 MiB at
-# 1,000 candidates per query, 2 of 2,070 queries without clicks) to save a few per cent of the work
-# (products and per-query sorts over the rows of queries without clicks, which carry no pairs).
+# rows: where nearly every query has a click, the copy costs a feature matrix of memory to save a
+# few per cent of the work (products and per-query sorts over the rows of queries without clicks,
+# which carry no pairs).
 _COPY_MIN_UNCLICKED_SHARE = 0.1
 
 
