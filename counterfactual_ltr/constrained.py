@@ -61,8 +61,7 @@ import scipy.sparse as sp
 from ._segments import check_finite_1d
 from ._validation import check_probability
 from .solvers import SolverResult
-from .solvers.common import (aggregate_pairs, check_C, check_max_iter, check_pair_index, check_tol, check_X,
-                             make_result)
+from .solvers.common import aggregate_pairs, check_C, check_max_iter, check_pairs, check_tol, check_X, make_result
 
 __all__ = ["FeasibleSet", "ConstrainedResult", "feasible_set", "solve_constrained_hinge", "PENALTIES",
            "SOLVERS"]
@@ -558,12 +557,7 @@ def solve_constrained_hinge(X, pairs_i, pairs_j, pair_weights, C, *, feasible=No
     C = check_C(C)
     X = check_X(X)
     n, d = X.shape
-    c = check_finite_1d(pair_weights, "pair_weights")
-    i = check_pair_index(pairs_i, "pairs_i", n, c.shape[0])
-    j = check_pair_index(pairs_j, "pairs_j", n, c.shape[0])
-    if c.size and c.min() < 0:
-        k = int(np.argmin(c))
-        raise ValueError(f"pair_weights must be >= 0, got {c[k]} at index {k}")
+    i, j, c = check_pairs(pairs_i, pairs_j, pair_weights, n)
     margin = float(margin)
     if not np.isfinite(margin):
         raise ValueError(f"margin must be finite, got {margin}")

@@ -252,11 +252,13 @@ def _cpu_figures(tree, args):
     return figures
 
 
-def speed(before, after, repeats):
+def speed(before, after, repeats, benches=None):
     runs = {}
     for rep in range(repeats):
         for side, tree in (("old", before), ("new", after)) if rep % 2 == 0 else (("new", after), ("old", before)):
             for bench, args in _SPEED.items():
+                if benches and bench not in benches:
+                    continue
                 for label, cpu in _cpu_figures(tree, args).items():
                     runs.setdefault((bench, label), {"old": [], "new": []})[side].append(cpu)
         print(f"  pair {rep + 1} of {repeats} done", flush=True)
@@ -276,6 +278,8 @@ def main(argv=None):
     p.add_argument("--after", default=None, help="git revision of the new code (default: this working tree)")
     p.add_argument("--quick", action="store_true", help="small problems only")
     p.add_argument("--speed", type=int, default=0, metavar="N", help="N paired benchmark runs instead of the fits")
+    p.add_argument("--benches", nargs="*", default=None, choices=list(_SPEED),
+                   help="with --speed: only these benchmarks (default: all)")
     p.add_argument("--run-fits", type=Path, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.run_fits is not None:
@@ -294,7 +298,7 @@ def main(argv=None):
             made.append(where)
             trees.append(where)
         if args.speed:
-            speed(trees[0], trees[1], args.speed)
+            speed(trees[0], trees[1], args.speed, args.benches)
         else:
             compare(trees[0], trees[1], args.quick)
     finally:

@@ -17,8 +17,8 @@ from .. import hessian_free as _hf
 from .._segments import check_finite_1d
 from .._validation import check_int, check_real
 
-__all__ = ["SolverResult", "make_result", "aggregate_pairs", "check_C", "check_X", "check_pair_index", "check_w0",
-           "check_max_iter", "check_tol", "MAX_WEIGHT_BOUND"]
+__all__ = ["SolverResult", "make_result", "aggregate_pairs", "check_C", "check_X", "check_pairs", "check_pair_index",
+           "check_w0", "check_max_iter", "check_tol", "MAX_WEIGHT_BOUND"]
 
 # Above this bound on the norm of the weights, squares of weights and objective values leave
 # float64's range: no meaningful solution exists.
@@ -190,6 +190,45 @@ def check_X(X):
             r, c = np.argwhere(~np.isfinite(block))[0]
             raise ValueError(f"X holds a non-finite value ({block[r, c]}) at row {start + r}, column {c}")
     return X
+
+
+def check_pairs(pairs_i, pairs_j, pair_weights, n_docs: int):
+    """``(i, j, c)``: pairs as row indices of ``X`` with finite weights ``>= 0``, one of each per pair.
+
+    Parameters
+    ----------
+    pairs_i, pairs_j : array-like of int (n_pairs,)
+        The preferred and the other row of every pair.
+    pair_weights : array-like (n_pairs,)
+    n_docs : int
+        Rows of ``X``.
+
+    Returns
+    -------
+    tuple of arrays ``(i, j, c)``
+
+    Raises
+    ------
+    ValueError
+        Mismatched lengths, indices out of range or not integers, weights not finite or negative.
+
+    Examples
+    --------
+    >>> i, j, c = check_pairs([0, 1], [2, 2], [1, 0.5], 3)
+    >>> i.tolist(), j.tolist(), c.tolist()
+    ([0, 1], [2, 2], [1.0, 0.5])
+    >>> check_pairs([0, 1], [2, 2], [1, -0.5], 3)
+    Traceback (most recent call last):
+    ...
+    ValueError: pair_weights must be >= 0, got -0.5 at index 1
+    """
+    c = check_finite_1d(pair_weights, "pair_weights")
+    i = check_pair_index(pairs_i, "pairs_i", n_docs, c.shape[0])
+    j = check_pair_index(pairs_j, "pairs_j", n_docs, c.shape[0])
+    if c.size and c.min() < 0:
+        k = int(np.argmin(c))
+        raise ValueError(f"pair_weights must be >= 0, got {c[k]} at index {k}")
+    return i, j, c
 
 
 def check_pair_index(idx, name: str, n_docs: int, n: int | None) -> np.ndarray:

@@ -103,7 +103,8 @@ class _ExplicitNewton:
         self.pairs = WorkingSet(X, i, j, Cc, row_norm)
         self.ops = _hf.Products(X) if method == "newton_cg" else None   # Hessian-free path's reused products
         self.start = None                        # (w, exact objective) of a warm start, see min_decrease
-        self.w, self.s = w, X @ w if w.any() else np.zeros(self.n)     # (a pass over X saved on cold starts)
+        self.w = w
+        self.s = X @ w if w.any() else np.zeros(self.n)   # scores (a pass over X saved on cold starts)
         self.mu = initial_mu(margin, warm)
         # Band width of the next Newton model (above mu once, right after mu shrinks), damping.
         self.width, self.damp = self.mu, 1.0
@@ -128,7 +129,8 @@ class _ExplicitNewton:
         a0 = min(max(margin / self.mu, 0.0), 1.0)
         t = _line_search(np.zeros(self.d), w, -a0 * float(np.dot(Cc, delta)), np.full(delta.shape, margin),
                          delta, Cc, self.mu)
-        self.w, self.s = w, s = t * w, t * s
+        w, s = t * w, t * s
+        self.w, self.s = w, s
         z = margin - (s[i] - s[j])
         if self.min_decrease > 0:                # a solve stopped by it returns no worse a point
             self.start = (w.copy(), 0.5 * float(w @ w) + float(np.dot(Cc, np.maximum(z, 0.0))))
@@ -188,6 +190,7 @@ class _ExplicitNewton:
         return False
 
     def record(self):
+        """History (best primal and dual values), the verbose line, the solve's first objective."""
         self.history.append((self.best_P, self.best_D))
         if self.verbose:
             print(f"[solve_pairwise_hinge] it={self.it:3d} mu={self.mu:.2e} P={self.P:.10g} D={self.D:.10g} "

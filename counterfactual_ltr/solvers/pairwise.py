@@ -14,10 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import hessian_free as _hf
-from .._segments import check_finite_1d
 from .._validation import check_real
 from ..implicit_pairs import ClickPairs
-from .common import SolverResult, check_C, check_max_iter, check_pair_index, check_tol, check_w0, check_X, make_result
+from .common import SolverResult, check_C, check_max_iter, check_pairs, check_tol, check_w0, check_X, make_result
 from .explicit import solve_explicit
 from .implicit import solve_implicit
 
@@ -161,12 +160,7 @@ def _solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin, w0, t
             return _solve_implicit(X, pairs, C, margin, w, w0 is not None, tol, max_iter, verbose, method,
                                    min_decrease)
         pairs_i, pairs_j, pair_weights = pairs.explicit()
-    c = check_finite_1d(pair_weights, "pair_weights")
-    i = check_pair_index(pairs_i, "pairs_i", n, c.shape[0])
-    j = check_pair_index(pairs_j, "pairs_j", n, c.shape[0])
-    if c.size and c.min() < 0:
-        k = int(np.argmin(c))
-        raise ValueError(f"pair_weights must be >= 0, got {c[k]} at index {k}")
+    i, j, c = check_pairs(pairs_i, pairs_j, pair_weights, n)
     margin = check_real(margin, "margin")
     tol, max_iter = check_tol(tol), check_max_iter(max_iter)
     w = check_w0(w0, d)
