@@ -108,8 +108,6 @@ def _solver_fits(quick):
 
 
 def _path_fits(quick):
-    import scipy.sparse as sp
-
     from click_sim import PositionBasedClickModel, make_ranking, simulate_clicks
     from counterfactual_ltr.estimators import (DeepPropDCG, RankSVM, SLAMRanker, SVMPropDCG, SVMPropRank,
                                                SVMPropRBP)
