@@ -127,6 +127,7 @@ def convex_concave(objective, reweight, solve, start, *, tol, max_iter, solver_t
     Parameters
     ----------
     objective : callable ``w -> F(w)``
+        The objective to minimise (never increases over the steps).
     reweight : callable ``w -> weights``
         The linearisation at ``w``: the weights of the convex subproblem (for the SVMs
         :func:`linearised_weights` of the hinge sums at ``w``).

@@ -82,16 +82,16 @@ _IDLE_PLANES = 50
 class FeasibleSet:
     """A validated feasible set and penalty for a linear ranker (see :func:`feasible_set`).
 
-    ``lower``/``upper``: per-feature bounds (``-inf``/``inf`` where free);
-    ``l1_ratio``: ``rho`` of the penalty ``rho ||w||_1 + 0.5 (1 - rho) ||w||^2``;
-    ``constraints``: the user callable or None; ``solver``: the method asked for.
-
     Parameters
     ----------
     lower, upper : arrays (n_features,)
+        Per-feature bounds (``-inf``/``inf`` where free), monotone signs included.
     l1_ratio : float, default 0
+        ``rho`` of the penalty ``rho ||w||_1 + 0.5 (1 - rho) ||w||^2``.
     constraints : callable or None
+        The user's ``w -> list of cvxpy constraints``.
     solver : str, default "auto"
+        The method asked for (see :func:`feasible_set`).
 
     Examples
     --------
@@ -129,11 +129,31 @@ class FeasibleSet:
         return self.solver
 
     def penalty(self, w) -> float:
-        """``R(w) = l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``."""
+        """``R(w) = l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``.
+
+        Parameters
+        ----------
+        w : array (n_features,)
+            The weights.
+
+        Returns
+        -------
+        float
+        """
         return _penalty(np.asarray(w, dtype=np.float64), self.l1_ratio)
 
     def project(self, w) -> np.ndarray:
-        """Clip to the box (exact feasibility of the box part)."""
+        """Clip to the box (exact feasibility of the box part).
+
+        Parameters
+        ----------
+        w : array (n_features,)
+            The weights.
+
+        Returns
+        -------
+        array (n_features,)
+        """
         return np.clip(w, self.lower, self.upper)
 
 
@@ -200,12 +220,14 @@ def feasible_set(n_features, *, monotone_constraints=None, bounds=None, penalty=
     Parameters
     ----------
     n_features : int
+        Length of the weight vector.
     monotone_constraints : sequence of -1/0/+1 per feature, or mapping {feature index: sign}, optional
         LightGBM's convention: ``+1`` the score never decreases when the
         feature increases (``w_k >= 0``), ``-1`` never increases, ``0`` free.
     bounds : (lower, upper), optional
         Each None, a number, or one value per feature (``-inf``/``inf`` free).
     penalty : {"l2", "l1", "elasticnet"}
+        The regulariser (see :class:`FeasibleSet`).
     l1_ratio : float in [0, 1]
         Share of L1 in the elastic net, ``l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``
         (used only by ``"elasticnet"``).
@@ -214,6 +236,7 @@ def feasible_set(n_features, *, monotone_constraints=None, bounds=None, penalty=
         ``(n_features,)``. Called once here, on a fresh variable, to check
         what it returns and that the feasible set is not empty.
     solver : {"auto", "newton", "cutting_plane", "cvxpy"}
+        ``"auto"``: Newton for the unconstrained L2 problem, cutting planes otherwise.
 
     Returns
     -------
@@ -327,9 +350,10 @@ class ConstrainedResult(SolverResult):
 
     Parameters
     ----------
-    coef, objective, gap, n_iter, converged, ... :
+    coef, objective, dual_objective, gap, n_iter, converged, history, method, stalled : see SolverResult
         As in :class:`~counterfactual_ltr.solvers.SolverResult`.
     support_points : array (k, n_features)
+        The points whose planes support the final model.
 
     Examples
     --------
@@ -536,6 +560,9 @@ def solve_constrained_hinge(X, pairs_i, pairs_j, pair_weights, C, *, feasible=No
     tol : float
         Relative duality gap at which to stop.
     max_iter : int
+        Cutting-plane iterations before a ``ConvergenceWarning``.
+    verbose : bool, default False
+        Print one line per iteration.
 
     Returns
     -------

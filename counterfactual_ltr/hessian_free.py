@@ -92,6 +92,7 @@ def choose_method(X, method: str) -> str:
     Parameters
     ----------
     X : array or scipy.sparse matrix (n, d)
+        The feature matrix.
     method : {"auto", "newton", "newton_cg"}
         ``"auto"``: Hessian-free for a sparse ``X`` or ``d > DENSE_MAX_FEATURES``.
 

@@ -76,8 +76,11 @@ def paper_lr_schedule(epoch: int, max_epochs: int, learning_rate: float) -> floa
     Parameters
     ----------
     epoch : int (0-based)
+        The epoch whose learning rate is asked.
     max_epochs : int
+        Epochs of the whole training (the schedule's boundaries scale with it).
     learning_rate : float
+        The base learning rate.
 
     Returns
     -------
@@ -108,15 +111,23 @@ def deep_propdcg_objective(model, X, click_weights, query_offsets, *, alpha: flo
     Parameters
     ----------
     model : MLP or LinearModel
+        The scoring network.
     X : array (n_docs, n_features)
+        Features of the batch's documents.
     click_weights : array (n_docs,)
         ``W_j`` per document.
     query_offsets : array (n_queries + 1,)
+        Query segments of the rows.
     alpha : float >= 0, default 0.0
+        Weight decay on the weight matrices.
     n_clicks : int, optional
+        The loss is divided by it (default 1).
     metric : str or LambdaWeight, default "dcg"
+        The rank weight ``lambda``.
     margin : float, default 1.0
+        The hinge's margin.
     **metric_params
+        Extra parameters of ``metric``.
 
     Returns
     -------
@@ -336,6 +347,7 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
         Parameters
         ----------
         log : ClickLog
+            The training clicks.
         y : ignored
             Present for scikit-learn's model selection.
         validation_log : ClickLog, optional
@@ -493,6 +505,7 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
         Parameters
         ----------
         X : array (n_docs, n_features), RankingDataset or ClickLog
+            The rows to score (a data set's or a log's data-set rows).
 
         Returns
         -------
@@ -504,7 +517,17 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
         return _predict_chunked(self.model_, X)
 
     def objective(self, log) -> float:
-        """Training objective (per-click bound + weight decay) of the fitted model on a click log."""
+        """Training objective (per-click bound + weight decay) of the fitted model on a click log.
+
+        Parameters
+        ----------
+        log : ClickLog
+            The clicks (propensities from ``propensity``).
+
+        Returns
+        -------
+        float
+        """
         check_is_fitted(self, "model_")
         if getattr(self, "preprocessor_", None) is not None:
             log, _ = transform_log(log, self.preprocessor_)
@@ -564,7 +587,9 @@ def query_batches(query_offsets, batch_size: int) -> np.ndarray:
     Parameters
     ----------
     query_offsets : array (n_queries + 1,)
+        Query segments of the rows.
     batch_size : int >= 1
+        Documents per batch (about).
 
     Returns
     -------

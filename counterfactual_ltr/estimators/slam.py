@@ -150,6 +150,7 @@ class SLAMRanker(RankerMixin, BaseEstimator):
         Parameters
         ----------
         X : array (n_docs, n_features), RankingDataset or ClickLog
+            The training data: features with ``y`` and ``qid``, a data set, or a click log.
         y, qid : arrays (n_docs,), optional
             Graded labels and query ids when ``X`` is an array.
 
@@ -227,6 +228,7 @@ class SLAMRanker(RankerMixin, BaseEstimator):
         Parameters
         ----------
         X : array (n_docs, n_features), RankingDataset or ClickLog
+            The rows to score (a data set's or a log's data-set rows).
 
         Returns
         -------
@@ -237,7 +239,19 @@ class SLAMRanker(RankerMixin, BaseEstimator):
         return self._prediction_features(X, self.coef_.shape[0]) @ self.coef_
 
     def objective(self, X, y=None, qid=None) -> float:
-        """``F(coef_)`` on full-information data (for checks): ``0.5||w||^2 + C mean_q SLAM_q``."""
+        """``F(coef_)`` on full-information data (for checks): ``0.5||w||^2 + C mean_q SLAM_q``.
+
+        Parameters
+        ----------
+        X : array (n_docs, n_features) or RankingDataset
+            Features (with ``y`` and ``qid``) or a data set.
+        y, qid : arrays (n_docs,), optional
+            Graded labels and query ids when ``X`` is an array.
+
+        Returns
+        -------
+        float
+        """
         check_is_fitted(self, "coef_")
         C, k, margin, _, _ = self._check_params()
         data = X if isinstance(X, RankingDataset) else RankingDataset(X, y, qid)

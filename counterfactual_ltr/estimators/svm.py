@@ -134,6 +134,7 @@ def click_pairs(data: RankingDataset, weights: np.ndarray):
     Parameters
     ----------
     data : RankingDataset
+        The data set the click weights refer to.
     weights : array (n_docs,)
         Click weight of every row (e.g. ``ClickAggregate.weights``); rows with 0 are not clicked.
 
@@ -182,6 +183,7 @@ def click_pair_set(data: RankingDataset, weights: np.ndarray):
     Parameters
     ----------
     data : RankingDataset
+        The data set the click weights refer to.
     weights : array (n_docs,)
         Click weight of every row; rows with 0 are not clicked.
 
@@ -259,7 +261,9 @@ def affine_click_weights(log, model):
     Parameters
     ----------
     log : ClickLog or ClickAggregate
+        The clicks and their impressions.
     model : propensity model (typically a ``TrustBiasPropensity``)
+        ``P(click | r) = alpha_r R + beta_r`` (a plain propensity model: ``beta = 0``).
 
     Returns
     -------
@@ -362,6 +366,7 @@ class RankSVM(_LinearRanker):
         Parameters
         ----------
         X : array (n_docs, n_features), RankingDataset or ClickLog
+            The training data: features with ``y`` and ``qid``, a data set, or a click log.
         y : array (n_docs,), optional
             Graded labels when ``X`` is an array.
         qid : array (n_docs,), optional

@@ -31,11 +31,13 @@ def pairwise_hinge_oracle(X, pairs_i, pairs_j, pair_weights, margin=1.0):
     Parameters
     ----------
     X : array (n, d)
+        Feature matrix; the pairs index its rows.
     pairs_i, pairs_j : arrays of int
         Each pair prefers row ``i`` to row ``j``.
     pair_weights : array
         ``c_p >= 0``.
     margin : float, default 1.0
+        The hinge's margin.
 
     Returns
     -------
@@ -77,14 +79,19 @@ def solve_regularized(oracle, n_features, C, *, w0=None, tol=1e-6, max_iter=1000
     Parameters
     ----------
     oracle : callable ``w -> (L(w), subgradient)``
+        The loss ``L`` (convex, piecewise linear) and a subgradient at ``w``.
     n_features : int
+        Length of ``w``.
     C : float > 0
+        Weight of the loss against ``0.5||w||^2``.
     w0 : array (n_features,), optional
         Warm start.
     tol : float > 0, default 1e-6
         Relative duality gap at which to stop.
     max_iter : int, default 1000
+        Iterations (oracle calls) before a ``ConvergenceWarning``.
     verbose : bool, default False
+        Print one line per iteration.
 
     Returns
     -------

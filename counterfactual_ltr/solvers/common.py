@@ -37,10 +37,15 @@ class SolverResult:
     Parameters
     ----------
     coef : array (n_features,)
+        The weights returned (the best point found).
     objective, dual_objective, gap : float
+        Exact primal value at ``coef``, the best certified lower bound, their difference.
     n_iter : int
+        Iterations taken.
     converged : bool
+        The relative gap met the tolerance asked.
     history : array (n_iter, 2)
+        ``(objective, dual_objective)`` of the best points after every iteration.
     method : str
         The path taken: ``"newton"`` (dense Hessian), ``"newton_cg"`` (Hessian-free,
         see :mod:`counterfactual_ltr.hessian_free`) or ``"bmrm"``.
@@ -76,14 +81,19 @@ def make_result(name, w, P, D, n_iter, converged, history, tol, method="newton",
     name : str
         The solver, for the warning.
     w : array (n_features,)
+        The weights to return.
     P, D : float
         Exact primal value at ``w`` and the best dual value (a lower bound of the optimum).
     n_iter : int
+        Iterations taken.
     converged : bool
+        Whether the solve met its tolerance.
     history : list of (P, D)
+        Best primal and dual values after every iteration.
     tol : float
         The relative gap that was asked (for the warning).
     method : str, default "newton"
+        The path taken (see :class:`SolverResult`).
     stalled : bool, default False
         Stopped on purpose (``min_decrease``): no warning.
     stacklevel : int, default 3
@@ -118,7 +128,9 @@ def aggregate_pairs(i, j, a, n_docs):
     i, j : int arrays (n_pairs,)
         The two rows of every pair.
     a : array (n_pairs,)
+        One value per pair.
     n_docs : int
+        Rows of ``X`` (length of the result).
 
     Returns
     -------
@@ -139,6 +151,7 @@ def check_C(C) -> float:
     Parameters
     ----------
     C : real
+        The weight of the loss against the regulariser.
 
     Returns
     -------
@@ -158,6 +171,7 @@ def check_X(X):
     Parameters
     ----------
     X : array-like (n_docs, n_features) or scipy.sparse matrix
+        The feature matrix.
 
     Returns
     -------
@@ -200,6 +214,7 @@ def check_pairs(pairs_i, pairs_j, pair_weights, n_docs: int):
     pairs_i, pairs_j : array-like of int (n_pairs,)
         The preferred and the other row of every pair.
     pair_weights : array-like (n_pairs,)
+        ``c_p``, finite and ``>= 0``.
     n_docs : int
         Rows of ``X``.
 
@@ -237,6 +252,7 @@ def check_pair_index(idx, name: str, n_docs: int, n: int | None) -> np.ndarray:
     Parameters
     ----------
     idx : array-like of int
+        The row indices.
     name : str
         The parameter's name, for the messages.
     n_docs : int
@@ -278,7 +294,9 @@ def check_w0(w0, d: int) -> np.ndarray:
     Parameters
     ----------
     w0 : array-like (d,) or None
+        The warm start, if any.
     d : int
+        Number of features.
 
     Returns
     -------
@@ -301,6 +319,7 @@ def check_max_iter(max_iter) -> int:
     Parameters
     ----------
     max_iter : int
+        Iterations at most.
 
     Returns
     -------
@@ -320,6 +339,7 @@ def check_tol(tol) -> float:
     Parameters
     ----------
     tol : real
+        Relative duality gap at which to stop.
 
     Returns
     -------

@@ -55,19 +55,27 @@ def solve_explicit(X, i, j, c, C, margin, w, warm, tol, max_iter, verbose, metho
     Parameters
     ----------
     X : array (n_docs, d) or scipy.sparse matrix
+        Feature matrix; the pairs index its rows.
     i, j : int arrays (n_pairs,)
+        The preferred and the other row of every pair.
     c : array (n_pairs,)
         Pair weights ``>= 0`` (zero-weight pairs are dropped).
     C, margin : float
+        Weight of the hinge sum and the hinge's margin.
     w : array (d,)
         The start point (zeros for a cold start).
     warm : bool
         Whether ``w`` is a warm start (its smoothing starts lower).
     tol : float
+        Relative duality gap at which to stop.
     max_iter : int
+        Newton iterations at most.
     verbose : bool
+        Print one line per iteration.
     method : {"newton", "newton_cg"}
+        Dense Hessian or conjugate gradients (see ``solve_pairwise_hinge``).
     min_decrease : float
+        Stop once a Newton step gains less (see ``solve_pairwise_hinge``).
 
     Returns
     -------

@@ -54,9 +54,30 @@ class Finisher:
     def attempt(self, X, pairs, z, mu, margin, gap, target, best_P, rmatvec):
         """``(alpha, v, s, P, D)`` of the exact solve near the kink, or None when it is not tried.
 
-        ``pairs``: the :class:`~counterfactual_ltr.solvers.working_set.WorkingSet`; ``z`` its
-        working pairs' hinge arguments at the current point; ``gap``, ``target`` and ``best_P``
-        the solve's best gap, the gap it aims at and its best objective; ``rmatvec``: ``g -> X^T g``.
+        Parameters
+        ----------
+        X : array (n_docs, d) or scipy.sparse matrix
+            Feature matrix.
+        pairs : WorkingSet
+            The pairs (:class:`~counterfactual_ltr.solvers.working_set.WorkingSet`).
+        z : array (n_working,)
+            The working pairs' hinge arguments at the current point.
+        mu : float
+            The smoothing level.
+        margin : float
+            The hinge's margin.
+        gap, target : float
+            The solve's best duality gap and the gap it aims at.
+        best_P : float
+            The solve's best objective.
+        rmatvec : callable
+            ``g -> X^T g``.
+
+        Returns
+        -------
+        tuple ``(alpha, v, s, P, D)`` or None
+            The full problem's dual point and ``v = X^T g(alpha)``, the primal candidate's
+            scores, and both exact objectives.
         """
         if not target < gap <= min(self.below, _FINISH_START * max(1.0, abs(best_P))):
             return None

@@ -41,18 +41,25 @@ def solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose, ops=Non
     Parameters
     ----------
     X : array (n_docs, d) or scipy.sparse matrix
+        Feature matrix; the click pairs index its rows.
     pairs : ClickPairs
+        Every clicked row against every other row of its query.
     C, margin : float
+        Weight of the hinge sum and the hinge's margin.
     w : array (d,)
         The start point (zeros for a cold start).
     warm : bool
         Whether ``w`` is a warm start (its smoothing starts lower, its ray is searched first).
     tol : float
+        Relative duality gap at which to stop.
     max_iter : int
+        Newton iterations at most.
     verbose : bool
+        Print one line per iteration.
     ops : :class:`~counterfactual_ltr.hessian_free.Products`, optional
         The Hessian-free path's products; None for the dense Hessian.
     min_decrease : float, default 0
+        Stop once a Newton step gains less (see ``solve_pairwise_hinge``).
 
     Returns
     -------

@@ -45,14 +45,17 @@ def newton_direction(X, grad, i, j, Cc, band, mu, damp, ops, rng, rtol):
     Parameters
     ----------
     X : array (n_docs, d) or scipy.sparse matrix
+        Feature matrix; the pairs index its rows.
     grad : array (d,)
         Gradient of the smoothed objective (or of the path-following model).
     i, j : int arrays (n_pairs,)
+        The working pairs.
     Cc : array (n_pairs,)
         ``C`` times the pair weights.
     band : bool array (n_pairs,)
         The pairs in the quadratic band.
     mu : float
+        The smoothing level (band pairs weigh ``Cc / mu``).
     damp : float
         The identity's weight where the band holds fewer pairs than features (see :func:`damping`).
     ops : :class:`~counterfactual_ltr.hessian_free.Products` or None
@@ -60,6 +63,7 @@ def newton_direction(X, grad, i, j, Cc, band, mu, damp, ops, rng, rtol):
     rng : numpy Generator
         Draws the sample of a wide band.
     rtol : float or None
+        CG's relative residual (Hessian-free path).
 
     Returns
     -------

@@ -51,7 +51,9 @@ def solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin=1.0, w0
     pair_weights : (n_pairs,) array, >= 0
         Weights ``c_p`` (zero-weight pairs are dropped, duplicates allowed).
     C : float > 0
+        Weight of the hinge sum against ``0.5||w||^2``.
     margin : float
+        The hinge's margin (1 for the ranking SVMs).
     w0 : (d,) array, optional
         Warm start (e.g. the solution for nearby weights).
     tol : float
@@ -116,6 +118,7 @@ def uses_implicit_pairs(pairs: ClickPairs, n_features: int) -> bool:
     Parameters
     ----------
     pairs : ClickPairs
+        Click pairs (see :class:`~counterfactual_ltr.implicit_pairs.ClickPairs`).
     n_features : int
         Columns of ``X`` (the choice does not depend on them today).
 

@@ -37,6 +37,7 @@ def initial_mu(margin, warm):
     margin : float
         The hinge's margin (1 where it is 0).
     warm : bool
+        Whether the solve starts from a warm start.
 
     Returns
     -------
@@ -79,6 +80,7 @@ def shrunk_mu(mu, target, gap):
     Parameters
     ----------
     mu : float
+        The current smoothing.
     target, gap : float
         The absolute gap asked and the gap reached.
 
@@ -100,6 +102,7 @@ def below_resolution(mu, margin):
     Parameters
     ----------
     mu, margin : float
+        The smoothing and the hinge's margin.
 
     Returns
     -------
@@ -160,6 +163,7 @@ def best_dual_on_segment(ref, point, margin):
     point : tuple ``(alpha, v, D)``
         The new dual point.
     margin : float
+        The hinge's margin (the dual's linear coefficient).
 
     Returns
     -------

@@ -48,10 +48,13 @@ def hinge_objective(s, w, i, j, Cc, margin, fixed_sum=0.0, fixed_g=None):
     s : array (n_docs,)
         Scores ``X w``.
     w : array (d,)
+        The weights.
     i, j : int arrays (n_pairs,)
+        The pairs.
     Cc : array (n_pairs,)
         ``C`` times the pair weights.
     margin : float
+        The hinge's margin.
     fixed_sum : float, default 0
         ``sum C c`` of the pairs fixed as violated.
     fixed_g : array (n_docs,), optional
@@ -83,7 +86,9 @@ class WorkingSet:
     Parameters
     ----------
     X : array (n_docs, d) or scipy.sparse matrix
+        Feature matrix; the pairs index its rows.
     i, j : int arrays (n_pairs,)
+        All pairs of the problem.
     Cc : array (n_pairs,)
         ``C`` times the pair weights.
     row_norm : array (n_docs,)
@@ -121,15 +126,51 @@ class WorkingSet:
         self.fixed_g, self.fixed_sum, self.fixed_v = g, float(self.all_Cc[viol].sum()), self.X.T @ g
 
     def objective(self, s, w, margin):
-        """The objective of the problem on the working set (fixed violated pairs linear) at ``w``."""
+        """The objective of the problem on the working set (fixed violated pairs linear) at ``w``.
+
+        Parameters
+        ----------
+        s : array (n_docs,)
+            Scores ``X w``.
+        w : array (d,)
+            The weights.
+        margin : float
+            The hinge's margin.
+
+        Returns
+        -------
+        float
+        """
         return hinge_objective(s, w, self.i, self.j, self.Cc, margin, self.fixed_sum, self.fixed_g)
 
     def full_objective(self, s, w, margin):
-        """The objective of the full problem (every pair's hinge) at ``w``."""
+        """The objective of the full problem (every pair's hinge) at ``w``.
+
+        Parameters
+        ----------
+        s : array (n_docs,)
+            Scores ``X w``.
+        w : array (d,)
+            The weights.
+        margin : float
+            The hinge's margin.
+
+        Returns
+        -------
+        float
+        """
         return hinge_objective(s, w, self.all_i, self.all_j, self.all_Cc, margin)
 
     def speculate(self, z, margin):
-        """Fix every pair further than ``_SPECULATE`` margins from the kink at a warm start (a guess)."""
+        """Fix every pair further than ``_SPECULATE`` margins from the kink at a warm start (a guess).
+
+        Parameters
+        ----------
+        z : array (n_pairs,)
+            Hinge arguments ``margin - (s_i - s_j)`` of all pairs at the start point.
+        margin : float
+            The hinge's margin.
+        """
         reach = _SPECULATE * max(abs(margin), 1e-12)
         self.state[z > reach], self.state[z < -reach] = _VIOLATED, _IDLE
         if self.state.any():
@@ -138,9 +179,25 @@ class WorkingSet:
     def screen(self, z, P, D, margin, exact_norms, rng) -> bool:
         """Fix the working pairs that keep their side over the ball ``||w - w*||^2 <= 2 (P - D)``.
 
-        ``z``: the working pairs' hinge arguments at the point of objective ``P``; ``D`` the
-        best dual value; ``exact_norms``: whether exact pair norms may be gathered where the
-        bound does not decide. Returns whether pairs were fixed (the working set changed).
+        Parameters
+        ----------
+        z : array (n_working,)
+            The working pairs' hinge arguments at the current point.
+        P : float
+            The objective (of the problem on the working set) at that point.
+        D : float
+            The best dual value.
+        margin : float
+            The hinge's margin.
+        exact_norms : bool
+            Whether exact pair norms may be gathered where the row-norm bound does not decide.
+        rng : numpy Generator
+            Draws the probe that tells whether exact norms pay.
+
+        Returns
+        -------
+        bool
+            Whether pairs were fixed (the working set changed).
         """
         if not P - D < min(_SCREEN_START * max(1.0, abs(P)), 0.5 * self.screened_at_gap):
             return False
@@ -172,6 +229,23 @@ class WorkingSet:
         If not, fixed pairs found on the wrong side of the kink at ``w`` return to the working
         set (after ``_MAX_RELEASES`` rounds, all of them: a wrong guess also voids later screening,
         which relied on the reduced problem).
+
+        Parameters
+        ----------
+        s : array (n_docs,)
+            Scores ``X w``.
+        w : array (d,)
+            The best point.
+        D : float
+            The best dual value (a bound for the full problem).
+        tol : float
+            The relative gap asked.
+        margin : float
+            The hinge's margin.
+
+        Returns
+        -------
+        bool
         """
         z_all = margin - (s[self.all_i] - s[self.all_j])
         full_P = 0.5 * float(w @ w) + float(np.dot(self.all_Cc, np.maximum(z_all, 0.0)))
