@@ -179,7 +179,7 @@ def _checkout(rev, where):
 def _remove(where):
     subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(where)], check=False,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    shutil.rmtree(where, ignore_errors=True)
+    shutil.rmtree(where.parent, ignore_errors=True)
 
 
 def _env(tree):
@@ -197,10 +197,11 @@ def _fits_of(tree, out, quick):
 
 
 def compare(before, after, quick):
-    print(f"== before: {before}")
-    old = _fits_of(before, Path(tempfile.mkdtemp()) / "before.npz", quick)
-    print(f"== after: {after}")
-    new = _fits_of(after, Path(tempfile.mkdtemp()) / "after.npz", quick)
+    with tempfile.TemporaryDirectory() as out:
+        print(f"== before: {before}")
+        old = _fits_of(before, Path(out) / "before.npz", quick)
+        print(f"== after: {after}")
+        new = _fits_of(after, Path(out) / "after.npz", quick)
     print("\nmax |w_after - w_before| / max |w_before| and relative objective difference per fit:")
     worst = 0.0
     for name, (w_old, p_old) in old.items():
