@@ -19,17 +19,14 @@ hinge sum ``L`` is bounded below by planes ``L(w) >= a_k.w + b_k`` from
 ``L >= 0``); the master problem ``min_{w in F} R(w) + C max_k (a_k.w + b_k)``
 carries the constraints and is a QP (an LP when ``rho = 1``) in ``d + 1``
 variables (``2d + 1`` with L1) solved by Clarabel directly for the box, or
-through cvxpy (Clarabel) with user constraints. (OSQP, the issue's first
-choice, stalls on these masters: see :class:`_BoxMaster`.)
+through cvxpy (Clarabel) with user constraints. (OSQP stalls on these
+masters: their planes are large and nearly parallel; an interior-point
+method solves them to 1e-10.)
 To cut the number of iterations, the best point moves by an exact line search
 towards each master solution and the next plane is taken close to the best
-point (OCAS, Franc & Sonnenburg 2008): in a one-off look at an SVM PropRank
-problem on MQ2008 Fold1 (100 passes, 198k pairs, C = 10, relative gap 1e-4)
-this took 57 iterations against 172 for plain BMRM
-(:func:`~counterfactual_ltr.solvers.solve_regularized`). Figures of
-``python -m experiments.bench_constraints`` (2-core shared machine): SVM
-PropDCG on MQ2008 with monotone constraints on half the features 1.5x the
-unconstrained Newton time; the ~1M-pair LETOR-size problem 2-17 s for C = 1-100.
+point (OCAS, Franc & Sonnenburg 2008): several times fewer iterations than
+plain BMRM (:func:`~counterfactual_ltr.solvers.solve_regularized`). Timings:
+``python -m experiments.bench_constraints`` and ``docs/solver-notes.md``.
 Feasibility is kept exactly: box solutions are clipped to the box, the line
 search stays on the segment between two feasible points.
 
@@ -63,7 +60,8 @@ import scipy.sparse as sp
 
 from ._segments import check_finite_1d
 from ._validation import check_probability
-from .solvers import SolverResult, _aggregate, _check_C, _check_index, _check_iter, _check_tol, _check_X, _finish
+from .solvers import SolverResult
+from .solvers.common import aggregate_pairs, check_C, check_max_iter, check_pairs, check_tol, check_X, make_result
 
 __all__ = ["FeasibleSet", "ConstrainedResult", "feasible_set", "solve_constrained_hinge", "PENALTIES",
            "SOLVERS"]
@@ -84,16 +82,16 @@ _IDLE_PLANES = 50
 class FeasibleSet:
     """A validated feasible set and penalty for a linear ranker (see :func:`feasible_set`).
 
-    ``lower``/``upper``: per-feature bounds (``-inf``/``inf`` where free);
-    ``l1_ratio``: ``rho`` of the penalty ``rho ||w||_1 + 0.5 (1 - rho) ||w||^2``;
-    ``constraints``: the user callable or None; ``solver``: the method asked for.
-
     Parameters
     ----------
     lower, upper : arrays (n_features,)
+        Per-feature bounds (``-inf``/``inf`` where free), monotone signs included.
     l1_ratio : float, default 0
+        ``rho`` of the penalty ``rho ||w||_1 + 0.5 (1 - rho) ||w||^2``.
     constraints : callable or None
+        The user's ``w -> list of cvxpy constraints``.
     solver : str, default "auto"
+        The method asked for (see :func:`feasible_set`).
 
     Examples
     --------
@@ -131,11 +129,31 @@ class FeasibleSet:
         return self.solver
 
     def penalty(self, w) -> float:
-        """``R(w) = l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``."""
+        """``R(w) = l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``.
+
+        Parameters
+        ----------
+        w : array (n_features,)
+            The weights.
+
+        Returns
+        -------
+        float
+        """
         return _penalty(np.asarray(w, dtype=np.float64), self.l1_ratio)
 
     def project(self, w) -> np.ndarray:
-        """Clip to the box (exact feasibility of the box part)."""
+        """Clip to the box (exact feasibility of the box part).
+
+        Parameters
+        ----------
+        w : array (n_features,)
+            The weights.
+
+        Returns
+        -------
+        array (n_features,)
+        """
         return np.clip(w, self.lower, self.upper)
 
 
@@ -202,12 +220,14 @@ def feasible_set(n_features, *, monotone_constraints=None, bounds=None, penalty=
     Parameters
     ----------
     n_features : int
+        Length of the weight vector.
     monotone_constraints : sequence of -1/0/+1 per feature, or mapping {feature index: sign}, optional
         LightGBM's convention: ``+1`` the score never decreases when the
         feature increases (``w_k >= 0``), ``-1`` never increases, ``0`` free.
     bounds : (lower, upper), optional
         Each None, a number, or one value per feature (``-inf``/``inf`` free).
     penalty : {"l2", "l1", "elasticnet"}
+        The regulariser (see :class:`FeasibleSet`).
     l1_ratio : float in [0, 1]
         Share of L1 in the elastic net, ``l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``
         (used only by ``"elasticnet"``).
@@ -216,6 +236,7 @@ def feasible_set(n_features, *, monotone_constraints=None, bounds=None, penalty=
         ``(n_features,)``. Called once here, on a fresh variable, to check
         what it returns and that the feasible set is not empty.
     solver : {"auto", "newton", "cutting_plane", "cvxpy"}
+        ``"auto"``: Newton for the unconstrained L2 problem, cutting planes otherwise.
 
     Returns
     -------
@@ -329,9 +350,10 @@ class ConstrainedResult(SolverResult):
 
     Parameters
     ----------
-    coef, objective, gap, n_iter, converged, ... :
+    coef, objective, dual_objective, gap, n_iter, converged, history, method, stalled : see SolverResult
         As in :class:`~counterfactual_ltr.solvers.SolverResult`.
     support_points : array (k, n_features)
+        The points whose planes support the final model.
 
     Examples
     --------
@@ -433,11 +455,10 @@ class _BoxMaster:
     """``min_{w in box} R(w) + xi, xi >= C (a_k.w + b_k)`` by Clarabel (interior point).
 
     ``xi`` is in objective units (``C`` times the hinge) so that plane rows and
-    the objective are of comparable scale whatever ``C``. OSQP was the first
-    choice and was measured: on the LETOR-size benchmark's master problems
-    (planes of ~1e5-norm, nearly parallel) it ended at its iteration limit on
-    84 of 86 solves even at eps 1e-3, 100 ms each; Clarabel solves each to
-    1e-10 in a few ms, LPs (``rho = 1``) included.
+    the objective are of comparable scale whatever ``C``. An interior-point
+    method because the planes are large and nearly parallel: a first-order QP
+    solver (OSQP) stalls on them; Clarabel solves each master to 1e-10, LPs
+    (``rho = 1``) included.
     """
 
     def __init__(self, fs: FeasibleSet, C: float):
@@ -539,6 +560,9 @@ def solve_constrained_hinge(X, pairs_i, pairs_j, pair_weights, C, *, feasible=No
     tol : float
         Relative duality gap at which to stop.
     max_iter : int
+        Cutting-plane iterations before a ``ConvergenceWarning``.
+    verbose : bool, default False
+        Print one line per iteration.
 
     Returns
     -------
@@ -557,19 +581,14 @@ def solve_constrained_hinge(X, pairs_i, pairs_j, pair_weights, C, *, feasible=No
     >>> res.converged, bool(res.coef[:2].min() >= 0)
     (True, True)
     """
-    C = _check_C(C)
-    X = _check_X(X)
+    C = check_C(C)
+    X = check_X(X)
     n, d = X.shape
-    c = check_finite_1d(pair_weights, "pair_weights")
-    i = _check_index(pairs_i, "pairs_i", n, c.shape[0])
-    j = _check_index(pairs_j, "pairs_j", n, c.shape[0])
-    if c.size and c.min() < 0:
-        k = int(np.argmin(c))
-        raise ValueError(f"pair_weights must be >= 0, got {c[k]} at index {k}")
+    i, j, c = check_pairs(pairs_i, pairs_j, pair_weights, n)
     margin = float(margin)
     if not np.isfinite(margin):
         raise ValueError(f"margin must be finite, got {margin}")
-    tol, max_iter = _check_tol(tol), _check_iter(max_iter)
+    tol, max_iter = check_tol(tol), check_max_iter(max_iter)
     fs = feasible if feasible is not None else feasible_set(d)
     if not isinstance(fs, FeasibleSet) or fs.n_features != d:
         raise ValueError(f"feasible must be a FeasibleSet for {d} features (see feasible_set)")
@@ -600,7 +619,7 @@ def _cutting_plane(X, i, j, c, C, margin, fs, w, warm_points, tol, max_iter, ver
         nonlocal A, b, pts
         viol = z > 0
         L = float(np.dot(c[viol], z[viol]))
-        g = -(X.T @ _aggregate(i[viol], j[viol], c[viol], n))
+        g = -(X.T @ aggregate_pairs(i[viol], j[viol], c[viol], n))
         A = np.vstack([A, g])
         b = np.append(b, L - float(g @ point))
         pts = np.vstack([pts, point])
@@ -678,7 +697,7 @@ def _cutting_plane(X, i, j, c, C, margin, fs, w, warm_points, tol, max_iter, ver
             if P_sparse - best_D <= tol * max(1.0, abs(P_sparse)) or P_sparse <= P:
                 best_w, P = sparse, P_sparse
     converged = converged and P - best_D <= tol * max(1.0, abs(P))
-    result = _finish("solve_constrained_hinge", best_w, P, best_D, it, converged, history, tol)
+    result = make_result("solve_constrained_hinge", best_w, P, best_D, it, converged, history, tol)
     return ConstrainedResult(**vars(result), support_points=support)
 
 
@@ -705,5 +724,5 @@ def _solve_cvxpy(X, i, j, c, C, margin, fs, tol):
     P = _penalty(coef, rho) + C * float(np.dot(c, np.maximum(margin - (s[i] - s[j]), 0.0)))
     D = float(prob.value) if prob.status == cp.OPTIMAL else -np.inf
     ok = prob.status == cp.OPTIMAL and P - D <= tol * max(1.0, abs(P))
-    result = _finish("solve_constrained_hinge", coef, P, min(D, P), 1, ok, [(P, D)], tol)
+    result = make_result("solve_constrained_hinge", coef, P, min(D, P), 1, ok, [(P, D)], tol)
     return ConstrainedResult(**vars(result), support_points=np.empty((0, d)))

@@ -26,25 +26,21 @@ The helpers for sparse ``X`` (checks, row norms, pair norms) let the rest of
 the solver -- objective, dual point, screening -- run on CSR input as on
 dense input.
 
-Details that decide the speed (each measured on the d = 300, 32 % non-zero
-problem of ``python -m experiments.bench_svm_rank``):
+Details that decide the speed (measurements: ``docs/solver-notes.md``):
 
 * Late smoothing levels have few rows in the band: the products run on those
-  rows only (RankSVM C = 10: 0.35 -> 0.17 s).
+  rows only.
 * CG's tolerance (forcing term) is ``min(0.1, sqrt(smoothed gap / |P|))``: a
-  fixed 0.1 stalled at tight tolerances on ill-conditioned problems.
+  fixed 0.1 stalls at tight tolerances on ill-conditioned problems.
 * A small CSR ``X`` with many non-zeros (at most 4M values, >= 10 % non-zero)
   is multiplied as a transient dense copy: scipy's per-call overhead exceeds
-  the flops there (0.09 -> 0.06 s at C = 1).
-* Screening uses the row-norm bound only (exact pair norms, one pass over every
-  undecided pair's rows, cost more than the pairs they screen: 12 interleaved
-  runs, best 0.065 -> 0.055 s at C = 1, 0.137 -> 0.126 s at C = 10).
+  the flops there.
+* Screening uses the row-norm bound only: exact pair norms, one pass over every
+  undecided pair's rows, cost more than the pairs they screen.
 * At ``d <= DENSE_MAX_FEATURES`` a solve hands over to the explicit Hessian
   once a CG solve needs more than ``max(10, d / 8)`` steps: the propensity
-  problems at large C need 60-75 CG steps per Newton step at d = 300, where
-  CG alone was 25-75 % slower than the dense Hessian (PropDCG C = 100: 8.8 s
-  against 5.0 s); with the hand-over both paths cost 5-7 ms per Newton
-  iteration there (SVM PropRank/PropDCG on 39K click pairs).
+  problems at large C need many CG steps per Newton step, and one Hessian
+  (a BLAS-3 product) is then cheaper than those matrix-vector products.
 """
 
 from __future__ import annotations
@@ -96,6 +92,7 @@ def choose_method(X, method: str) -> str:
     Parameters
     ----------
     X : array or scipy.sparse matrix (n, d)
+        The feature matrix.
     method : {"auto", "newton", "newton_cg"}
         ``"auto"``: Hessian-free for a sparse ``X`` or ``d > DENSE_MAX_FEATURES``.
 
@@ -155,7 +152,7 @@ def centered_row_norms(X, sample_rows=4096, chunk_bytes=1 << 22) -> np.ndarray:
 
 
 def pair_norms(X, i, j, chunk_bytes=1 << 21) -> np.ndarray:
-    """``||x_i - x_j||`` per pair, in cache-sized row blocks (dense or sparse ``X``; 2x faster than 16 MiB blocks)."""
+    """``||x_i - x_j||`` per pair, in cache-sized row blocks (dense or sparse ``X``)."""
     out = np.empty(i.size)
     width = X.shape[1] if not is_sparse(X) else max(1, X.nnz // max(X.shape[0], 1))
     step = max(1, chunk_bytes // (8 * max(width, 1)))
@@ -327,31 +324,10 @@ def newton_cg_direction(X, grad, laplacian, degree, rtol=None, max_iter=CG_MAX_I
     if rtol is None:
         scale = max(1.0, float(np.linalg.norm(w))) if w is not None else 1.0
         rtol = min(CG_RTOL, (b_norm / scale) ** FORCING_POWER)
-    u = np.zeros(d)
     if b_norm == 0.0:
-        return u, 0
-    r = b.copy()
-    z = r / precond
-    p = z.copy()
-    rz = float(r @ z)
-    steps = 0
-    r_norm = b_norm
+        return np.zeros(d), 0
     limit = min(max_iter, d + 10) if ops.cap is None else min(max_iter, d + 10, ops.cap)
-    for steps in range(1, limit + 1):
-        Hp = p + X.T @ laplacian(X @ p)
-        pHp = float(p @ Hp)
-        if not pHp > 0.0:                      # H is positive definite; only rounding gets here
-            break
-        alpha = rz / pHp
-        u += alpha * p
-        r -= alpha * Hp
-        r_norm = float(np.linalg.norm(r))
-        if r_norm <= rtol * b_norm:
-            break
-        z = r / precond
-        rz_new = float(r @ z)
-        p = z + (rz_new / rz) * p
-        rz = rz_new
+    u, steps, r_norm = _pcg(lambda p: p + X.T @ laplacian(X @ p), b, precond, rtol * b_norm, limit)
     if r_norm <= rtol * b_norm and u.any():
         return u, steps
     if d <= DENSE_MAX_FEATURES:
@@ -363,3 +339,34 @@ def newton_cg_direction(X, grad, laplacian, degree, rtol=None, max_iter=CG_MAX_I
     if not (u.any() and r_norm <= _FAIL_RESIDUAL * b_norm):
         u = b / precond                        # preconditioned steepest descent: still a descent step
     return u, steps
+
+
+def _pcg(H, b, precond, atol, limit):
+    """``(u, steps, ||H u - b||)``: preconditioned conjugate gradients on ``H u = b`` from ``u = 0``.
+
+    ``H``: ``v -> H v`` (positive definite); ``precond``: the diagonal preconditioner; stops
+    at the residual norm ``atol`` or after ``limit`` steps.
+    """
+    u = np.zeros(b.shape[0])
+    r = b.copy()
+    z = r / precond
+    p = z.copy()
+    rz = float(r @ z)
+    steps = 0
+    r_norm = float(np.linalg.norm(b))
+    for steps in range(1, limit + 1):
+        Hp = H(p)
+        pHp = float(p @ Hp)
+        if not pHp > 0.0:                      # H is positive definite; only rounding gets here
+            break
+        alpha = rz / pHp
+        u += alpha * p
+        r -= alpha * Hp
+        r_norm = float(np.linalg.norm(r))
+        if r_norm <= atol:
+            break
+        z = r / precond
+        rz_new = float(r @ z)
+        p = z + (rz_new / rz) * p
+        rz = rz_new
+    return u, steps, r_norm

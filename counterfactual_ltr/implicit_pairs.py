@@ -102,7 +102,17 @@ class ClickPairs:
         return int(np.sum(lengths[self.anchor_query] - 1))
 
     def with_weights(self, weights) -> "ClickPairs":
-        """The same pairs with new per-anchor weights."""
+        """The same pairs with new per-anchor weights.
+
+        Parameters
+        ----------
+        weights : array (n_anchors,)
+            Finite, ``>= 0``.
+
+        Returns
+        -------
+        ClickPairs
+        """
         new = object.__new__(ClickPairs)
         new.__dict__.update(self.__dict__)
         weights = np.asarray(weights, dtype=np.float64)
@@ -125,7 +135,19 @@ class ClickPairs:
         return self.anchors[owner[keep]], members[keep], owner[keep]
 
     def hinge_sums(self, scores, margin: float = 1.0) -> np.ndarray:
-        """Per anchor, ``sum_{y != a} max(0, margin - (s_a - s_y))`` (no pairs formed)."""
+        """Per anchor, ``sum_{y != a} max(0, margin - (s_a - s_y))`` (no pairs formed).
+
+        Parameters
+        ----------
+        scores : array (n_rows,)
+            Scores of the rows the pairs index.
+        margin : float, default 1.0
+            The hinge's margin.
+
+        Returns
+        -------
+        array (n_anchors,)
+        """
         scores = np.asarray(scores, dtype=np.float64)
         if scores.shape != (self.n_rows,):
             raise ValueError(f"scores has shape {scores.shape}, expected ({self.n_rows},)")
@@ -136,6 +158,20 @@ class ClickPairs:
 
         Ranks follow the toolkit's convention (decreasing score, ties: the earlier row first).
 
+        Parameters
+        ----------
+        scores : array (n_rows,)
+            Scores of the rows the pairs index.
+        margin : float, default 1.0
+            The hinge's margin.
+
+        Returns
+        -------
+        tuple of arrays (n_anchors,)
+            The hinge sums and the ranks.
+
+        Examples
+        --------
         >>> import numpy as np
         >>> pairs = ClickPairs([0, 3, 5], [0, 2, 4], [1.0, 1.0, 1.0])
         >>> pairs.hinge_sums_and_ranks(np.array([1.0, 2.0, 1.0, 0.0, 0.5]))[1].tolist()
@@ -288,8 +324,8 @@ def band_hessian(X, ev: _Smoothed, block_bytes=1 << 25, max_rows=None, method="a
     ``max_rows``), its terms scaled by ``k``: the sum over all queries has
     that sample's sum times ``k`` as an unbiased, deterministic estimate. The
     Newton step only needs a direction (the line search and the certificate
-    use the exact sums); wide bands far from the optimum (``mu = margin``:
-    873K band pairs over 405K rows at 435 candidates) then cost a fraction.
+    use the exact sums); wide bands far from the optimum (more band pairs
+    than rows) then cost a fraction.
 
     ``method``: ``"prefix"`` as above; ``"pairs"`` enumerates the band pairs
     (in blocks of ``block_bytes``) and sums the outer products of their

@@ -1,24 +1,21 @@
 """Benchmark: final objectives of the linear ranking SVMs on MQ2008, for comparing two checkouts.
 
-Prints figures; not a test. Issue 18 asks that solver changes keep the solutions
-(relative objective difference below the solver tolerance). Run this script once in
-each checkout and compare the printed objectives line by line:
+Prints figures; not a test. Solver changes must keep the solutions (relative objective
+difference below the solver tolerance). Run this script once in each checkout and compare
+the printed objectives line by line:
 
     PYTHONPATH=<checkout> OMP_NUM_THREADS=1 python experiments/bench_mq2008_objectives.py > a.txt
 
-(the file runs against whichever ``counterfactual_ltr`` is first on ``PYTHONPATH``).
+(the file runs against whichever ``counterfactual_ltr`` is first on ``PYTHONPATH``), or let
+``python -m experiments.bench_compare --before <git-rev>`` run the same fits in both and
+compare the weights themselves.
 
 Clicks: position-based model (eta = 1, eps- = 0.1, eps+ = 1) on a random linear
 production ranker per fold (seed = fold), ``n_passes`` 10 and 100 (seed = fold).
 RankSVM is fitted on Fold1's full labels at C = 0.1 and 10; SVM PropRank (C = 1, 100)
 on Fold1 with 10 passes; SVM PropDCG at C = 10, 100, 1000 on every fold and number of passes.
 
-Measured (issue 18, main at c97e64d against ca148ac): RankSVM and PropRank (Fold1) within
-6e-8 relative; PropDCG's 18 fits move both ways (8 worse by at most 3.1e-4 relative, 6 better
-by up to 1.2e-3), different CCP paths of a non-convex problem. After the finisher (main
-against 88e566f): RankSVM and PropRank within 2.5e-7 relative in fewer Newton iterations
-(12 -> 8, 22 -> 13, 18 -> 14, 32 -> 16); PropDCG 13 fits lower by up to 8.0e-4, 5 higher by
-at most 4.0e-5.
+Comparisons made with it: ``docs/solver-notes.md``.
 
 python -m experiments.bench_mq2008_objectives [--folds 1 2 3] [--data PATH]
 """

@@ -71,6 +71,7 @@ def warm_vs_cold(log, C, tol, inner_tols=None):
     With ``inner_tols`` (the fitted ``inner_tol_``) each subproblem is solved to the relative gap the
     CCP asks of it; otherwise every one to ``tol``. The CCP path follows the warm solutions.
     """
+    from counterfactual_ltr.ccp import linearised_weights
     from counterfactual_ltr.estimators import SVMPropDCG
     from counterfactual_ltr.solvers import solve_pairwise_hinge
 
@@ -83,8 +84,7 @@ def warm_vs_cold(log, C, tol, inner_tols=None):
     coef = np.zeros(Xl.shape[1])
     ratios = []
     for step, step_tol in enumerate(tols):
-        H = est._bound(Xl @ coef, pairs)
-        pair_w = (W * lam.derivative(1.0 + H))[owner]
+        pair_w = linearised_weights(W, lam, pairs.hinge_sums(Xl @ coef))[owner]
         t_cold, cold = _best_time(lambda: solve_pairwise_hinge(Xl, i, j, pair_w, C_n, tol=step_tol))
         if step:
             t_warm, warm = _best_time(lambda: solve_pairwise_hinge(Xl, i, j, pair_w, C_n, w0=coef, tol=step_tol))

@@ -1,6 +1,6 @@
 """Benchmark: exact linear ranking-SVM solvers on synthetic click problems.
 
-Prints figures; not a test. Targets (see counterfactual_ltr/solvers.py):
+Prints figures; not a test. Targets (see counterfactual_ltr/solvers/):
 
 * LETOR size (26,000 clicked documents x 40 candidates, 46 features, ~1M pairs):
   relative duality gap 1e-4 in under 10 s including set-up, for several C;
@@ -11,15 +11,10 @@ Prints figures; not a test. Targets (see counterfactual_ltr/solvers.py):
 
 python -m experiments.bench_solvers [--quick] [--size letor|yahoo|all] [--method newton|bmrm|both]
 
-Times are of a solve outside tracemalloc (which slowed the Yahoo solve by ~3 s);
-the memory figure comes from a second, traced solve. Measured (issue 18, idle
-2-core machine, ``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1``; imports now outside
-the timings, ~1.5 s CPU that the first call used to carry): LETOR size 0.83, 0.64
-and 0.69 s at C = 1, 10, 100, 5-7 iterations; Yahoo size 7.73 s (CPU 7.73 s), 15
-iterations, peak traced memory 230 MiB (0.09 x X), re-weighted cold 7.99 s, warm
-3.45 s. Before cold starts at mu = 0.1 margin and the buffered row gathers: LETOR
-0.98-1.22 s, 10-11 iterations; Yahoo 14.7 s, 20 iterations (15.0-17.2 s on other
-days); the code before issue 18's sampled Hessians took 34.6 s CPU on the same machine.
+Times are of a solve outside tracemalloc (which slows allocation-heavy code); the
+memory figure comes from a second, traced solve. Run with ``OMP_NUM_THREADS=1
+OPENBLAS_NUM_THREADS=1`` on a shared machine and read the CPU seconds. Figures measured
+with it: ``docs/solver-notes.md``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 
 import counterfactual_ltr.hessian_free as hf
-import counterfactual_ltr.solvers as solvers
+import counterfactual_ltr.solvers.pairwise as solvers
 from counterfactual_ltr.implicit_pairs import ClickPairs
 from counterfactual_ltr.solvers import solve_pairwise_hinge
 

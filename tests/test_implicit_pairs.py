@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-import counterfactual_ltr.solvers as solvers
+import counterfactual_ltr.solvers.pairwise as solvers
 from counterfactual_ltr._segments import padded_layout, rank_within_queries, sort_within_queries, sorted_within_queries
 from counterfactual_ltr.implicit_pairs import ClickPairs, _Smoothed, band_hessian
 from counterfactual_ltr.solvers import solve_pairwise_hinge

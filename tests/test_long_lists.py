@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-import counterfactual_ltr.solvers as solvers
+import counterfactual_ltr.solvers.pairwise as solvers
 from click_sim import make_ranking, simulate_clicks
 from counterfactual_ltr.estimators import SVMPropDCG, SVMPropRank, click_pair_set, click_pairs
 

@@ -84,7 +84,7 @@ def test_any_returned_point_is_a_feasible_bound(seed, K, d, scale):
 
 def test_finisher_ends_the_solve_at_the_reference_optimum(monkeypatch):
     """Near-kink pairs solved exactly: same certified optimum as Clarabel, in fewer Newton steps."""
-    import counterfactual_ltr.solvers as solvers
+    import counterfactual_ltr.solvers.finisher as solvers
     from counterfactual_ltr.solvers import solve_pairwise_hinge
 
     rng = np.random.default_rng(7)

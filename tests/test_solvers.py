@@ -76,7 +76,7 @@ def test_warm_start_same_solution():
 @pytest.mark.parametrize("C", [0.1, 10.0, 1000.0])
 def test_gap_safe_screening_keeps_the_optimum(C, monkeypatch, capsys):
     """Screened pairs are fixed at alpha = C c or 0; the optimum must not move."""
-    import counterfactual_ltr.solvers as solvers
+    import counterfactual_ltr.solvers.finisher as solvers
 
     rng = np.random.default_rng(int(C))
     n, d, m = 400, 6, 6000
@@ -88,7 +88,7 @@ def test_gap_safe_screening_keeps_the_optimum(C, monkeypatch, capsys):
     screened = solve_pairwise_hinge(X, i, j, c, C, tol=1e-10, verbose=True)
     working = [int(line.rsplit("=", 1)[1]) for line in capsys.readouterr().out.splitlines()]
     assert min(working) < 0.5 * m                      # screening did remove pairs
-    monkeypatch.setattr(solvers, "_SCREEN_START", 0.0)  # never screen (the finisher on again)
+    monkeypatch.setattr("counterfactual_ltr.solvers.working_set._SCREEN_START", 0.0)  # never screen (the finisher on again)
     monkeypatch.setattr(solvers, "_FINISH_START", finish)
     plain = solve_pairwise_hinge(X, i, j, c, C, tol=1e-10)
     assert screened.converged and plain.converged
@@ -209,7 +209,7 @@ def test_regularized_matches_cvxpy_on_hinge_of_max(seed, C):
 
 def test_sampled_band_pairs_are_unbiased():
     """Each band pair enters the sampled Hessian with an expected weight equal to its exact weight."""
-    from counterfactual_ltr.solvers import _hessian_pairs
+    from counterfactual_ltr.solvers.newton_direction import _hessian_pairs
 
     rng = np.random.default_rng(3)
     n = m = 20000                                 # pair k starts at row k, so the rows name the pairs
@@ -235,7 +235,7 @@ def test_sampled_band_pairs_are_unbiased():
 
 def test_sampled_hessian_keeps_the_optimum(monkeypatch):
     """Newton directions from sampled band Hessians: same certified optimum as the cvxpy reference."""
-    import counterfactual_ltr.solvers as solvers
+    import counterfactual_ltr.solvers.newton_direction as solvers
 
     rng = np.random.default_rng(5)
     n, d, m = 300, 4, 4000
@@ -265,7 +265,7 @@ def test_sampled_hessian_keeps_the_optimum(monkeypatch):
 
 
 def test_incremental_rmatvec_matches_the_full_product():
-    from counterfactual_ltr.solvers import _Rmatvec
+    from counterfactual_ltr.solvers.explicit import _Rmatvec
 
     rng = np.random.default_rng(2)
     X = rng.normal(size=(1000, 7))
@@ -282,7 +282,7 @@ def test_incremental_rmatvec_matches_the_full_product():
 def test_rows_rmatvec_in_blocks_matches_the_gathered_product(sparse):
     import scipy.sparse as sps
 
-    from counterfactual_ltr.solvers import _rows_rmatvec
+    from counterfactual_ltr.solvers.explicit import _rows_rmatvec
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(500, 9)) * (rng.random((500, 9)) < 0.4)
@@ -295,7 +295,7 @@ def test_rows_rmatvec_in_blocks_matches_the_gathered_product(sparse):
 
 
 def test_band_hessian_is_the_pair_laplacian_gram_in_any_blocks():
-    from counterfactual_ltr.solvers import _band_hessian
+    from counterfactual_ltr.solvers.newton_direction import _band_hessian
 
     rng = np.random.default_rng(8)
     X = rng.normal(size=(60, 5))
@@ -318,7 +318,7 @@ def test_weighted_gram_with_negative_weights():
 
 
 def test_exact_pair_norms_only_where_screening_can_pay():
-    from counterfactual_ltr.solvers import _exact_norms_pay
+    from counterfactual_ltr.solvers.working_set import _exact_norms_pay
 
     rng = np.random.default_rng(6)
     n, m = 500, 20000

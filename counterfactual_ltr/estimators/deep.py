@@ -76,8 +76,11 @@ def paper_lr_schedule(epoch: int, max_epochs: int, learning_rate: float) -> floa
     Parameters
     ----------
     epoch : int (0-based)
+        The epoch whose learning rate is asked.
     max_epochs : int
+        Epochs of the whole training (the schedule's boundaries scale with it).
     learning_rate : float
+        The base learning rate.
 
     Returns
     -------
@@ -108,15 +111,23 @@ def deep_propdcg_objective(model, X, click_weights, query_offsets, *, alpha: flo
     Parameters
     ----------
     model : MLP or LinearModel
+        The scoring network.
     X : array (n_docs, n_features)
+        Features of the batch's documents.
     click_weights : array (n_docs,)
         ``W_j`` per document.
     query_offsets : array (n_queries + 1,)
+        Query segments of the rows.
     alpha : float >= 0, default 0.0
+        Weight decay on the weight matrices.
     n_clicks : int, optional
+        The loss is divided by it (default 1).
     metric : str or LambdaWeight, default "dcg"
+        The rank weight ``lambda``.
     margin : float, default 1.0
+        The hinge's margin.
     **metric_params
+        Extra parameters of ``metric``.
 
     Returns
     -------
@@ -165,7 +176,8 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
         Hidden layers of the MLP (the paper: one layer of 200 sigmoid units).
         ``()`` with ``activation="identity"`` is a linear ranker trained on the
         SVM PropDCG bound by SGD.
-    activation : {"sigmoid", "relu", "tanh", "identity"}
+    activation : {"sigmoid", "relu", "tanh", "identity"}, default "sigmoid"
+        Activation of the hidden units.
     alpha : float >= 0, default 1e-6
         L2 weight decay ``alpha/2 ||W||^2`` on the weight matrices (biases free), added to the objective.
     learning_rate : float > 0, default 1e-3
@@ -182,6 +194,7 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
         the batch in which its first document falls, so batches total about
         ``batch_size`` documents; a longer query is a batch of its own).
     max_epochs : int >= 1, default 100
+        Passes over the training queries at most.
     early_stopping : bool, default False
         Stop when the validation SNIPS estimate of ``metric`` has not improved
         by more than ``tol`` for ``n_iter_no_change`` epochs, and keep the
@@ -189,24 +202,32 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
         ``validation_log`` given to :meth:`fit`, or else the sessions of a
         random ``validation_fraction`` of the log's queries (held out of training).
     validation_fraction : float in (0, 1), default 0.1
+        Share of the log's queries held out for validation when ``early_stopping`` and no
+        ``validation_log`` is given.
     n_iter_no_change : int >= 1, default 10
+        Epochs without an improvement of more than ``tol`` before early stopping.
     tol : float >= 0, default 0.0
+        Improvement of the validation estimate that counts as one.
     metric : str or LambdaWeight, default "dcg"
         Rank weight ``lambda`` of the bound (any differentiable one of Table 1:
         "dcg", "avg_rank", "rbp"; extra parameters in ``metric_params``).
-    metric_params : dict or None
-    margin : float, default 1.0
+    metric_params : dict or None, default None
+        Extra parameters of ``metric`` (e.g. ``{"p": 0.8}`` for "rbp").
+    margin : float > 0, default 1.0
         Hinge margin (>= 1 keeps the bound).
-    propensity : None, float (eta) or propensity model
+    propensity : None, float (eta) or propensity model, default None
         Propensities of the clicks (default position-based with eta = 1).
     shuffle : bool, default True
         Shuffle the queries every epoch.
-    beta1, beta2, epsilon : Adam constants
-    dtype : float64 by default
-    random_state : int, Generator or None
+    beta1, beta2, epsilon : float, default 0.9, 0.999, 1e-8
+        Adam's decay rates of the first and second moment estimates, and its denominator's offset.
+    dtype : numpy dtype, default float64
+        Precision of the features, parameters and arithmetic of training.
+    random_state : int, Generator or None, default None
         Seeds initialisation, shuffling and the validation split: the same
         seed gives bit-identical predictions.
-    verbose : bool
+    verbose : bool, default False
+        Print every epoch's loss (and validation estimate).
     preprocessor : scikit-learn transformer, optional
         Fitted (a clone) on the documents of the log's queries in ``fit``
         and applied in ``predict``; tunable as ``preprocessor__<param>``.
@@ -326,6 +347,7 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
         Parameters
         ----------
         log : ClickLog
+            The training clicks.
         y : ignored
             Present for scikit-learn's model selection.
         validation_log : ClickLog, optional
@@ -360,128 +382,121 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
             train_log, validation_log = _split_by_query(log, float(self.validation_fraction), split_rng)
         if validation_log is not None and validation_log.n_clicks == 0:
             raise ValueError("the validation click log has no clicks: SNIPS early stopping is undefined")
-
-        agg = train_log.aggregate(propensity)
-        if agg.n_clicks == 0:
-            raise ValueError("the training part of the click log has no clicks: nothing to learn from")
-        data = agg.data
-        dtype = np.dtype(self.dtype)
-        queries = agg.queries
-        rows = data.rows_of(queries)
-        X = np.ascontiguousarray(dense_features(data.X[rows]), dtype=dtype)
-        W = agg.weights[rows]
-        counts = agg.click_counts[rows]
-        lengths = data.query_lengths[queries]
-        offsets = offsets_from_lengths(lengths)
-        n_q = len(queries)
-        batch_size = int(self.batch_size)
-
-        model = MLP(self.hidden_layer_sizes, self.activation, random_state=init_rng, dtype=dtype)
-        model.initialize(X.shape[1])
+        data = _TrainingData(train_log, propensity, np.dtype(self.dtype))
+        model = MLP(self.hidden_layer_sizes, self.activation, random_state=init_rng, dtype=data.X.dtype)
+        model.initialize(data.X.shape[1])
         optimizer = Adam(model.params, self.learning_rate, self.beta1, self.beta2, self.epsilon)
-        alpha = float(self.alpha)
-        metric = self._lambda()
-        margin = float(self.margin)
-
         validator = None if validation_log is None else _Validator(validation_log, propensity,
-                                                                     self._validation_metric(), dtype)
+                                                                     self._validation_metric(), data.X.dtype)
         # The objective of the initial parameters: the yardstick of divergence (see _DIVERGENCE_FACTOR).
         try:
-            initial_loss, _ = deep_propdcg_objective(model, X, W, offsets, alpha=alpha, n_clicks=agg.n_clicks,
-                                                     metric=metric, margin=margin)
+            initial_loss, _ = deep_propdcg_objective(model, data.X, data.W, data.offsets, alpha=float(self.alpha),
+                                                     n_clicks=data.n_clicks, metric=self._lambda(),
+                                                     margin=float(self.margin))
         except DivergenceError as err:
             raise ValueError(f"{type(self).__name__}: the objective of the initial parameters is not finite ({err}): "
                              f"alpha={self.alpha!r} or margin={self.margin!r} is too large for float64") from None
         model.clear_cache()
+        run = self._train(model, optimizer, data, shuffle_rng, validator, initial_loss)
+        self._keep_parameters(model, run, initial_loss)
+        self.converged_ = not run.diverged and run.loss_curve[-1] <= initial_loss + 1e-9 * max(1.0, abs(initial_loss))
+        self.initial_loss_ = initial_loss
+        self.model_ = model
+        self.n_features_in_ = data.X.shape[1]
+        self.loss_curve_ = run.loss_curve
+        self.n_iter_ = run.epoch
+        self.learning_rates_ = run.learning_rates
+        self.t_ = optimizer.t
+        self.epoch_seconds_ = run.seconds
+        self.validation_scores_ = run.validation_scores if validator is not None else None
+        self.best_validation_score_ = (validator.sign * run.best_score) if validator is not None else None
+        self.best_epoch_ = run.best_epoch if validator is not None else run.epoch
+        self.n_train_clicks_ = data.n_clicks
+        self.n_train_queries_ = data.n_queries
+        return self._end_fit()
+
+    def _train(self, model, optimizer, data, shuffle_rng, validator, initial_loss):
+        """The epochs: Adam steps, divergence and early-stopping checks; returns their :class:`_Run`."""
+        run = _Run()
         blow_up = initial_loss + _DIVERGENCE_FACTOR * max(1.0, abs(initial_loss))
-        train_best = (np.inf, None)   # lowest epoch loss and the parameters the epoch started from
-        diverged = False
-        loss_curve, val_scores, lrs, seconds = [], [], [], []
-        best_score, best_epoch, best_params, stall = -np.inf, 0, None, 0
-        epoch = 0
         bar = progress(range(1, int(self.max_epochs) + 1), desc=type(self).__name__, unit="epoch", leave=False)
         for epoch in bar:
+            run.epoch = epoch
             t0 = time.perf_counter()
             # An epoch's loss is measured along its steps, so it speaks for the parameters it started from.
-            start_params = model.get_parameters()
+            run.start_params = model.get_parameters()
             lr = self._lr(epoch - 1)
             if not (np.isfinite(lr) and lr > 0):
                 raise ValueError(f"the learning-rate schedule gave {lr} at epoch {epoch}")
-            perm = shuffle_rng.permutation(n_q) if self.shuffle else np.arange(n_q)
-            order = segment_gather(offsets, perm)
-            Xp, Wp, cp = X[order], W[order], counts[order]
-            offs_p = offsets_from_lengths(lengths[perm])
-            q_bounds = query_batches(offs_p, batch_size)
-            total = 0.0
-            for b in range(len(q_bounds) - 1):
-                q0, q1 = q_bounds[b], q_bounds[b + 1]
-                r0, r1 = offs_p[q0], offs_p[q1]
-                n_clicks_b = int(cp[r0:r1].sum())
-                try:
-                    obj, grads = deep_propdcg_objective(model, Xp[r0:r1], Wp[r0:r1], offs_p[q0:q1 + 1] - r0,
-                                                        alpha=alpha, n_clicks=n_clicks_b, metric=metric,
-                                                        margin=margin)
-                except DivergenceError as err:
-                    raise DivergenceError(f"{type(self).__name__} diverged at epoch {epoch} (batch {b + 1}, "
-                                          f"learning rate {lr:g}): {err}; lower learning_rate (or alpha)") from None
-                total += obj * n_clicks_b
-                with np.errstate(over="ignore", invalid="ignore"):
-                    optimizer.step(grads, lr)
-            model.clear_cache()
-            epoch_loss = total / agg.n_clicks
-            if not (np.isfinite(epoch_loss) and model.all_finite()):
-                raise DivergenceError(f"{type(self).__name__} diverged at epoch {epoch} (learning rate {lr:g}): "
-                                      "non-finite loss or parameters; lower learning_rate (or alpha)")
-            loss_curve.append(epoch_loss)
-            lrs.append(lr)
-            seconds.append(time.perf_counter() - t0)
+            perm = shuffle_rng.permutation(data.n_queries) if self.shuffle else np.arange(data.n_queries)
+            epoch_loss = self._epoch(model, optimizer, data, perm, lr, epoch)
+            run.loss_curve.append(epoch_loss)
+            run.learning_rates.append(lr)
+            run.seconds.append(time.perf_counter() - t0)
             if epoch_loss > blow_up:
-                diverged = True
+                run.diverged = True
                 warnings.warn(f"{type(self).__name__} diverged at epoch {epoch} (learning rate {lr:g}): the "
                               f"training loss {epoch_loss:.4g} is far above the initial {initial_loss:.4g}; training "
                               "stopped and the parameters the lowest-loss epoch started from restored (converged_ "
-                              "is False); lower learning_rate", ConvergenceWarning, stacklevel=2)
+                              "is False); lower learning_rate", ConvergenceWarning, stacklevel=3)
                 break
-            if epoch_loss < train_best[0]:
-                train_best = (epoch_loss, start_params)
+            if epoch_loss < run.train_best[0]:
+                run.train_best = (epoch_loss, run.start_params)
             if validator is not None:
                 score = validator.score(model)
-                val_scores.append(score)
+                run.validation_scores.append(score)
                 signed = validator.sign * score
-                stall = 0 if signed > best_score + float(self.tol) else stall + 1
-                if signed > best_score:
-                    best_score, best_epoch, best_params = signed, epoch, model.get_parameters()
+                run.stall = 0 if signed > run.best_score + float(self.tol) else run.stall + 1
+                if signed > run.best_score:
+                    run.best_score, run.best_epoch, run.best_params = signed, epoch, model.get_parameters()
                 if self.verbose:
                     print(f"epoch {epoch}: loss {epoch_loss:.6f} validation {score:.5f}", flush=True)
-                if self.early_stopping and stall >= int(self.n_iter_no_change):
+                if self.early_stopping and run.stall >= int(self.n_iter_no_change):
                     break
             elif self.verbose:
                 print(f"epoch {epoch}: loss {epoch_loss:.6f}", flush=True)
         bar.close()
-        if self.early_stopping and best_params is not None:
-            model.set_parameters(best_params)
-        elif diverged:  # a first epoch that diverges restores the initial parameters
-            model.set_parameters(train_best[1] if train_best[1] is not None else start_params)
-        elif loss_curve[-1] > initial_loss + 1e-9 * max(1.0, abs(initial_loss)):
-            warnings.warn(f"{type(self).__name__}: training ended with loss {loss_curve[-1]:.4g}, above the initial "
-                          f"{initial_loss:.4g} (converged_ is False); lower learning_rate", ConvergenceWarning,
-                          stacklevel=2)
+        return run
+
+    def _epoch(self, model, optimizer, data, perm, lr, epoch):
+        """One pass over the queries in the order ``perm``, in batches of whole queries; the per-click loss."""
+        order = segment_gather(data.offsets, perm)
+        Xp, Wp, cp = data.X[order], data.W[order], data.counts[order]
+        offs_p = offsets_from_lengths(data.lengths[perm])
+        q_bounds = query_batches(offs_p, int(self.batch_size))
+        alpha, metric, margin = float(self.alpha), self._lambda(), float(self.margin)
+        total = 0.0
+        for b in range(len(q_bounds) - 1):
+            q0, q1 = q_bounds[b], q_bounds[b + 1]
+            r0, r1 = offs_p[q0], offs_p[q1]
+            n_clicks_b = int(cp[r0:r1].sum())
+            try:
+                obj, grads = deep_propdcg_objective(model, Xp[r0:r1], Wp[r0:r1], offs_p[q0:q1 + 1] - r0,
+                                                    alpha=alpha, n_clicks=n_clicks_b, metric=metric, margin=margin)
+            except DivergenceError as err:
+                raise DivergenceError(f"{type(self).__name__} diverged at epoch {epoch} (batch {b + 1}, "
+                                      f"learning rate {lr:g}): {err}; lower learning_rate (or alpha)") from None
+            total += obj * n_clicks_b
+            with np.errstate(over="ignore", invalid="ignore"):
+                optimizer.step(grads, lr)
         model.clear_cache()
-        self.converged_ = not diverged and loss_curve[-1] <= initial_loss + 1e-9 * max(1.0, abs(initial_loss))
-        self.initial_loss_ = initial_loss
-        self.model_ = model
-        self.n_features_in_ = X.shape[1]
-        self.loss_curve_ = loss_curve
-        self.n_iter_ = epoch
-        self.learning_rates_ = lrs
-        self.t_ = optimizer.t
-        self.epoch_seconds_ = seconds
-        self.validation_scores_ = val_scores if validator is not None else None
-        self.best_validation_score_ = (validator.sign * best_score) if validator is not None else None
-        self.best_epoch_ = best_epoch if validator is not None else epoch
-        self.n_train_clicks_ = agg.n_clicks
-        self.n_train_queries_ = n_q
-        return self._end_fit()
+        epoch_loss = total / data.n_clicks
+        if not (np.isfinite(epoch_loss) and model.all_finite()):
+            raise DivergenceError(f"{type(self).__name__} diverged at epoch {epoch} (learning rate {lr:g}): "
+                                  "non-finite loss or parameters; lower learning_rate (or alpha)")
+        return epoch_loss
+
+    def _keep_parameters(self, model, run, initial_loss):
+        """The parameters to keep: the best validation epoch's, or before a divergence; warn if the loss rose."""
+        if self.early_stopping and run.best_params is not None:
+            model.set_parameters(run.best_params)
+        elif run.diverged:  # a first epoch that diverges restores the initial parameters
+            model.set_parameters(run.train_best[1] if run.train_best[1] is not None else run.start_params)
+        elif run.loss_curve[-1] > initial_loss + 1e-9 * max(1.0, abs(initial_loss)):
+            warnings.warn(f"{type(self).__name__}: training ended with loss {run.loss_curve[-1]:.4g}, above the "
+                          f"initial {initial_loss:.4g} (converged_ is False); lower learning_rate", ConvergenceWarning,
+                          stacklevel=3)
+        model.clear_cache()
 
     # ----------------------------------------------------------------- predict
     def predict(self, X):
@@ -490,6 +505,7 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
         Parameters
         ----------
         X : array (n_docs, n_features), RankingDataset or ClickLog
+            The rows to score (a data set's or a log's data-set rows).
 
         Returns
         -------
@@ -501,7 +517,17 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
         return _predict_chunked(self.model_, X)
 
     def objective(self, log) -> float:
-        """Training objective (per-click bound + weight decay) of the fitted model on a click log."""
+        """Training objective (per-click bound + weight decay) of the fitted model on a click log.
+
+        Parameters
+        ----------
+        log : ClickLog
+            The clicks (propensities from ``propensity``).
+
+        Returns
+        -------
+        float
+        """
         check_is_fitted(self, "model_")
         if getattr(self, "preprocessor_", None) is not None:
             log, _ = transform_log(log, self.preprocessor_)
@@ -518,6 +544,37 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
         return obj
 
 
+class _TrainingData:
+    """The training clicks of a log, aggregated per document, on the rows of the queries with clicks."""
+
+    def __init__(self, log, propensity, dtype):
+        agg = log.aggregate(propensity)
+        if agg.n_clicks == 0:
+            raise ValueError("the training part of the click log has no clicks: nothing to learn from")
+        data = agg.data
+        queries = agg.queries
+        rows = data.rows_of(queries)
+        self.X = np.ascontiguousarray(dense_features(data.X[rows]), dtype=dtype)
+        self.W = agg.weights[rows]
+        self.counts = agg.click_counts[rows]
+        self.lengths = data.query_lengths[queries]
+        self.offsets = offsets_from_lengths(self.lengths)
+        self.n_queries = len(queries)
+        self.n_clicks = agg.n_clicks
+
+
+class _Run:
+    """What the epochs of one fit record."""
+
+    def __init__(self):
+        self.epoch = 0
+        self.start_params = None                # the parameters the last epoch started from
+        self.train_best = (np.inf, None)        # lowest epoch loss and the parameters the epoch started from
+        self.diverged = False
+        self.loss_curve, self.validation_scores, self.learning_rates, self.seconds = [], [], [], []
+        self.best_score, self.best_epoch, self.best_params, self.stall = -np.inf, 0, None, 0
+
+
 def query_batches(query_offsets, batch_size: int) -> np.ndarray:
     """Cut consecutive whole queries into batches of about ``batch_size`` documents.
 
@@ -530,7 +587,9 @@ def query_batches(query_offsets, batch_size: int) -> np.ndarray:
     Parameters
     ----------
     query_offsets : array (n_queries + 1,)
+        Query segments of the rows.
     batch_size : int >= 1
+        Documents per batch (about).
 
     Returns
     -------

@@ -50,19 +50,22 @@ class SLAMRanker(RankerMixin, BaseEstimator):
 
     Parameters
     ----------
-    C : float > 0
+    C : float > 0, default 1.0
         Weight of the empirical loss (a mean over queries, or over sessions for click logs).
-    weights : "ndcg", "ndcg@k" or "ap"
+    weights : {"ndcg", "ndcg@k", "ap"}, default "ndcg"
         SLAM weight vector (see :func:`~counterfactual_ltr.surrogates.slam_weights`).
-    k : int, optional
+    k : int >= 1, optional
         Cutoff for ``weights="ndcg@k"``.
-    margin : float
+    margin : float > 0, default 1.0
         ``Delta`` (1: the surrogate upper-bounds ``1 - NDCG`` / ``1 - AP``).
-    tol, max_iter :
-        Passed to the solver (``tol`` on the duality gap / relative objective).
-    propensity : None, float or propensity model
+    tol : float > 0, default 1e-6
+        Relative duality gap at which the bundle method
+        (:func:`~counterfactual_ltr.solvers.solve_regularized`) stops.
+    max_iter : int >= 1, default 1000
+        Bundle-method iterations before a ConvergenceWarning.
+    propensity : None, float or propensity model, default None
         Only for ``fit(log)``: examination propensities (default position-based, eta = 1).
-    threshold : float
+    threshold : float, default 1 (``DEFAULT_RELEVANCE_THRESHOLD``)
         Binarisation threshold of the grades for ``weights="ap"``.
     preprocessor : scikit-learn transformer, optional
         Fitted (a clone) on the training documents in ``fit`` and applied in
@@ -147,6 +150,7 @@ class SLAMRanker(RankerMixin, BaseEstimator):
         Parameters
         ----------
         X : array (n_docs, n_features), RankingDataset or ClickLog
+            The training data: features with ``y`` and ``qid``, a data set, or a click log.
         y, qid : arrays (n_docs,), optional
             Graded labels and query ids when ``X`` is an array.
 
@@ -224,6 +228,7 @@ class SLAMRanker(RankerMixin, BaseEstimator):
         Parameters
         ----------
         X : array (n_docs, n_features), RankingDataset or ClickLog
+            The rows to score (a data set's or a log's data-set rows).
 
         Returns
         -------
@@ -234,7 +239,19 @@ class SLAMRanker(RankerMixin, BaseEstimator):
         return self._prediction_features(X, self.coef_.shape[0]) @ self.coef_
 
     def objective(self, X, y=None, qid=None) -> float:
-        """``F(coef_)`` on full-information data (for checks): ``0.5||w||^2 + C mean_q SLAM_q``."""
+        """``F(coef_)`` on full-information data (for checks): ``0.5||w||^2 + C mean_q SLAM_q``.
+
+        Parameters
+        ----------
+        X : array (n_docs, n_features) or RankingDataset
+            Features (with ``y`` and ``qid``) or a data set.
+        y, qid : arrays (n_docs,), optional
+            Graded labels and query ids when ``X`` is an array.
+
+        Returns
+        -------
+        float
+        """
         check_is_fitted(self, "coef_")
         C, k, margin, _, _ = self._check_params()
         data = X if isinstance(X, RankingDataset) else RankingDataset(X, y, qid)

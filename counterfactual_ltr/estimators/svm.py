@@ -14,30 +14,17 @@ by :func:`counterfactual_ltr.solvers.solve_pairwise_hinge`. With constraints
 * :class:`SVMPropRank`: ``lambda(r) = r``. The IPS hinge bound (Eq. 7)
   ``(C/n) sum_clicks (1/q_i) sum_{y != y_i} hinge`` is one convex QP; the
   clicks on a document aggregate into one weight ``W_j = sum 1/q``.
-* :class:`SVMPropDCG`: ``lambda(r) = -1/log2(1 + r)`` (concave). The
-  convex-concave procedure linearises ``lambda`` at the current hinge sums
-  ``H_j`` (Lipp & Boyd 2016): each iteration solves the PropRank QP with
-  weights ``W_j * lambda'(1 + H_j)`` -- the ``1/q_i'`` of section 4.1 -- warm
-  started from the last solution, and stops when the relative change of
-  the true objective ``0.5||w||^2 + (C/n) sum_j W_j lambda(1 + H_j)`` is below
-  ``tol`` (default 1e-3: 6-8 iterations on MQ2008; the paper's "3-5 iterations"
-  are changes below ~1e-2). The objective never increases (majorisation-
-  minimisation). The CCP is inexact: the first subproblem is solved to a
-  relative gap of 1e-4 and later ones to 1% of the last objective change, never
-  looser than before and never tighter than ``solver_tol``; the returned point
-  is never worse than the warm start, so monotonicity holds regardless. On long
-  candidate lists (implicit pairs, where every Newton step sorts all rows) a later
-  subproblem also stops once a Newton step lowers it by less than a tenth of the
-  last decrease of the objective, if the subproblem has gained at least that much
-  (``min_decrease`` of :func:`~counterfactual_ltr.solvers.solve_pairwise_hinge`):
-  from the warm start its first Newton steps take nearly all of its decrease and
-  the rest only certify it (435 candidates, C = 100: 2-3 Newton steps instead of
-  7-14, a median 4.9 s against 9-10 s; 3.3-3.5 s once cold solves began at a
-  tenth of the margin's smoothing). ``duality_gap_`` is then that of a
-  subproblem stopped early, and ``converged_`` says that the CCP met ``tol``. Such
-  fits stop elsewhere in the CCP's slow tail than exact-step ones: final objectives
-  -1.3e-3 to +3.4e-3 relative from theirs on generated logs with 120-435 candidates
-  (1.2e-2 at 1,000), nDCG@10 of the rankers within +-0.013 (``bench_long_lists``).
+* :class:`SVMPropDCG`: ``lambda(r) = -1/log2(1 + r)`` (concave), minimised by
+  the convex-concave procedure (:mod:`counterfactual_ltr.ccp`): each step
+  solves the PropRank QP with the weights ``W_j lambda'(1 + H_j)`` at the
+  current hinge sums ``H_j``, warm-started from the last solution, until the
+  relative change of ``0.5||w||^2 + (C/n) sum_j W_j lambda(1 + H_j)`` is at most
+  ``tol``; the objective never increases. On long candidate lists (implicit
+  pairs, where every Newton step sorts all rows) a later subproblem also stops
+  once a Newton step gains less than a tenth of the objective's last decrease:
+  from the warm start its first Newton steps take nearly all of its decrease.
+  ``duality_gap_`` is then that of a subproblem stopped early, and ``converged_``
+  says that the CCP met ``tol``.
 * :class:`SVMPropRBP`: rank-biased precision, concave, through the same CCP.
 
 A fit whose weights are exactly 0 (all scores tie) warns and says why: no pair
@@ -61,23 +48,20 @@ with ``s`` large enough to be active at the current ``w``: an upper bound of
 ``l.w``, tight there). For PropRank (``lambda`` affine) this is an exact
 majoriser and the objective never increases; for PropDCG/RBP the negative
 part's ``lambda`` is linearised too, which is not a bound, so a step that
-raises the true objective is halved back towards the previous ``w`` (up to
-``_AFFINE_BACKTRACKS`` times) and the CCP stops if none helps. PropRank with
-negative weights runs this CCP with ``max_ccp_iter=50`` and ``tol=1e-3``.
+raises the true objective is halved back towards the previous ``w`` and the
+CCP stops if none helps. PropRank with negative weights runs this CCP with
+``max_ccp_iter=50`` and ``tol=1e-3``.
 """
 
 from __future__ import annotations
 
-import time
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from .._progress import progress
 from .._segments import offsets_from_lengths, segment_gather, within_query_pairs
 from .._validation import check_int, check_probability, check_real
 from ..clicklog import ClickLog
@@ -85,8 +69,10 @@ from ..constrained import feasible_set, solve_constrained_hinge
 from ..datasets import RankingDataset
 from ..implicit_pairs import ClickPairs
 from ..propensity import as_propensity_model
-from ..solvers import _use_implicit, solve_pairwise_hinge
+from ..solvers import solve_pairwise_hinge
+from ..solvers.pairwise import uses_implicit_pairs
 from ..aggregate import ClickAggregate
+from ..ccp import convex_concave, linearised_weights
 from ._base import RankerMixin, click_aggregate
 
 __all__ = ["RankSVM", "SVMPropRank", "SVMPropDCG", "SVMPropRBP", "click_pairs", "click_pair_set",
@@ -127,9 +113,9 @@ def _rows_differ(X, i, j) -> bool:
 
 
 # The queries with clicks are taken out of X only when the others hold more than this share of its
-# rows: where nearly every query has a click, the copy costs a feature matrix of memory (726 MiB at
-# 1,000 candidates per query, 2 of 2,070 queries without clicks) to save a few per cent of the work
-# (products and per-query sorts over the rows of queries without clicks, which carry no pairs).
+# rows: where nearly every query has a click, the copy costs a feature matrix of memory to save a
+# few per cent of the work (products and per-query sorts over the rows of queries without clicks,
+# which carry no pairs).
 _COPY_MIN_UNCLICKED_SHARE = 0.1
 
 
@@ -148,6 +134,7 @@ def click_pairs(data: RankingDataset, weights: np.ndarray):
     Parameters
     ----------
     data : RankingDataset
+        The data set the click weights refer to.
     weights : array (n_docs,)
         Click weight of every row (e.g. ``ClickAggregate.weights``); rows with 0 are not clicked.
 
@@ -196,6 +183,7 @@ def click_pair_set(data: RankingDataset, weights: np.ndarray):
     Parameters
     ----------
     data : RankingDataset
+        The data set the click weights refer to.
     weights : array (n_docs,)
         Click weight of every row; rows with 0 are not clicked.
 
@@ -224,14 +212,8 @@ def click_pair_set(data: RankingDataset, weights: np.ndarray):
 class _LinearRanker(RankerMixin, BaseEstimator):
     """Shared ``predict`` (and ``score``, ``preprocessor``) of the linear rankers, and their choice of solver.
 
-    Constraint options (all four SVMs): ``monotone_constraints`` (-1/0/+1 per
-    feature, or ``{feature index: sign}``), ``bounds`` ``(lower, upper)``,
-    ``penalty`` (``"l2"``, ``"l1"``, ``"elasticnet"`` with ``l1_ratio``),
-    ``constraints`` (``w -> list of cvxpy constraints``) and ``solver``
-    (``"auto"``: the Newton solver for the unconstrained L2 problem, the
-    cutting-plane method of :mod:`counterfactual_ltr.constrained` otherwise;
-    ``"newton"``, ``"cutting_plane"``, ``"cvxpy"``). They are checked before
-    any solving (see :func:`~counterfactual_ltr.constrained.feasible_set`).
+    The constraint options of the four SVMs (documented on each) are checked before any
+    solving by :func:`~counterfactual_ltr.constrained.feasible_set`.
     """
 
     def _feasible_set(self, n_features):
@@ -265,14 +247,12 @@ class _LinearRanker(RankerMixin, BaseEstimator):
         return self._prediction_features(X, self.coef_.shape[0]) @ self.coef_
 
 
-# Relative duality gap of the first CCP subproblem: its solution is only a starting point.
-_CCP_FIRST_INNER_TOL = 1e-4
-# Later subproblems are solved to a duality gap of this fraction of the CCP objective's last decrease,
-_CCP_INNER_FACTOR = 0.01
-# or until a Newton step gains less than this fraction of it (see ``fit``).
+# On long lists (implicit pairs, where every Newton step sorts all rows) a later CCP subproblem also
+# stops once a Newton step gains less than this fraction of the CCP objective's last decrease: from
+# the warm start its first Newton steps take nearly all of its decrease, the rest only certify it.
 _CCP_DESCENT_FACTOR = 0.1
-# Trust-bias correction: CCP settings of PropRank with negative weights, and step halvings of a non-bound step.
-_AFFINE_CCP_MAX, _AFFINE_CCP_TOL, _AFFINE_BACKTRACKS = 50, 1e-3, 8
+# Trust-bias correction: CCP settings of PropRank with negative weights.
+_AFFINE_CCP_MAX, _AFFINE_CCP_TOL = 50, 1e-3
 
 
 def affine_click_weights(log, model):
@@ -281,7 +261,9 @@ def affine_click_weights(log, model):
     Parameters
     ----------
     log : ClickLog or ClickAggregate
+        The clicks and their impressions.
     model : propensity model (typically a ``TrustBiasPropensity``)
+        ``P(click | r) = alpha_r R + beta_r`` (a plain propensity model: ``beta = 0``).
 
     Returns
     -------
@@ -330,6 +312,23 @@ class RankSVM(_LinearRanker):
         E.g. ``StandardScaler()``: a clone is fitted in ``fit`` on the documents the
         training input touches (a click log's queries' rows) and applied in
         ``predict``; tunable in model selection as ``preprocessor__<param>``.
+    monotone_constraints : sequence of -1/0/+1 per feature, or dict {feature index: sign}, optional
+        LightGBM's convention: ``+1``, the score never decreases when the feature increases
+        (``coef_[k] >= 0`` for a linear ranker); ``-1``, it never increases; ``0``, free.
+    bounds : (lower, upper), optional
+        Bounds on the weights, each None, a number or one value per feature (``-inf``/``inf``: free).
+    penalty : {"l2", "l1", "elasticnet"}, default "l2"
+        The regulariser: ``0.5 ||w||^2``, ``||w||_1`` or ``l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``.
+    l1_ratio : float in [0, 1], default 0.5
+        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``).
+    constraints : callable, optional
+        ``w -> list of cvxpy constraints`` on a cvxpy variable ``w`` of shape ``(n_features,)``,
+        e.g. ``lambda w: [w[0] >= w[1]]``; checked (convex, feasible) before any solving.
+    solver : {"auto", "newton", "cutting_plane", "cvxpy"}, default "auto"
+        ``"auto"``: the Newton solver (:func:`~counterfactual_ltr.solvers.solve_pairwise_hinge`)
+        for the unconstrained L2 problem, the cutting-plane method of
+        :mod:`counterfactual_ltr.constrained` with constraints or an L1 / elastic-net penalty;
+        ``"cvxpy"``: one slack per pair through cvxpy (small problems only).
 
     Attributes
     ----------
@@ -367,6 +366,7 @@ class RankSVM(_LinearRanker):
         Parameters
         ----------
         X : array (n_docs, n_features), RankingDataset or ClickLog
+            The training data: features with ``y`` and ``qid``, a data set, or a click log.
         y : array (n_docs,), optional
             Graded labels when ``X`` is an array.
         qid : array (n_docs,), optional
@@ -462,103 +462,63 @@ class _PropensitySVM(_LinearRanker):
         if lam.concave is not True:
             raise ValueError(f"rank weight {lam.name!r} is not concave: the convex-concave procedure does not apply")
         n_pairs = pairs.n_pairs
-        # Pair arrays only where a solver needs them (trust-bias steps, constrained solvers); the Newton
-        # solver takes the implicit pairs and picks its path from the list lengths.
-        explicit = negative or fs.method != "newton"
-        # Descent-only subproblems (see below) on long lists only: on short ones exact warm-started
-        # subproblems are cheap (screening), and they keep fits on dense and CSR copies of the
-        # same data equal to the solver's tolerance, where inexact steps differ by up to ``tol``.
-        descent = not explicit and _use_implicit(pairs, Xl.shape[1])
-        i, j, owner = pairs.explicit_owners() if explicit else (None, None, None)
         max_ccp = 1 if linear or n_pairs == 0 else max_ccp_iter
         if negative and lam.convex is True:
             max_ccp, tol = _AFFINE_CCP_MAX, _AFFINE_CCP_TOL
-        coef = np.zeros(Xl.shape[1])
-        history, snips_history, iters, seconds, tols = [], [], [], [], []
         cache = []                                # [coef, hinge sums, ranks] of the last objective evaluated
-        history.append(self._objective(coef, Xl, pairs, W, lam, C_n, fs, keep=cache))
-        converged_ccp = False
-        inner_tol, min_decrease = solver_tol, 0.0
-        if max_ccp > 1:  # a lone step is solved exactly; a first step of many only loosely
-            inner_tol = max(solver_tol, min(_CCP_FIRST_INNER_TOL, 0.1 * tol))
-        result = None                             # the last subproblem's solution warm-starts the next
-        bar = progress(range(max_ccp), desc=f"{type(self).__name__} CCP", unit="iter", leave=False)
-        for _ in bar:
-            # Linearise lambda at the current hinge sums: PropRank weights W_j * lambda'(1 + H_j).
+        snips_history = []
+
+        def reweight(coef):
             # The hinge sums at ``coef`` were computed by the last objective (one sort of all rows saved).
             H = cache[1] if cache and np.array_equal(cache[0], coef) else pairs.hinge_sums(Xl @ coef)
-            doc_w = W * lam.derivative(1.0 + H)
-            tols.append(inner_tol)
-            t0 = time.perf_counter()
-            if negative:
-                result = self._affine_step(fs, coef, Xl, i, j, owner, doc_w, C_n, inner_tol, warm=bool(iters),
-                                           max_iter=max_iter)
-            elif explicit:
-                result = self._solve(fs, Xl, i, j, doc_w[owner], C_n, w0=coef if iters else None, warm=result,
-                                     tol=inner_tol, max_iter=max_iter)
-            else:  # no pair arrays: hinge sums from scores sorted per query (long lists)
-                result = self._solve(fs, Xl, pairs.with_weights(doc_w), None, None, C_n,
-                                     w0=coef if iters else None, warm=result, tol=inner_tol, max_iter=max_iter,
-                                     min_decrease=min_decrease)
-            seconds.append(time.perf_counter() - t0)
-            new = result.coef
-            objective = self._objective(new, Xl, pairs, W, lam, C_n, fs, keep=cache)
-            if negative and lam.convex is not True:
-                # Not a majoriser: halve a step that raises the true objective.
-                for _ in range(_AFFINE_BACKTRACKS):
-                    if objective <= history[-1]:
-                        break
-                    new = 0.5 * (coef + new)
-                    objective = self._objective(new, Xl, pairs, W, lam, C_n, fs, keep=cache)
-                if objective > history[-1]:
-                    new, objective = coef, history[-1]
-            coef = new
-            iters.append(result.n_iter)
-            snips_history.append(self._train_snips(coef, W, Xl, pairs, cache))
-            previous = history[-1]
-            history.append(objective)
-            if linear or n_pairs == 0:
-                converged_ccp = result.converged
-                break
-            change = abs(previous - objective) / max(abs(objective), 1e-12)
-            if change <= tol:
-                converged_ccp = True
-                break
-            # Inexact CCP: a step far from the fixed point needs no exact QP. The solver
-            # returns its best iterate, never worse than the warm start where the majoriser
-            # touches the objective, so the objective stays non-increasing; the tolerance
-            # tightens with the objective change down to ``solver_tol``. The subproblem is the
-            # majoriser up to a constant, so its absolute gap is what compares with the
-            # objective's absolute decrease: relative to the subproblem's own objective (the
-            # solver's unit), not to the CCP objective's (at 435 candidates |F| ~ 5 |P_sub|,
-            # which asked 5x tighter gaps than meant).
-            decrease = abs(previous - objective) / max(1.0, abs(result.objective))
-            inner_tol = max(solver_tol, min(inner_tol, _CCP_INNER_FACTOR * decrease))
-            # Descent is all a CCP step needs: from a warm start the first Newton steps take
-            # nearly all of the subproblem's decrease, and the rest only tighten its duality
-            # gap (435 candidates, C = 100: 2 of 7-9 steps take 98 % of it). On long lists,
-            # where every Newton step sorts all rows, a subproblem also stops once a Newton step
-            # gains less than a tenth of the last decrease (and the solve at least that much).
-            if descent:
-                min_decrease = _CCP_DESCENT_FACTOR * abs(previous - objective)
-        bar.close()
-        if not converged_ccp and not linear and n_pairs:
-            warnings.warn(f"{type(self).__name__}: the convex-concave procedure stopped after {max_ccp} "
-                          f"iterations with relative objective change above tol={tol}", ConvergenceWarning)
-        self.coef_ = coef
-        self.objective_ = history[-1]
-        self.objective_history_ = np.asarray(history)
+            return linearised_weights(W, lam, H)
+
+        solve, descent = self._subproblem_solver(fs, Xl, pairs, negative, C_n, max_iter)
+        out = convex_concave(lambda coef: self._objective(coef, Xl, pairs, W, lam, C_n, fs, keep=cache), reweight,
+                             solve, np.zeros(Xl.shape[1]), tol=tol, max_iter=max_ccp, solver_tol=solver_tol,
+                             exact=linear or n_pairs == 0, majorises=not negative or lam.convex is True,
+                             descent=_CCP_DESCENT_FACTOR if descent else 0.0,
+                             after_step=lambda coef: snips_history.append(self._train_snips(coef, W, Xl, pairs, cache)),
+                             name=type(self).__name__)
+        self.coef_ = out.coef
+        self.objective_ = float(out.objective_history[-1])
+        self.objective_history_ = out.objective_history
         self.train_snips_history_ = np.asarray(snips_history)
-        self.n_iter_ = np.asarray(iters)
-        self.n_ccp_iter_ = len(iters)
-        self.solve_seconds_ = np.asarray(seconds)
-        self.inner_tol_ = np.asarray(tols)        # relative duality gap asked of each subproblem
-        self.converged_ = bool(converged_ccp and (result.converged or result.stalled) and n_pairs > 0)
-        self.duality_gap_ = result.gap
+        self.n_iter_ = out.n_iter
+        self.n_ccp_iter_ = len(out.n_iter)
+        self.solve_seconds_ = out.seconds
+        self.inner_tol_ = out.inner_tol           # relative duality gap asked of each subproblem
+        self.converged_ = bool(out.converged and (out.result.converged or out.result.stalled) and n_pairs > 0)
+        self.duality_gap_ = out.result.gap
         self.n_features_in_ = Xl.shape[1]
-        if not np.any(coef):
+        if not np.any(out.coef):
             _warn_zero_coef(self, n_pairs, Xl, *pairs.explicit()[:2])
         return self._end_fit()
+
+    def _subproblem_solver(self, fs, Xl, pairs, negative, C_n, max_iter):
+        """``(solve, descent)``: the CCP's subproblem solve for document weights, and whether it may stop at descent.
+
+        Pair arrays only where a solver needs them (trust-bias steps, constrained solvers); the
+        Newton solver takes the implicit pairs and picks its path from the list lengths.
+        Descent-only subproblems on long lists only: on short ones exact warm-started
+        subproblems are cheap (screening), and they keep fits on dense and CSR copies of the
+        same data equal to the solver's tolerance, where inexact steps differ by up to ``tol``.
+        """
+        explicit = negative or fs.method != "newton"
+        descent = not explicit and uses_implicit_pairs(pairs, Xl.shape[1])
+        i, j, owner = pairs.explicit_owners() if explicit else (None, None, None)
+
+        def solve(doc_w, coef, warm, previous, tol, min_decrease):
+            if negative:
+                return self._affine_step(fs, coef, Xl, i, j, owner, doc_w, C_n, tol, warm=warm, max_iter=max_iter)
+            w0 = coef if warm else None
+            if explicit:
+                return self._solve(fs, Xl, i, j, doc_w[owner], C_n, w0=w0, warm=previous, tol=tol, max_iter=max_iter)
+            # no pair arrays: hinge sums from scores sorted per query (long lists)
+            return self._solve(fs, Xl, pairs.with_weights(doc_w), None, None, C_n, w0=w0, warm=previous, tol=tol,
+                               max_iter=max_iter, min_decrease=min_decrease)
+
+        return solve, descent
 
     def _affine_step(self, fs, coef, Xl, i, j, owner, doc_w, C_n, inner_tol, warm, max_iter):
         """One CCP subproblem with negative document weights: their hinge sums linearised at ``coef``."""
@@ -622,7 +582,8 @@ class SVMPropRank(_PropensitySVM):
     propensity : None, float or propensity model, default None
         Examination propensities of the logged clicks: ``None`` is position-based
         with eta = 1, a float is that eta. It must match how the log was collected
-        (see :mod:`counterfactual_ltr.propensity`).
+        (see :mod:`counterfactual_ltr.propensity`); a trust-bias model
+        (:class:`~counterfactual_ltr.propensity.TrustBiasPropensity`) gives the affine correction.
     solver_tol : float > 0, default 1e-6
         Relative duality gap at which the QP solver stops.
     max_iter : int >= 1, default 1000
@@ -631,11 +592,30 @@ class SVMPropRank(_PropensitySVM):
         E.g. ``StandardScaler()``: a clone is fitted in ``fit`` on the documents the
         training input touches (a click log's queries' rows) and applied in
         ``predict``; tunable in model selection as ``preprocessor__<param>``.
+    monotone_constraints : sequence of -1/0/+1 per feature, or dict {feature index: sign}, optional
+        LightGBM's convention: ``+1``, the score never decreases when the feature increases
+        (``coef_[k] >= 0`` for a linear ranker); ``-1``, it never increases; ``0``, free.
+    bounds : (lower, upper), optional
+        Bounds on the weights, each None, a number or one value per feature (``-inf``/``inf``: free).
+    penalty : {"l2", "l1", "elasticnet"}, default "l2"
+        The regulariser: ``0.5 ||w||^2``, ``||w||_1`` or ``l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``.
+    l1_ratio : float in [0, 1], default 0.5
+        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``).
+    constraints : callable, optional
+        ``w -> list of cvxpy constraints`` on a cvxpy variable ``w`` of shape ``(n_features,)``,
+        e.g. ``lambda w: [w[0] >= w[1]]``; checked (convex, feasible) before any solving.
+    solver : {"auto", "newton", "cutting_plane", "cvxpy"}, default "auto"
+        ``"auto"``: the Newton solver (:func:`~counterfactual_ltr.solvers.solve_pairwise_hinge`)
+        for the unconstrained L2 problem, the cutting-plane method of
+        :mod:`counterfactual_ltr.constrained` with constraints or an L1 / elastic-net penalty;
+        ``"cvxpy"``: one slack per pair through cvxpy (small problems only).
 
     Attributes
     ----------
     coef_ : array (n_model_features,)
     objective_, objective_history_, n_iter_, duality_gap_, converged_ : solver diagnostics
+        (a trust-bias ``propensity`` with negative weights makes the fit a convex-concave
+        procedure: one entry of ``n_iter_`` per step)
     preprocessor_ : the fitted preprocessor or None
     n_features_in_ : int
 
@@ -673,12 +653,8 @@ class SVMPropDCG(_PropensitySVM):
     """SVM PropDCG (Agarwal et al. 2019): DCG hinge bound by the convex-concave procedure.
 
     Minimises ``0.5||w||^2 + (C/n) sum_j W_j lambda(1 + H_j(w))`` with
-    ``lambda(r) = -1/log2(1 + r)`` and ``H_j`` the hinge bound on ``rank_j - 1``.
-    Attributes after ``fit``: ``objective_history_`` (objective at the start
-    and after every CCP iteration, non-increasing), ``train_snips_history_``
-    (training SNIPS-DCG after every iteration), ``n_iter_`` (solver
-    iterations per CCP iteration), ``n_ccp_iter_``, ``solve_seconds_`` and
-    ``inner_tol_`` (time of, and relative duality gap asked of, each subproblem).
+    ``lambda(r) = -1/log2(1 + r)`` and ``H_j`` the hinge bound on ``rank_j - 1``, by the
+    convex-concave procedure of :mod:`counterfactual_ltr.ccp`.
 
     Parameters
     ----------
@@ -687,7 +663,8 @@ class SVMPropDCG(_PropensitySVM):
     propensity : None, float or propensity model, default None
         Examination propensities of the logged clicks: ``None`` is position-based
         with eta = 1, a float is that eta. It must match how the log was collected
-        (see :mod:`counterfactual_ltr.propensity`).
+        (see :mod:`counterfactual_ltr.propensity`); a trust-bias model
+        (:class:`~counterfactual_ltr.propensity.TrustBiasPropensity`) gives the affine correction.
     max_ccp_iter : int >= 1, default 50
         Convex-concave iterations before a ConvergenceWarning.
     tol : float >= 0, default 1e-3
@@ -700,6 +677,44 @@ class SVMPropDCG(_PropensitySVM):
         E.g. ``StandardScaler()``: a clone is fitted in ``fit`` on the documents the
         training input touches (a click log's queries' rows) and applied in
         ``predict``; tunable in model selection as ``preprocessor__<param>``.
+    monotone_constraints : sequence of -1/0/+1 per feature, or dict {feature index: sign}, optional
+        LightGBM's convention: ``+1``, the score never decreases when the feature increases
+        (``coef_[k] >= 0`` for a linear ranker); ``-1``, it never increases; ``0``, free.
+    bounds : (lower, upper), optional
+        Bounds on the weights, each None, a number or one value per feature (``-inf``/``inf``: free).
+    penalty : {"l2", "l1", "elasticnet"}, default "l2"
+        The regulariser: ``0.5 ||w||^2``, ``||w||_1`` or ``l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``.
+    l1_ratio : float in [0, 1], default 0.5
+        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``).
+    constraints : callable, optional
+        ``w -> list of cvxpy constraints`` on a cvxpy variable ``w`` of shape ``(n_features,)``,
+        e.g. ``lambda w: [w[0] >= w[1]]``; checked (convex, feasible) before any solving.
+    solver : {"auto", "newton", "cutting_plane", "cvxpy"}, default "auto"
+        ``"auto"``: the Newton solver (:func:`~counterfactual_ltr.solvers.solve_pairwise_hinge`)
+        for the unconstrained L2 problem, the cutting-plane method of
+        :mod:`counterfactual_ltr.constrained` with constraints or an L1 / elastic-net penalty;
+        ``"cvxpy"``: one slack per pair through cvxpy (small problems only).
+
+    Attributes
+    ----------
+    coef_ : array (n_model_features,)
+    objective_ : float
+        The objective at ``coef_``.
+    objective_history_ : array
+        The objective at the start and after every CCP iteration (non-increasing).
+    train_snips_history_ : array
+        Training SNIPS estimate of the metric after every CCP iteration.
+    n_iter_ : array of int
+        Solver iterations of every CCP iteration's subproblem.
+    n_ccp_iter_ : int
+    solve_seconds_, inner_tol_ : arrays
+        Time of, and relative duality gap asked of, each subproblem.
+    duality_gap_ : float
+        The last subproblem's.
+    converged_ : bool
+        The CCP met ``tol`` (and its last subproblem converged or stopped at descent).
+    preprocessor_ : the fitted preprocessor or None
+    n_features_in_ : int
 
     Examples
     --------
@@ -744,9 +759,49 @@ class SVMPropRBP(SVMPropDCG):
     Parameters
     ----------
     C : float > 0, default 1.0
+        Weight of the propensity-weighted RBP bound (divided by the number of clicks).
     p : float in (0, 1), default 0.8
         Persistence of rank-biased precision.
-    propensity, max_ccp_iter, tol, solver_tol, max_iter, preprocessor :
+    propensity : None, float or propensity model, default None
+        Examination propensities of the logged clicks: ``None`` is position-based
+        with eta = 1, a float is that eta. It must match how the log was collected
+        (see :mod:`counterfactual_ltr.propensity`); a trust-bias model
+        (:class:`~counterfactual_ltr.propensity.TrustBiasPropensity`) gives the affine correction.
+    max_ccp_iter : int >= 1, default 50
+        Convex-concave iterations before a ConvergenceWarning.
+    tol : float >= 0, default 1e-3
+        Relative change of the objective at which the CCP stops.
+    solver_tol : float > 0, default 1e-6
+        Tightest relative duality gap asked of a subproblem.
+    max_iter : int >= 1, default 1000
+        Solver iterations per subproblem.
+    preprocessor : scikit-learn transformer, optional
+        E.g. ``StandardScaler()``: a clone is fitted in ``fit`` on the documents the
+        training input touches (a click log's queries' rows) and applied in
+        ``predict``; tunable in model selection as ``preprocessor__<param>``.
+    monotone_constraints : sequence of -1/0/+1 per feature, or dict {feature index: sign}, optional
+        LightGBM's convention: ``+1``, the score never decreases when the feature increases
+        (``coef_[k] >= 0`` for a linear ranker); ``-1``, it never increases; ``0``, free.
+    bounds : (lower, upper), optional
+        Bounds on the weights, each None, a number or one value per feature (``-inf``/``inf``: free).
+    penalty : {"l2", "l1", "elasticnet"}, default "l2"
+        The regulariser: ``0.5 ||w||^2``, ``||w||_1`` or ``l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``.
+    l1_ratio : float in [0, 1], default 0.5
+        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``).
+    constraints : callable, optional
+        ``w -> list of cvxpy constraints`` on a cvxpy variable ``w`` of shape ``(n_features,)``,
+        e.g. ``lambda w: [w[0] >= w[1]]``; checked (convex, feasible) before any solving.
+    solver : {"auto", "newton", "cutting_plane", "cvxpy"}, default "auto"
+        ``"auto"``: the Newton solver (:func:`~counterfactual_ltr.solvers.solve_pairwise_hinge`)
+        for the unconstrained L2 problem, the cutting-plane method of
+        :mod:`counterfactual_ltr.constrained` with constraints or an L1 / elastic-net penalty;
+        ``"cvxpy"``: one slack per pair through cvxpy (small problems only).
+
+    Attributes
+    ----------
+    coef_, objective_, objective_history_, train_snips_history_, n_iter_ :
+        As in :class:`SVMPropDCG` (the metric is RBP).
+    n_ccp_iter_, solve_seconds_, inner_tol_, duality_gap_, converged_, preprocessor_, n_features_in_ :
         As in :class:`SVMPropDCG`.
 
     Examples

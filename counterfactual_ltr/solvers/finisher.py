@@ -1,0 +1,141 @@
+"""The finisher of the explicit Newton path: the pairs near the kink solved exactly by an interior-point method.
+
+Near the optimum of a problem with many pairs at the kink (sparse or high-dimensional
+features: about ``d`` support pairs), the small-``mu`` smoothing levels crawl: each Newton step
+lets a few more pairs into the band, an active-set method in disguise. Once the relative gap is
+below 1e-2 and the band holds at most ``3 max(d, 100)`` pairs, the pairs within ``10 mu`` of the
+kink (at most that many, the closest) are solved *exactly* by
+:func:`~counterfactual_ltr.pair_qp.solve_pair_dual`, every other pair held on its current side;
+pairs found on the other side at that solution join the set and it is solved again (three
+rounds at most, while the set stays under twice the cap). Its dual point is feasible for the
+full problem and its primal point is a candidate, both with exact objectives, so a wrong guess
+costs time, never the certificate; the next try waits for the gap to fall fourfold. Where the
+band is wider (dense data with far more pairs than features) it is not tried: there the kink
+set would be too large to solve and smoothing-Newton converges fast anyway.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import hessian_free as _hf
+from ..pair_qp import solve_pair_dual
+from .common import aggregate_pairs
+
+__all__ = ["Finisher"]
+
+# First tried below this relative gap, on the pairs within this many mu of the kink (the closest
+# of them up to this many per feature), only while the band holds no more pairs than that; tried
+# again once the gap has fallen by this factor.
+_FINISH_START, _FINISH_WIDTH, _FINISH_PAIRS_PER_FEATURE, _FINISH_BACKOFF = 1e-2, 10.0, 3.0, 0.25
+# Rounds of the active-set loop around the interior-point solve.
+_FINISH_ROUNDS = 3
+
+
+class Finisher:
+    """When to try the exact solve near the kink during one solve, and the try itself.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from counterfactual_ltr.solvers.working_set import WorkingSet
+    >>> X = np.eye(3)
+    >>> pairs = WorkingSet(X, np.array([0, 0]), np.array([1, 2]), np.array([10.0, 10.0]), np.ones(3))
+    >>> z = np.array([0.5, 0.5])                      # hinge arguments at the current point
+    >>> alpha, v, s, P, D = Finisher().attempt(X, pairs, z, 0.1, 1.0, gap=1e-3, target=1e-9, best_P=1.0,
+    ...                                        rmatvec=lambda g: X.T @ g)
+    >>> v.round(6).tolist(), bool(P - D <= 1e-9)      # both pairs exactly on the margin
+    ([0.666667, -0.333333, -0.333333], True)
+    """
+
+    def __init__(self):
+        self.below = np.inf                      # gap below which the finisher is tried (again)
+
+    def attempt(self, X, pairs, z, mu, margin, gap, target, best_P, rmatvec):
+        """``(alpha, v, s, P, D)`` of the exact solve near the kink, or None when it is not tried.
+
+        Parameters
+        ----------
+        X : array (n_docs, d) or scipy.sparse matrix
+            Feature matrix.
+        pairs : WorkingSet
+            The pairs (:class:`~counterfactual_ltr.solvers.working_set.WorkingSet`).
+        z : array (n_working,)
+            The working pairs' hinge arguments at the current point.
+        mu : float
+            The smoothing level.
+        margin : float
+            The hinge's margin.
+        gap, target : float
+            The solve's best duality gap and the gap it aims at.
+        best_P : float
+            The solve's best objective.
+        rmatvec : callable
+            ``g -> X^T g``.
+
+        Returns
+        -------
+        tuple ``(alpha, v, s, P, D)`` or None
+            The full problem's dual point and ``v = X^T g(alpha)``, the primal candidate's
+            scores, and both exact objectives.
+        """
+        if not target < gap <= min(self.below, _FINISH_START * max(1.0, abs(best_P))):
+            return None
+        kink = _kink_pairs(z, mu, X.shape[1])
+        if kink is None:
+            return None
+        self.below = _FINISH_BACKOFF * gap
+        return _finish_on_kink(X, pairs.i, pairs.j, pairs.Cc, z, kink, margin, pairs.fixed_v, pairs.fixed_sum,
+                               pairs.fixed_g, target, rmatvec, X.shape[0])
+
+
+def _finish_cap(d):
+    return int(_FINISH_PAIRS_PER_FEATURE * max(d, 100))
+
+
+def _kink_pairs(z, mu, d):
+    """The working pairs closest to the kink (within ``_FINISH_WIDTH mu``, at most the finisher's cap)."""
+    cap = _finish_cap(d)
+    if np.count_nonzero((z > 0.0) & (z < mu)) > cap:
+        return None                              # a band this wide means a kink set too large to solve
+    near = np.flatnonzero(np.abs(z) < _FINISH_WIDTH * mu)
+    if near.size > cap:
+        near = near[np.argpartition(np.abs(z[near]), cap - 1)[:cap]]
+    return near if near.size else None
+
+
+def _finish_on_kink(X, i, j, Cc, z, kink, margin, fixed_v, fixed_sum, fixed_g, atol, rmatvec, n):
+    """Solve the problem exactly over the pairs near the kink, every other pair held on its side.
+
+    Returns the full problem's dual point (``alpha``, ``v = X^T g(alpha)``), the primal
+    candidate ``v`` with its scores, and both exact objectives. Pairs found on the other
+    side at the solution join the kink set and the restricted problem is solved again
+    (an outer active-set loop, ``_FINISH_ROUNDS`` at most). Where the held sides are those
+    of the optimum, the two objectives meet; otherwise they are still a valid bound and
+    a candidate (see :mod:`~counterfactual_ltr.pair_qp`).
+    """
+    best = None
+    cap = 2 * _finish_cap(X.shape[1])
+    held = z > 0.0                               # side each pair outside the kink set is held on
+    in_kink = np.zeros(z.size, dtype=bool)
+    for _ in range(_FINISH_ROUNDS):
+        in_kink[kink] = True
+        top = held & ~in_kink
+        q = fixed_v + rmatvec(aggregate_pairs(i[top], j[top], Cc[top], n))
+        Z = X[i[kink]] - X[j[kink]]
+        if _hf.is_sparse(Z):
+            Z = Z.toarray()
+        lam, v, _ = solve_pair_dual(Z, q, Cc[kink], margin, atol)
+        alpha = np.where(top, Cc, 0.0)
+        alpha[kink] = lam
+        D = margin * (fixed_sum + float(alpha.sum())) - 0.5 * float(v @ v)
+        s = X @ v
+        z_new = margin - (s[i] - s[j])
+        P = 0.5 * float(v @ v) + margin * fixed_sum - float(s @ fixed_g) + float(np.dot(Cc, np.maximum(z_new, 0.0)))
+        if best is None or P - D < best[3] - best[4]:
+            best = (alpha, v, s, P, D)
+        wrong = ~in_kink & ((z_new > 0.0) != held)
+        if P - D <= atol or not wrong.any() or kink.size + np.count_nonzero(wrong) > cap:
+            break                                # (too many held on the wrong side: not near enough yet)
+        kink = np.flatnonzero(wrong | in_kink)
+    return best
