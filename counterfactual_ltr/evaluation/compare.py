@@ -52,6 +52,7 @@ from scipy import stats
 from .._validation import check_int, check_real
 from ..clicklog import ClickLog
 from ..metrics import LOWER_IS_BETTER
+from ..propensity_models import resolve_propensity
 from . import click_value
 from .offpolicy import (BOOTSTRAP_BLOCKS, ESTIMATORS, Estimate, EstimateWarning, _finish, _metric_name, _omega,
                         _scores_for_log, _session_terms, _setup, _unshown_mass)
@@ -365,8 +366,10 @@ def compare_rankers(log: ClickLog, candidate, baseline="logging", *, estimator="
         Metric; see :func:`~counterfactual_ltr.metrics.metric_weight`. For
         ``"avg_rank"`` lower is better, which ``improvement`` and ``lower_bound`` account for.
     propensity : None, float or propensity model, default None
-        Examination model of the log (``None``: ``PositionBasedPropensity(1.0)``;
-        a number: its ``eta``), one for both rankers.
+        Examination model of the log, one for every ranker (a number: its
+        ``eta``). ``None``: the propensity the rankers carry (estimators trained
+        under one; they must agree), else ``PositionBasedPropensity(1.0)``; see
+        :func:`~counterfactual_ltr.propensity_models.resolve_propensity`.
     confidence : float in (0, 1), default 0.95
         Level of the two-sided intervals and of the one-sided lower bound
         (each corrected by Bonferroni for several candidates).
@@ -438,6 +441,7 @@ def _compare(log, candidates: dict, baseline, baseline_name: str, *, estimator, 
     logging = _is_logging(baseline)
     value = "clicks" if logging else "relevance"
     if setup is None:
+        propensity = resolve_propensity(propensity, *candidates.values(), *([] if logging else [baseline]))[0]
         setup = _setup(estimator, log, propensity, clip=clip if estimator == "clipped_ips" else None,
                        relevance_model=relevance_model, logging_policy=logging_policy, n_folds=n_folds,
                        random_state=random_state)

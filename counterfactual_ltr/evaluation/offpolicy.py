@@ -67,7 +67,7 @@ from .._segments import rank_within_queries
 from .._validation import check_int, check_real
 from ..clicklog import ClickLog
 from ..metrics import metric_weight
-from ..propensity_models import affine_parts, as_propensity_model
+from ..propensity_models import affine_parts, as_propensity_model, resolve_propensity
 from .relevance import fit_relevance
 
 __all__ = ["Estimate", "EstimateWarning", "ips_estimate", "snips_estimate", "clipped_ips_estimate",
@@ -326,8 +326,8 @@ def session_contributions(log: ClickLog, scores_or_ranker, *, metric="dcg", prop
     metric : str or callable, default "dcg"
         Metric; see :func:`~counterfactual_ltr.metrics.metric_weight`.
     propensity : None, float or propensity model, default None
-        Examination model of the log (``None``:
-        ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
+        Examination model of the log (a number: its ``eta``); ``None``: the
+        ranker's own when it carries one, else ``PositionBasedPropensity(1.0)``.
     **metric_params
         Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
 
@@ -353,7 +353,7 @@ def session_contributions(log: ClickLog, scores_or_ranker, *, metric="dcg", prop
     True
     """
     omega = _omega(log, scores_or_ranker, metric, metric_params)
-    X, W, w, _ = _session_terms(log, omega, as_propensity_model(propensity))
+    X, W, w, _ = _session_terms(log, omega, resolve_propensity(propensity, scores_or_ranker)[0])
     return X, W, w
 
 
@@ -492,6 +492,7 @@ def _estimate(kind, log, scores_or_ranker, metric, propensity, confidence, metri
     confidence = check_real(confidence, "confidence", min_value=0.0, max_value=1.0, include_min=False,
                             include_max=False)
     n_bootstrap = check_int(n_bootstrap, "n_bootstrap", min_value=0)
+    propensity = resolve_propensity(propensity, scores_or_ranker)[0]
     setup = _setup(kind, log, propensity, clip=clip, relevance_model=relevance_model, logging_policy=logging_policy,
                    n_folds=n_folds, random_state=random_state)
     return _estimate_with(setup, log, scores_or_ranker, metric, metric_params, confidence, n_bootstrap,
@@ -546,10 +547,13 @@ def ips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=No
         Name of :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` or a rank
         weight ``m(ranks) -> weights``; see :func:`~counterfactual_ltr.metrics.metric_weight`.
     propensity : None, float or propensity model, default None
-        Examination model of the log: ``None`` for
-        ``PositionBasedPropensity(1.0)``, a number for its ``eta``, or a model
-        (e.g. :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`,
-        corrected affinely by ``(c - beta) / alpha``).
+        Examination model of the log: a number for the ``eta`` of
+        ``PositionBasedPropensity``, or a model (e.g.
+        :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`, corrected
+        affinely by ``(c - beta) / alpha``). ``None``: the ranker's own
+        ``propensity`` when it is an estimator that carries one (what it was
+        trained under), else ``PositionBasedPropensity(1.0)``; see
+        :func:`~counterfactual_ltr.propensity_models.resolve_propensity`.
     confidence : float in (0, 1), default 0.95
         Level of the normal and bootstrap intervals.
     n_bootstrap : int >= 0, default 200
@@ -598,10 +602,13 @@ def snips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=
         Name of :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` or a rank
         weight ``m(ranks) -> weights``; see :func:`~counterfactual_ltr.metrics.metric_weight`.
     propensity : None, float or propensity model, default None
-        Examination model of the log: ``None`` for
-        ``PositionBasedPropensity(1.0)``, a number for its ``eta``, or a model
-        (e.g. :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`,
-        corrected affinely by ``(c - beta) / alpha``).
+        Examination model of the log: a number for the ``eta`` of
+        ``PositionBasedPropensity``, or a model (e.g.
+        :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`, corrected
+        affinely by ``(c - beta) / alpha``). ``None``: the ranker's own
+        ``propensity`` when it is an estimator that carries one (what it was
+        trained under), else ``PositionBasedPropensity(1.0)``; see
+        :func:`~counterfactual_ltr.propensity_models.resolve_propensity`.
     confidence : float in (0, 1), default 0.95
         Level of the normal and bootstrap intervals.
     n_bootstrap : int >= 0, default 200
@@ -654,10 +661,13 @@ def clipped_ips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", prope
         Name of :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` or a rank
         weight ``m(ranks) -> weights``; see :func:`~counterfactual_ltr.metrics.metric_weight`.
     propensity : None, float or propensity model, default None
-        Examination model of the log: ``None`` for
-        ``PositionBasedPropensity(1.0)``, a number for its ``eta``, or a model
-        (e.g. :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`,
-        corrected affinely by ``(c - beta) / alpha``).
+        Examination model of the log: a number for the ``eta`` of
+        ``PositionBasedPropensity``, or a model (e.g.
+        :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`, corrected
+        affinely by ``(c - beta) / alpha``). ``None``: the ranker's own
+        ``propensity`` when it is an estimator that carries one (what it was
+        trained under), else ``PositionBasedPropensity(1.0)``; see
+        :func:`~counterfactual_ltr.propensity_models.resolve_propensity`.
     confidence : float in (0, 1), default 0.95
         Level of the normal and bootstrap intervals.
     clip : float in (0, 1], default 0.1
@@ -715,10 +725,13 @@ def dr_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=Non
         Name of :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` or a rank
         weight ``m(ranks) -> weights``; see :func:`~counterfactual_ltr.metrics.metric_weight`.
     propensity : None, float or propensity model, default None
-        Examination model of the log: ``None`` for
-        ``PositionBasedPropensity(1.0)``, a number for its ``eta``, or a model
-        (e.g. :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`,
-        corrected affinely by ``(c - beta) / alpha``).
+        Examination model of the log: a number for the ``eta`` of
+        ``PositionBasedPropensity``, or a model (e.g.
+        :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`, corrected
+        affinely by ``(c - beta) / alpha``). ``None``: the ranker's own
+        ``propensity`` when it is an estimator that carries one (what it was
+        trained under), else ``PositionBasedPropensity(1.0)``; see
+        :func:`~counterfactual_ltr.propensity_models.resolve_propensity`.
     confidence : float in (0, 1), default 0.95
         Level of the normal and bootstrap intervals.
     relevance_model : None, scikit-learn estimator, callable, array (n_docs,) or RelevanceFit
@@ -785,10 +798,13 @@ def policy_aware_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", prop
         Name of :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` or a rank
         weight ``m(ranks) -> weights``; see :func:`~counterfactual_ltr.metrics.metric_weight`.
     propensity : None, float or propensity model, default None
-        Examination model of the log: ``None`` for
-        ``PositionBasedPropensity(1.0)``, a number for its ``eta``, or a model
-        (e.g. :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`,
-        corrected affinely by ``(c - beta) / alpha``).
+        Examination model of the log: a number for the ``eta`` of
+        ``PositionBasedPropensity``, or a model (e.g.
+        :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`, corrected
+        affinely by ``(c - beta) / alpha``). ``None``: the ranker's own
+        ``propensity`` when it is an estimator that carries one (what it was
+        trained under), else ``PositionBasedPropensity(1.0)``; see
+        :func:`~counterfactual_ltr.propensity_models.resolve_propensity`.
     confidence : float in (0, 1), default 0.95
         Level of the normal and bootstrap intervals.
     logging_policy : object with ``position_probabilities(data)``, optional
