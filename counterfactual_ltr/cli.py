@@ -4,7 +4,7 @@
 
     cltr simulate DATA -o log.parquet            # click_sim.simulate_clicks
     cltr propensity LOG DATA -o propensity.json  # propensity.estimate_propensities
-    cltr fit LOG DATA --model svm-propdcg --C 0.1,1,10 -o model.npz   # GridSearchCV + GroupKFold
+    cltr fit LOG DATA --model svm-propdcg --C 0.1,1,10 -o model.npz   # model_selection.grid_search
     cltr evaluate MODEL... LOG DATA -o report.html                     # evaluation.validation_report
     cltr predict MODEL DATA -o scores.tsv                              # estimator.predict
     cltr experiments NAME [--quick]                                    # python -m experiments NAME
@@ -41,6 +41,8 @@ MODELS = {"svm-propdcg": "SVMPropDCG", "svm-proprank": "SVMPropRank", "svm-propr
           "svm-rank": "RankSVM", "slam": "SLAMRanker", "deep": "DeepPropDCG"}
 SCALERS = {"none": None, "standard": "StandardScaler", "minmax": "MinMaxScaler", "maxabs": "MaxAbsScaler",
            "robust": "RobustScaler"}
+#: ``cltr fit`` extends a grid whose choice binds at an edge by at most this many values (factors of 10).
+MAX_GRID_EXTENSIONS = 3
 #: What the experiment scripts import beyond the library: the ``[experiments]`` extra of ``pyproject.toml``.
 EXPERIMENT_NEEDS = ("matplotlib", "lightgbm")
 # Errors that mean "bad input": reported in one line with status 2. Anything else is a bug: traceback.
@@ -124,6 +126,9 @@ class _CountingScorer:
 
     def __call__(self, estimator, X, y=None):
         value = self.scorer(estimator, X, y)
+        total, done = getattr(self.bar, "total", None), getattr(self.bar, "n", 0)
+        if total is not None and done >= total:  # the grid was extended
+            self.bar.total = total + 1
         self.bar.update(1)
         return value
 
@@ -303,7 +308,8 @@ def _estimation_payload(result, method) -> dict:
               help="Model file to write (JSON + arrays in one .npz archive; opening it runs no code).")
 @click.option("--model", "model_name", default="svm-propdcg", show_default=True, type=click.Choice(list(MODELS)),
               help="Estimator (svm-rank is the naive baseline: clicks as labels).")
-@click.option("--C", "C", default=None, help="Comma-separated grid of C (SVMs and slam)  [default: 0.1,1,10,100]")
+@click.option("--C", "C", default=None, help="Comma-separated grid of C (SVMs and slam)  [default: 0.1,1,10,100]; "
+              f"a choice at a binding edge extends it by factors of 10, at most {MAX_GRID_EXTENSIONS} times.")
 @click.option("--alpha", default=None, help="Comma-separated grid of weight decay alpha (deep only).")
 @click.option("--epochs", default=50, show_default=True, type=click.IntRange(min=1), help="Epochs (deep only).")
 @click.option("--hidden", default=200, show_default=True, type=click.IntRange(min=1),
@@ -322,37 +328,72 @@ def _estimation_payload(result, method) -> dict:
 def fit(log, data, output, model_name, C, alpha, epochs, hidden, cv, scoring, propensity, scale, seed, quiet):
     """Fit a ranker on the click LOG over DATA, choosing hyper-parameters by grid search.
 
-    Runs sklearn's GridSearchCV with GroupKFold(--cv) over the sessions grouped
-    by query, scoring each candidate by its IPS/SNIPS estimate on the held-out
-    fold's clicks, refits the best on the whole log and saves it.
+    Calls counterfactual_ltr.model_selection.grid_search: GroupKFold(--cv) over
+    the sessions grouped by query, each value scored by its IPS/SNIPS estimate
+    on the held-out fold's clicks. A choice at an end of the grid whose score is
+    still above its neighbour's extends the grid by factors of 10 (at most
+    3 values) until it is interior. The best is refitted on the
+    whole log; the chosen value, the grid and the cross-validated scores are
+    printed and stored in the model file. A model that ranks every document
+    equal (w = 0) is not written (exit status 2).
 
     \b
     Example:
       cltr fit train_log.parquet train.txt --model svm-propdcg --C 0.1,1,10 --cv 3 \\
           --scoring snips-dcg -o model.npz
     """
-    from sklearn.model_selection import GridSearchCV, GroupKFold
-
     from ._progress import progress, show_progress
+    from .model_selection import grid_search, selection_lines
     from .persistence import save_model
 
     prop = _propensity(propensity)
     scorer = _scorer(scoring, prop)
     estimator, grid = _make_estimator(model_name, C, alpha, epochs, hidden, prop, scale, seed)
+    (parameter, values), = grid.items()
     dataset = _load_data(data)
     click_log = _load_log(log, dataset)
-    n_fits = int(np.prod([len(v) for v in grid.values()])) * cv
     with show_progress(_progress_setting(quiet)):
-        bar = progress(total=n_fits, desc=f"grid search {model_name}", unit="fit")
-        search = GridSearchCV(estimator, grid, cv=GroupKFold(cv), scoring=_CountingScorer(scorer, bar),
-                              error_score="raise")
+        bar = progress(total=len(values) * cv, desc=f"grid search {model_name}", unit="fit")
         try:
-            search.fit(click_log, groups=click_log.groups)
+            model = grid_search(estimator, click_log, parameter, values, cv=cv, scoring=_CountingScorer(scorer, bar),
+                                scoring_name=scoring, extend=True, max_extensions=MAX_GRID_EXTENSIONS)
         finally:
             bar.close()
-    save_model(search.best_estimator_, output)
-    chosen = ", ".join(f"{k}={v:g}" for k, v in search.best_params_.items())
-    _echo(quiet, f"chose {chosen} (cross-validated {scoring} {search.best_score_:.5f}); wrote {output}")
+    record = model.selection_
+    if _ranks_everything_equal(model, dataset):
+        raise InputError(_degenerate_message(model, model_name, record))
+    save_model(model, output)
+    grown = f"; grid extended by {', '.join(f'{v:g}' for v in record['extended'])}" if record["extended"] else ""
+    _echo(quiet, f"chose {parameter}={record['chosen']:g} (cross-validated {scoring} {record['best_score']:.5f}"
+                 f"{grown}); wrote {output}")
+    for line in selection_lines(record):
+        _echo(quiet, line)
+
+
+def _ranks_everything_equal(model, data) -> bool:
+    """Whether the model gives every document of every query of ``data`` the same score (w = 0)."""
+    from ._segments import segment_ids
+
+    scores = np.asarray(model.predict(data), dtype=np.float64)
+    first = scores[data.query_offsets[:-1]][segment_ids(data.query_offsets)]
+    return bool(np.all(scores == first))
+
+
+def _degenerate_message(model, model_name, record) -> str:
+    """One line: the model ranks everything equal, why, and what to try (nothing is written)."""
+    name, p = type(model).__name__, record["parameter"]
+    chosen = f"{p}={record['chosen']:g}"
+    tried = f"{p} in {', '.join(f'{v:g}' for v in record['grid'])}"
+    if model_name == "slam":
+        why = (f"w = 0 is SLAM's optimum at the chosen {chosen} (no other value scored better): its loss grows in "
+               "every direction from w = 0 on these clicks; try --model svm-propdcg or svm-proprank")
+    elif model_name == "deep":
+        why = f"the network's output is constant at the chosen {chosen}; try a smaller --alpha or more --epochs"
+    else:
+        why = (f"coef_ = 0 is optimal at the chosen {chosen} (no other value scored better): the clicks do not move "
+               f"the weights; try larger C values (--C {record['grid'][-1] * 10:g},{record['grid'][-1] * 100:g}) "
+               "or a log with more clicks")
+    return f"the fitted {name} ranks every document equal ({tried}); no model was written: {why}"
 
 
 def _make_estimator(model_name, C, alpha, epochs, hidden, prop, scale, seed):
