@@ -442,22 +442,33 @@ def _load_models(paths):
 @click.argument("log", type=click.Path(exists=True, dir_okay=False))
 @click.argument("data", type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="Report to write: .html (tables and figure), .md (Markdown) or .json (every estimate).")
+              help="Report to write: .html (verdicts, figures, details), .md (Markdown) or .json (the same, with "
+                   "every number).")
+@click.option("--baseline", default="logging", show_default=True,
+              help="What each model is compared with: 'logging' (the logged rankings) or one of MODELS (its file "
+                   "name without .npz).")
+@click.option("--estimator", "verdict_estimator", default="snips", show_default=True,
+              type=click.Choice(["snips", "ips", "clipped_ips", "dr", "policy_aware"]),
+              help="Estimator of the comparisons and verdicts (the details show every estimator).")
 @click.option("--metrics", default="dcg,avg_rank", show_default=True, help="Comma-separated metrics.")
 @click.option("--propensity", default=None,
-              help="eta of the position-based model, or a JSON file of 'cltr propensity' (default eta = 1).")
+              help="eta of the position-based model, or a JSON file of 'cltr propensity'. Default: the one the "
+                   "models were trained under (eta = 1 when they carry none).")
 @click.option("--confidence", default=0.95, show_default=True, type=click.FloatRange(0, 1, min_open=True,
                                                                                         max_open=True))
 @_quiet_option
-def evaluate(models, log, data, output, metrics, propensity, confidence, quiet):
-    """Estimate the MODELS' metrics offline from the click LOG over DATA (IPS and SNIPS).
+def evaluate(models, log, data, output, baseline, verdict_estimator, metrics, propensity, confidence, quiet):
+    """Should a model replace the logging policy? Compare the MODELS with it on the click LOG over DATA.
 
-    Calls counterfactual_ltr.evaluation.validation_report; the HTML report
-    holds its tables and its figure (estimates with confidence intervals).
+    Calls counterfactual_ltr.evaluation.validation_report: each model's
+    estimate, its paired difference to the baseline with an interval, a
+    p-value and a lower confidence bound on the improvement, and a plain
+    verdict per metric (Bonferroni over the models); the details show every
+    estimator. The verdict lines are printed as well.
 
     \b
     Example:
-      cltr evaluate model_a.npz model_b.npz vali_log.parquet vali.txt -o report.html
+      cltr evaluate model_a.npz model_b.npz vali_log.parquet vali.txt --baseline logging -o report.html
     """
     from .evaluation import validation_report
 
@@ -467,55 +478,26 @@ def evaluate(models, log, data, output, metrics, propensity, confidence, quiet):
     metric_names = [m.strip() for m in metrics.split(",") if m.strip()]
     if not metric_names:
         raise click.BadParameter("needs at least one metric", param_hint="--metrics")
-    prop = _propensity(propensity)
+    prop = None if propensity is None else _propensity(propensity)
     rankers = _load_models(models)
+    if baseline != "logging" and baseline not in rankers:
+        raise click.BadParameter(f"{baseline!r} is neither 'logging' nor one of the models "
+                                 f"({', '.join(rankers)})", param_hint="--baseline")
     dataset = _load_data(data)
     click_log = _load_log(log, dataset)
     report = validation_report(rankers, click_log, propensity=prop, metrics=tuple(metric_names),
-                               confidence=confidence)
+                               confidence=confidence, baseline=baseline, verdict_estimator=verdict_estimator,
+                               propensity_source=None if propensity is None else f"from --propensity {propensity}")
     if suffix == ".json":
-        text = json.dumps(_report_json(report), indent=1)
+        text = json.dumps(report.to_dict(), indent=1)
     elif suffix == ".md":
         text = report.to_markdown()
     else:
-        text = _report_html(report, metric_names[0])
+        text = report.to_html()
     Path(output).write_text(text)
-    best = ", ".join(f"{m}: {report.best(m)}" for m in metric_names)
-    _echo(quiet, f"wrote {output}; best by SNIPS -- {best}")
-
-
-def _report_json(report) -> dict:
-    from dataclasses import asdict
-
-    return {"n_sessions": report.n_sessions, "n_clicks": report.n_clicks, "propensity": report.propensity,
-            "confidence": report.confidence,
-            "rankers": {row["name"]: {m: {k: _jsonable(asdict(v)) if hasattr(v, "__dataclass_fields__")
-                                          else _jsonable(v) for k, v in row[m].items()}
-                                      for m in report.metrics} for row in report.rows}}
-
-
-def _report_html(report, metric: str) -> str:
-    """The report's HTML with its figure embedded (one self-contained file)."""
-    import base64
-    import io
-
-    try:
-        import matplotlib
-    except ImportError:
-        click.echo("cltr: the HTML report has no figure: matplotlib is not installed", err=True)
-        return report.to_html().replace("</body>", "<p>(figure omitted: matplotlib is not installed)</p></body>", 1)
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig = report.plot(metric=metric)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)
-    plt.close(fig)
-    image = (f'<p><img alt="IPS and SNIPS estimates of {metric} with confidence intervals" '
-             f'src="data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}"></p>')
-    page = report.to_html()
-    return page.replace("</body>", image + "</body>", 1) if "</body>" in page else page + image
+    _echo(quiet, f"wrote {output}: {report.content()['title']}")
+    for line in report.verdict_lines():
+        _echo(quiet, f"  {line}")
 
 
 @cli.command()

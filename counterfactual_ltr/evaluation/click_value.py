@@ -68,6 +68,37 @@ def logged_terms(log: ClickLog, metric, metric_params) -> np.ndarray:
     return np.bincount(session, weights=m[positions], minlength=log.n_sessions)
 
 
+def logged_relevance_terms(log: ClickLog, metric, metric_params, model):
+    """``X_i = sum_k m(k) (c_k - beta_k) / alpha_k``: the logged rankings' metric over relevance, by IPS.
+
+    Each session is weighted by its own ``alpha_k`` (not a policy's expected
+    slope): unbiased for the logging policy's expected value whatever it is.
+    Returns ``X`` and the click weights ``1 / alpha_k``.
+    """
+    lengths = np.diff(log.session_offsets)
+    m_t, alpha_t, beta_t = _weights_by_rank(metric, metric_params, model, int(lengths.max(initial=0)))
+    affine = bool(np.any(beta_t != 0))
+    items = np.arange(log.n_items) if affine else np.flatnonzero(log.clicks)
+    session = np.searchsorted(log.session_offsets, items, side="right") - 1
+    pos = items - log.session_offsets[session]
+    X = np.bincount(session, weights=m_t[pos] * (log.clicks[items] - beta_t[pos]) / alpha_t[pos],
+                    minlength=log.n_sessions)
+    return X, 1.0 / alpha_t[pos[log.clicks[items]]]
+
+
+def ranking_free(metric, metric_params, model, log: ClickLog) -> bool:
+    """Whether the metric of clicks is the same for every ranking: ``m(r) alpha_r`` constant over the shown ranks.
+
+    So for the average rank under ``eta = 1`` (``r * 1/r = 1``): the expected
+    sum of the ranks of the clicks is then the number of relevant documents
+    shown, whatever their order.
+    """
+    L = int(np.diff(log.session_offsets).max(initial=0))
+    m, alpha, _ = _weights_by_rank(metric, metric_params, model, L)
+    g = m * alpha
+    return bool(L > 1 and np.ptp(g) <= 1e-12 * np.max(np.abs(g)))
+
+
 def click_terms(setup, log: ClickLog, scores: np.ndarray, metric, metric_params):
     """Per-session ``X_i`` (the candidate's click value), ``W_i``, click weights, clipping bias bound, ``g`` per row.
 

@@ -83,7 +83,7 @@ class Comparison:
         Name of the estimator (a key of :data:`~counterfactual_ltr.evaluation.ESTIMATORS`).
     value : str
         ``"relevance"``: the metric over click-relevance, what the estimators
-        target; ``"clicks"``: the metric of clicks, against the logged rankings.
+        target; ``"clicks"``: the metric of clicks (what an online test measures).
     difference : float
         Estimate of candidate - baseline.
     stderr : float
@@ -174,13 +174,13 @@ class Comparison:
         corrected = f", Bonferroni over {self.n_comparisons}" if self.n_comparisons > 1 else ""
         what = f"{self.metric}" + (" of clicks" if self.value == "clicks" else "")
         head = (f"{self.candidate} vs {self.baseline}, {what} ({_LABELS.get(self.estimator, self.estimator)}): "
-                f"{self.difference:+.4g} [{self.ci_low:+.4g}, {self.ci_high:+.4g}] ({pct} CI{corrected}), "
-                f"p = {_p(self.p_value)}")
+                f"{_signed(self.difference)} [{_signed(self.ci_low)}, {_signed(self.ci_high)}] ({pct} CI{corrected}), "
+                f"p {_p(self.p_value)}")
         if self.verdict == "no difference found":
             verdict = f"no difference found at {pct}"
         else:
             verdict = self.verdict
-        bound = (f"the {pct} lower bound on the improvement, {self.lower_bound:+.4g}, "
+        bound = (f"the {pct} lower bound on the improvement, {_signed(self.lower_bound)}, "
                  + ("clears 0" if self.clears_zero else "does not clear 0"))
         return f"{head}: {verdict}; {bound}."
 
@@ -192,8 +192,17 @@ def _percent(confidence: float) -> str:
     return f"{confidence * 100:.3g}%"
 
 
+def _signed(x: float) -> str:
+    """Four decimals with a sign (more significant digits below 0.001); no "-0.0000"."""
+    if not np.isfinite(x):
+        return "+inf" if x > 0 else "-inf"
+    if x == 0 or abs(x) < 5e-13:
+        return "0"
+    return f"{x:+.4f}" if abs(x) >= 1e-3 else f"{x:+.2g}"
+
+
 def _p(p: float) -> str:
-    return f"{p:.2g}" if p >= 1e-4 else "< 0.0001"
+    return f"= {p:.2g}" if p >= 1e-4 else "< 0.0001"
 
 
 # ----------------------------------------------------------------------------- per-session terms
@@ -336,7 +345,7 @@ def _as_candidates(candidate) -> tuple[dict, bool]:
 
 def compare_rankers(log: ClickLog, candidate, baseline="logging", *, estimator="snips", metric="dcg",
                     propensity=None, confidence=0.95, n_bootstrap=2000, random_state=None, clip=0.1,
-                    relevance_model=None, logging_policy=None, n_folds=2, **metric_params):
+                    relevance_model=None, logging_policy=None, n_folds=2, value=None, **metric_params):
     """Candidate minus baseline estimated on the same sessions: paired interval, p-value, lower bound.
 
     The formulas, the bound and its assumptions are in the module docstring:
@@ -386,6 +395,14 @@ def compare_rankers(log: ClickLog, candidate, baseline="logging", *, estimator="
         The logging policy for ``"policy_aware"`` and ``"dr"`` (default: ``log.logging_policy``).
     n_folds : int >= 2, default 2
         Folds of queries of DR's cross-fitted relevance model.
+    value : None, "clicks" or "relevance", default None
+        What is compared: ``"clicks"``, the metric of clicks (observed, not
+        weighted, for the logged rankings); ``"relevance"``, the metric over
+        click-relevance that the estimators target (for the logged rankings,
+        their IPS estimate with each session's propensities). ``None``:
+        ``"clicks"`` against ``"logging"``, else ``"relevance"``. The metric of
+        clicks can be the same for every ranking (the average rank under
+        eta = 1: ``r * 1/r``); the comparison then warns.
     **metric_params
         Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
 
@@ -417,7 +434,7 @@ def compare_rankers(log: ClickLog, candidate, baseline="logging", *, estimator="
     result = _compare(log, candidates, baseline, "logging policy" if _is_logging(baseline) else "baseline",
                       estimator=estimator, metric=metric, propensity=propensity, confidence=confidence,
                       n_bootstrap=n_bootstrap, random_state=random_state, clip=clip, relevance_model=relevance_model,
-                      logging_policy=logging_policy, n_folds=n_folds, metric_params=metric_params)
+                      logging_policy=logging_policy, n_folds=n_folds, metric_params=metric_params, value=value)
     return result["candidate"] if single else result
 
 
@@ -429,9 +446,22 @@ def _is_logging(baseline) -> bool:
     return False
 
 
+def _baseline(setup, log, baseline, metric, metric_params, value, W, estimate):
+    """Per-session terms and Estimate of the baseline: a ranker, or the logged rankings (``baseline`` None)."""
+    ratio = setup.kind == "snips"
+    if baseline is None and value == "clicks":      # observed: no weighting
+        X = click_value.logged_terms(log, metric, metric_params)
+        return X, estimate("on_policy_snips" if ratio else "on_policy", X, W, np.ones(log.n_clicks))
+    if baseline is None:                              # the logged rankings' own IPS, each session's alpha
+        X, w = click_value.logged_relevance_terms(log, metric, metric_params, setup.model)
+        return X, estimate("logged_snips" if ratio else "logged_ips", X, W, w)
+    X, _, w, bias, unshown = _ranker_terms(setup, log, baseline, metric, metric_params, value)
+    return X, estimate(setup.kind, X, W, w, bias, unshown)
+
+
 def _compare(log, candidates: dict, baseline, baseline_name: str, *, estimator, metric, propensity, confidence,
              n_bootstrap, random_state, clip, relevance_model, logging_policy, n_folds, metric_params,
-             setup=None) -> dict:
+             setup=None, value=None) -> dict:
     """Comparisons of every named candidate with ``baseline`` (Bonferroni over them); ``setup`` may be shared."""
     if estimator not in ESTIMATORS:
         raise ValueError(f"unknown estimator {estimator!r}; choose from {sorted(ESTIMATORS)}")
@@ -439,14 +469,16 @@ def _compare(log, candidates: dict, baseline, baseline_name: str, *, estimator, 
                             include_max=False)
     n_bootstrap = check_int(n_bootstrap, "n_bootstrap", min_value=0)
     logging = _is_logging(baseline)
-    value = "clicks" if logging else "relevance"
+    value = ("clicks" if logging else "relevance") if value is None else value
+    if value not in ("clicks", "relevance"):
+        raise ValueError(f"value must be 'clicks', 'relevance' or None, got {value!r}")
     if setup is None:
         propensity = resolve_propensity(propensity, *candidates.values(), *([] if logging else [baseline]))[0]
         setup = _setup(estimator, log, propensity, clip=clip if estimator == "clipped_ips" else None,
                        relevance_model=relevance_model, logging_policy=logging_policy, n_folds=n_folds,
                        random_state=random_state)
     ratio = estimator == "snips"
-    label = _metric_name(metric) + (" of clicks" if logging else "")
+    label = _metric_name(metric) + (" of clicks" if value == "clicks" else "")
     common = dict(ratio=ratio, n_bootstrap=n_bootstrap, random_state=random_state)
 
     def estimate(kind, X, W, w, bias=0.0, unshown=0.0):
@@ -455,13 +487,12 @@ def _compare(log, candidates: dict, baseline, baseline_name: str, *, estimator, 
 
     terms = {name: _ranker_terms(setup, log, r, metric, metric_params, value) for name, r in candidates.items()}
     W = next(iter(terms.values()))[1]          # the same for every ranker: it does not depend on the ranking
-    if logging:
-        Xb = click_value.logged_terms(log, metric, metric_params)
-        base = estimate("on_policy_snips" if ratio else "on_policy", Xb, W, np.ones(log.n_clicks))
-    else:
-        Xb, _, wb, bias_b, unshown_b = _ranker_terms(setup, log, baseline, metric, metric_params, value)
-        base = estimate(estimator, Xb, W, wb, bias_b, unshown_b)
+    Xb, base = _baseline(setup, log, baseline if not logging else None, metric, metric_params, value, W, estimate)
     notes = [f"{baseline_name} ranks every document equal"] if not logging and _degenerate(log, baseline) else []
+    if value == "clicks" and click_value.ranking_free(metric, metric_params, setup.model, log):
+        notes.append(f"the {_metric_name(metric)} of clicks is the same for every ranking under {setup.model!r} "
+                     "(rank weight times examination is constant): no comparison on it can find a difference; "
+                     "compare on value='relevance'")
     B_sessions = W if ratio else np.ones(log.n_sessions)
     Ab, B = _by_query(log, Xb, B_sessions)
     if B.sum() == 0:
