@@ -175,6 +175,38 @@ def test_policy_aware_difference_to_a_stochastic_top5_logger_is_unbiased(setting
     assert ok, numbers
 
 
+def test_difference_to_the_logged_rankings_over_relevance_is_unbiased(setting):
+    """value="relevance": the logged rankings by their own IPS; E[difference] = true relevance-value difference."""
+    data, logger, candidate, clicks, relevance = setting
+    big = simulate_clicks(data, logger, clicks, n_passes=3000, random_state=6)
+    size = data.n_queries * 5
+    diffs = [compare_rankers(big[k * size:(k + 1) * size], candidate, "logging", estimator="ips", value="relevance",
+                             n_bootstrap=0).difference for k in range(600)]
+    # eta = 0 examines every position: the value of clicks is then the metric over relevance
+    truth = (true_click_values(big, candidate, relevance, propensity=0.0)["ips"]
+             - true_click_values(big, "logging", relevance, propensity=0.0)["ips"])
+    ok, *numbers = _mean_within(diffs, truth)
+    assert ok, numbers
+    one = compare_rankers(big[:size], candidate, "logging", estimator="ips", value="relevance", n_bootstrap=0)
+    X, _, _ = session_contributions(big[:size], logger)     # full lists: the logger's own IPS is the logged one
+    assert one.baseline_estimate.value == pytest.approx(X.mean(), rel=1e-12)
+    assert one.baseline_estimate.estimator == "logged_ips" and one.value == "relevance"
+
+
+def test_the_average_rank_of_clicks_cannot_tell_rankings_apart_under_eta_1(setting, log):
+    """m(r) alpha_r = r * (1/r) = 1: every ranking has the same expected sum of the ranks of its clicks."""
+    data, logger, candidate, _, _ = setting
+    with pytest.warns(EstimateWarning, match="same for every ranking"):
+        c = compare_rankers(log, candidate, "logging", metric="avg_rank", estimator="ips", n_bootstrap=0)
+    assert any("same for every ranking" in w for w in c.warnings)
+    assert abs(c.difference) < 1e-9 * abs(c.baseline_estimate.value)
+    with warnings.catch_warnings(record=True) as caught:   # under eta = 0.5, r * r^-0.5 varies: no such warning
+        warnings.simplefilter("always")
+        other = compare_rankers(log, candidate, "logging", metric="avg_rank", estimator="ips", propensity=0.5,
+                                n_bootstrap=0)
+    assert not any("same for every ranking" in str(w.message) for w in caught) and other.difference != 0
+
+
 # ----------------------------------------------------------------------------- against a ranker baseline
 
 

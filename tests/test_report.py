@@ -108,6 +108,9 @@ def test_warnings_where_they_apply(setting, report):
     data, logger, clicks, _, rankers, _ = setting
     content = report.content()
     assert any(w.startswith("tied: ranks every document equal") for w in content["warnings"])
+    details = content["metrics"][0]["estimates_rows"]     # and in the detailed table's warnings cells
+    assert all(row[-1].startswith("ranks every document equal") for row in details if row[0] == "tied")
+    assert not any(row[-1].startswith("ranks every document equal") for row in details if row[0] == "good")
     assert any(n.startswith("DR equals IPS for every ranker here: the logger is deterministic") for n in
                content["notes"])
     assert report.propensity_source.startswith("the default (eta = 1)")

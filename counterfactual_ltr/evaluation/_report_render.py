@@ -148,7 +148,8 @@ def _estimates_table(r, metric) -> tuple[list, list]:
             if has_truth:
                 t = row[metric].get("true", {})
                 line.append(_num(t.get("snips" if kind == "snips" else "ips")))
-            line.append("; ".join(e.warnings))
+            tied = [w for w in r.ranker_warnings.get(row["name"], ()) if w.startswith("ranks every document equal")]
+            line.append("; ".join(tied + list(e.warnings)))
             lines.append(line)
     return header, lines
 

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
@@ -531,8 +531,3 @@ def _bootstrap_bounds(log, terms, Ab, B, confidence, m, n_bootstrap, random_stat
     counts = _resample_counts(len(B), n_bootstrap, rng)
     alpha = (1.0 - confidence) / m
     return {name: tuple(_bca(d, B, counts, [alpha / 2, 1 - alpha / 2])) for name, d in zip(names, D)}
-
-
-def renamed(comparison: Comparison, candidate: str | None = None, baseline: str | None = None) -> Comparison:
-    """The same comparison under other names (reports name rankers by their file or key)."""
-    return replace(comparison, candidate=candidate or comparison.candidate, baseline=baseline or comparison.baseline)
