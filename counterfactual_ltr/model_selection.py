@@ -159,6 +159,8 @@ def _edge_message(record, extended: bool) -> str:
     text = (f"{p}={record['chosen']:g} is at the {where} edge of the grid {_values(grid)}: its cross-validated "
             f"score {max(means):.5g} is above {p}={neighbour:g}'s, so a {'larger' if high else 'smaller'} {p} "
             "might be better")
+    if extended and len(record["extended"]) < record["max_extensions"]:
+        return text + f" (the grid cannot be extended below {grid[0]:g})"
     if extended:
         return text + f" (the grid was extended {len(record['extended'])} times, the limit)"
     return text + f"; extend the grid (e.g. {p}={record['chosen'] * (10 if high else 0.1):g})"

@@ -76,6 +76,15 @@ def test_the_extension_limit_is_stated(log):
     assert model.selection_["grid"] == [0.1, 1.0, 10.0] and model.selection_["edge"] == "high"
 
 
+def test_a_lower_edge_at_zero_cannot_be_extended(log):
+    def peak_at_zero(estimator, X, y=None):
+        return -estimator.solver_tol
+
+    with pytest.warns(GridEdgeWarning, match="cannot be extended below 0"):
+        model = grid_search(SVMPropRank(), log, "solver_tol", [0.0, 1e-6], cv=2, scoring=peak_at_zero, extend=True)
+    assert model.selection_["extended"] == [] and model.selection_["edge"] == "low"
+
+
 def test_a_tie_at_the_edge_is_not_an_edge(log):
     with warnings.catch_warnings():
         warnings.simplefilter("error", GridEdgeWarning)
