@@ -132,8 +132,13 @@ class SLAMRanker(RankerMixin, BaseEstimator):
         self.preprocessor = preprocessor
 
     # ------------------------------------------------------------------ checks
-    def _check_params(self):
+    def _check_params(self, n_features=None):
+        """The hyper-parameters checked as ``fit`` uses them, whatever the others (``load_model`` runs it too).
+
+        Returns ``(C, k, margin, tol, max_iter)``; ``n_features`` is not needed (no option depends on it).
+        """
         C = check_real(self.C, "C", min_value=0.0, include_min=False)
+        as_propensity_model(self.propensity)
         if not isinstance(self.weights, str) or self.weights not in SLAM_WEIGHT_KINDS:
             raise ValueError(f"weights must be one of {SLAM_WEIGHT_KINDS}, got {self.weights!r}")
         k = _check_kind(self.weights, self.k)

@@ -65,7 +65,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._segments import offsets_from_lengths, segment_gather, within_query_pairs
 from .._validation import check_int, check_probability, check_real
 from ..clicklog import ClickLog
-from ..constrained import feasible_set, solve_constrained_hinge
+from ..constrained import check_penalty, feasible_set, solve_constrained_hinge
 from ..datasets import RankingDataset
 from ..implicit_pairs import ClickPairs
 from ..propensity import as_propensity_model
@@ -81,12 +81,6 @@ __all__ = ["RankSVM", "SVMPropRank", "SVMPropDCG", "SVMPropRBP", "click_pairs", 
 
 def _check_C(C) -> float:
     return check_real(C, "C", min_value=0.0, include_min=False)
-
-
-def _check_solver_params(est, tol_name: str) -> tuple[float, int]:
-    """The solver's tolerance (``tol_name``: ``tol`` or ``solver_tol``) and ``max_iter``, checked."""
-    tol = check_real(getattr(est, tol_name), tol_name, min_value=0.0)
-    return tol, check_int(est.max_iter, "max_iter", min_value=1)
 
 
 def _warn_zero_coef(est, n_pairs: int, X, i, j):
@@ -216,6 +210,30 @@ class _LinearRanker(RankerMixin, BaseEstimator):
     solving by :func:`~counterfactual_ltr.constrained.feasible_set`.
     """
 
+    def _check_params(self, n_features=None) -> dict:
+        """Every hyper-parameter checked as ``fit`` uses it, whatever the others (``load_model`` runs it too).
+
+        Returns the checked numbers (``C``, ``tol``, ``max_iter`` and, where the class has
+        them, ``solver_tol`` and ``max_ccp_iter``); with ``n_features`` the constraint
+        options are checked against the length of the weight vector as well.
+        """
+        checked = {"C": _check_C(self.C), "tol": check_real(self.tol, "tol", min_value=0.0),
+                   "max_iter": check_int(self.max_iter, "max_iter", min_value=1)}
+        if hasattr(self, "solver_tol"):
+            checked["solver_tol"] = check_real(self.solver_tol, "solver_tol", min_value=0.0)
+        if hasattr(self, "max_ccp_iter"):      # a parameter of PropDCG/PropRBP; PropRank's is fixed at 1
+            checked["max_ccp_iter"] = check_int(self.max_ccp_iter, "max_ccp_iter", min_value=1)
+        if hasattr(self, "propensity"):
+            as_propensity_model(self.propensity)
+        self._metric_params()
+        check_penalty(self.penalty, self.l1_ratio, self.solver)
+        if n_features is not None:
+            self._feasible_set(n_features)
+        return checked
+
+    def _metric_params(self):
+        return {}
+
     def _feasible_set(self, n_features):
         return feasible_set(n_features, monotone_constraints=self.monotone_constraints, bounds=self.bounds,
                             penalty=self.penalty, l1_ratio=self.l1_ratio, constraints=self.constraints,
@@ -320,7 +338,7 @@ class RankSVM(_LinearRanker):
     penalty : {"l2", "l1", "elasticnet"}, default "l2"
         The regulariser: ``0.5 ||w||^2``, ``||w||_1`` or ``l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``.
     l1_ratio : float in [0, 1], default 0.5
-        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``).
+        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``, checked whatever the penalty).
     constraints : callable, optional
         ``w -> list of cvxpy constraints`` on a cvxpy variable ``w`` of shape ``(n_features,)``,
         e.g. ``lambda w: [w[0] >= w[1]]``; checked (convex, feasible) before any solving.
@@ -376,8 +394,8 @@ class RankSVM(_LinearRanker):
         -------
         self
         """
-        C = _check_C(self.C)
-        tol, max_iter = _check_solver_params(self, "tol")
+        checked = self._check_params()
+        C, tol, max_iter = checked["C"], checked["tol"], checked["max_iter"]
         X, y, qid = self._begin_fit(X, y, qid)
         if isinstance(X, (ClickLog, ClickAggregate)):
             agg = click_aggregate(X, lambda positions: np.ones(len(positions)), type(self).__name__)
@@ -418,9 +436,6 @@ class _PropensitySVM(_LinearRanker):
 
     _metric = "avg_rank"
 
-    def _metric_params(self):
-        return {}
-
     def _lambda(self):
         from ..metrics import get_lambda
 
@@ -450,9 +465,9 @@ class _PropensitySVM(_LinearRanker):
         if not isinstance(log, (ClickLog, ClickAggregate)):
             raise ValueError(f"{type(self).__name__}.fit needs a ClickLog or a ClickAggregate, got "
                              f"{type(log).__name__}")
-        tol = check_real(self.tol, "tol", min_value=0.0)
-        solver_tol, max_iter = _check_solver_params(self, "solver_tol")
-        max_ccp_iter = check_int(self.max_ccp_iter, "max_ccp_iter", min_value=1)
+        checked = self._check_params()
+        tol, solver_tol, max_iter = checked["tol"], checked["solver_tol"], checked["max_iter"]
+        max_ccp_iter = checked["max_ccp_iter"]
         log, _, _ = self._begin_fit(log)
         C_n, agg, Xl, pairs, clicked = self._prepare(log)
         fs = self._feasible_set(Xl.shape[1])
@@ -600,7 +615,7 @@ class SVMPropRank(_PropensitySVM):
     penalty : {"l2", "l1", "elasticnet"}, default "l2"
         The regulariser: ``0.5 ||w||^2``, ``||w||_1`` or ``l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``.
     l1_ratio : float in [0, 1], default 0.5
-        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``).
+        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``, checked whatever the penalty).
     constraints : callable, optional
         ``w -> list of cvxpy constraints`` on a cvxpy variable ``w`` of shape ``(n_features,)``,
         e.g. ``lambda w: [w[0] >= w[1]]``; checked (convex, feasible) before any solving.
@@ -685,7 +700,7 @@ class SVMPropDCG(_PropensitySVM):
     penalty : {"l2", "l1", "elasticnet"}, default "l2"
         The regulariser: ``0.5 ||w||^2``, ``||w||_1`` or ``l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``.
     l1_ratio : float in [0, 1], default 0.5
-        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``).
+        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``, checked whatever the penalty).
     constraints : callable, optional
         ``w -> list of cvxpy constraints`` on a cvxpy variable ``w`` of shape ``(n_features,)``,
         e.g. ``lambda w: [w[0] >= w[1]]``; checked (convex, feasible) before any solving.
@@ -787,7 +802,7 @@ class SVMPropRBP(SVMPropDCG):
     penalty : {"l2", "l1", "elasticnet"}, default "l2"
         The regulariser: ``0.5 ||w||^2``, ``||w||_1`` or ``l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``.
     l1_ratio : float in [0, 1], default 0.5
-        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``).
+        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``, checked whatever the penalty).
     constraints : callable, optional
         ``w -> list of cvxpy constraints`` on a cvxpy variable ``w`` of shape ``(n_features,)``,
         e.g. ``lambda w: [w[0] >= w[1]]``; checked (convex, feasible) before any solving.
