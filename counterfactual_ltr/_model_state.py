@@ -2,7 +2,8 @@
 
 :data:`STATE` lists, for every class :mod:`counterfactual_ltr.persistence` saves, the names of
 its fitted attributes and the kind of value each must hold; a file with another name (one
-shadowing a method, say) or without one of them is refused. :func:`check_state` checks every
+shadowing a method, say) or without one of them is refused (:data:`OPTIONAL_STATE` lists the
+few a model may hold or not). :func:`check_state` checks every
 value: the arrays that make the scores (``coef_``, the network's parameters, the
 preprocessor's statistics) must be finite float64 arrays of the shapes ``n_features_in_``
 implies; diagnostics must be real numbers, counts or flags of the right shape (a duality gap
@@ -16,7 +17,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["STATE", "TRANSFORMER_STATE", "check_state", "check_transformer_state", "mlp_shapes", "MAX_FEATURES"]
+__all__ = ["STATE", "OPTIONAL_STATE", "TRANSFORMER_STATE", "check_state", "check_transformer_state", "mlp_shapes", "MAX_FEATURES"]
 
 #: Largest ``n_features_in_`` a model file may declare (LETOR sets have at most a few thousand).
 MAX_FEATURES = 10_000_000
@@ -115,6 +116,9 @@ _DEEP = {"preprocessor_": _preprocessor, "converged_": _flag, "initial_loss_": l
 STATE = {"RankSVM": _LINEAR, "SLAMRanker": _LINEAR, "SVMPropRank": _PROPENSITY_SVM, "SVMPropDCG": _PROPENSITY_SVM,
          "SVMPropRBP": _PROPENSITY_SVM, "DeepPropDCG": _DEEP}
 
+#: Fitted attributes a model may hold or not (``click_sim.train_production_ranker`` records its queries).
+OPTIONAL_STATE = {"RankSVM": {"training_queries_": _counts}}
+
 
 def _ccp_lengths(state):
     n = state["n_ccp_iter_"]
@@ -176,6 +180,8 @@ def check_state(class_name: str, state: dict) -> dict:
     missing = sorted(set(spec) - set(state))
     if missing:
         raise ValueError(f"the fitted attributes {missing} are missing")
+    optional = OPTIONAL_STATE.get(class_name, {})
+    spec = {**spec, **{k: v for k, v in optional.items() if k in state}}
     unexpected = sorted(set(state) - set(spec))
     if unexpected:
         raise ValueError(f"{unexpected[0]!r} is not a fitted attribute of {class_name} "

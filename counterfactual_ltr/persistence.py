@@ -26,7 +26,7 @@ import os
 
 import numpy as np
 
-from ._model_state import STATE, check_state, mlp_shapes
+from ._model_state import OPTIONAL_STATE, STATE, check_state, mlp_shapes
 from ._untrusted import loads_json, read_npz
 from ._version import __version__
 
@@ -457,7 +457,7 @@ def save_model(model, path) -> None:
     name = type(model).__name__
     if classes.get(name) is not type(model):
         raise ValueError(f"cannot save a {name}: safe model files hold {sorted(classes)}")
-    names = STATE[name]
+    names = list(STATE[name]) + [k for k in OPTIONAL_STATE.get(name, {}) if hasattr(model, k)]
     if not all(hasattr(model, k) for k in names):
         raise ValueError(f"the {name} is not fitted: fit it before saving")
     extra = sorted(k for k in vars(model) if k.endswith("_") and not k.startswith("_") and k not in names)
