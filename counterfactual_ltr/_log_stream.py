@@ -32,6 +32,7 @@ from .session_checks import FRAME_COLUMNS, SESSION_COLUMNS, check_sessions, fram
 __all__ = ["NotGrouped", "Summary", "summarise", "fold", "bucketed"]
 
 _COLUMNS = FRAME_COLUMNS + SESSION_COLUMNS
+_STORED = _COLUMNS + ("source",)       # the bucket files' columns: the log's and the index of the row's file
 
 
 class NotGrouped(Exception):
@@ -72,9 +73,10 @@ def _concat(a: dict, b: dict) -> dict:
 
 def _id_ranges(ids: np.ndarray) -> np.ndarray:
     """``(k, 2)`` half-open ranges ``[start, stop)`` covering the distinct ``ids`` (NotGrouped on a repeat)."""
-    ids = np.sort(ids)
-    if ids.size > 1 and np.any(ids[1:] == ids[:-1]):
-        raise NotGrouped
+    if ids.size > 1 and not np.all(ids[1:] > ids[:-1]):    # (a writer's ids increase: no sort needed)
+        ids = np.sort(ids)
+        if np.any(ids[1:] == ids[:-1]):
+            raise NotGrouped
     breaks = np.flatnonzero(np.diff(ids) != 1) + 1
     starts = ids[np.r_[0, breaks]] if ids.size else ids
     stops = ids[np.r_[breaks - 1, ids.size - 1]] + 1 if ids.size else ids
@@ -91,8 +93,10 @@ def _check(data, rows: dict, reduce, combine, acc, where: str):
         rows = {n: (v[order] if n != "where" else v) for n, v in rows.items()}
     try:
         checked = check_sessions(data, rows)
-    except ValueError as err:
-        raise ValueError(f"{where}: {err}") from None
+    except ValueError:
+        # Sessions that look complete here may continue further on in a log whose rows are not
+        # grouped: only the pass over whole sessions can tell a bad session from a split one.
+        raise NotGrouped from None
     acc = combine(acc, reduce(rows))
     return acc, _id_ranges(checked["session_ids"]), checked["session_ids"].size
 
@@ -134,7 +138,8 @@ def summarise(batches, data, reduce, combine) -> Summary:
         rows = rows if pending is None else _concat(pending, rows)
         session = rows["session"]
         starts = np.flatnonzero(np.r_[True, session[1:] != session[:-1]])
-        if np.unique(session[starts]).size != starts.size:
+        ids = session[starts]
+        if ids.size > 1 and not np.all(ids[1:] > ids[:-1]) and np.unique(ids).size != ids.size:
             raise NotGrouped
         first = 0
         if out.head is None:
@@ -197,9 +202,11 @@ def fold(summaries, data, reduce, combine):
 def bucketed(batches, data, reduce, combine, *, n_buckets: int, where: str):
     """Rows in any order: spread by a hash of their session over temporary files, each checked and reduced whole.
 
-    Returns ``(reduced, n_sessions)``; ``where`` names the log in messages.
+    Returns ``(reduced, n_sessions)``; messages name the file (or partition) a bad session's row
+    came from, or ``where``.
     """
     bits = max(0, int(np.ceil(np.log2(max(n_buckets, 1)))))
+    places = []
     with tempfile.TemporaryDirectory(prefix="cltr_sessions_") as tmp:
         files = [os.path.join(tmp, f"{k}.bin") for k in range(1 << bits)]
         for frame, place in batches:
@@ -207,8 +214,12 @@ def bucketed(batches, data, reduce, combine, *, n_buckets: int, where: str):
                 rows = frame_arrays(frame)
             except ValueError as err:
                 raise ValueError(f"{place}: {err}") from None
+            place = place.split(" (batch ")[0]
+            if not places or places[-1] != place:
+                places.append(place)
+            rows["source"] = np.full(len(rows["session"]), len(places) - 1)
             table = np.column_stack([rows.get(c, np.zeros(len(rows["session"]), np.int64)).astype(np.int64)
-                                     for c in _COLUMNS])
+                                     for c in _STORED])
             bucket = (rows["session"].astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits) \
                 if bits else np.zeros(len(table), np.uint64)
             order = np.argsort(bucket, kind="stable")
@@ -220,12 +231,12 @@ def bucketed(batches, data, reduce, combine, *, n_buckets: int, where: str):
         for path in files:
             if not os.path.exists(path):
                 continue
-            table = np.fromfile(path, dtype=np.int64).reshape(-1, len(_COLUMNS))
+            table = np.fromfile(path, dtype=np.int64).reshape(-1, len(_STORED))
             table = table[np.lexsort((table[:, 3], table[:, 0]))]
-            rows = {c: table[:, k] for k, c in enumerate(_COLUMNS)}
+            rows = {c: table[:, k] for k, c in enumerate(_STORED)}
             rows["click"] = rows["click"].astype(bool)
             try:
-                checked = check_sessions(data, rows)
+                checked = check_sessions(data, rows, locate=lambda i: f"in {places[rows['source'][i]]}")
             except ValueError as err:
                 raise ValueError(f"{where}: {err}") from None
             acc = combine(acc, reduce(rows))

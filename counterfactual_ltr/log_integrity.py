@@ -26,7 +26,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import lzma
 import os
+import zipfile
+import zlib
 
 import numpy as np
 
@@ -40,6 +43,9 @@ DIGEST_KEY = b"counterfactual_ltr.digest"
 #: Ending added to a CSV file's name for its digest file.
 SIDECAR_SUFFIX = ".digest"
 _FORMAT = "counterfactual-ltr log digest"
+# What reading a corrupted (possibly compressed) CSV file raises; pandas' ParserError is a ValueError.
+_CSV_ERRORS = (OSError, ValueError, EOFError, UnicodeDecodeError, zlib.error, lzma.LZMAError, zipfile.BadZipFile,
+               OverflowError, MemoryError)
 _MAX_DIGEST_BYTES = 1 << 16
 
 
@@ -347,7 +353,7 @@ def log_columns(path, kind: str | None = None) -> list[str]:
         return [str(c) for c in pd.read_csv(path, nrows=0).columns]
     except (FileNotFoundError, IsADirectoryError, PermissionError):
         raise
-    except (OSError, ValueError, EOFError, UnicodeDecodeError, pd.errors.ParserError) as err:
+    except _CSV_ERRORS as err:
         raise ValueError(f"{path}: cannot be read as CSV ({type(err).__name__}: {_first_line(err)})") from None
 
 
@@ -444,7 +450,7 @@ def _csv_batches(path, columns, batch_size):
             yield chunk
     except (FileNotFoundError, IsADirectoryError, PermissionError):
         raise
-    except (OSError, ValueError, EOFError, UnicodeDecodeError, pd.errors.ParserError) as err:
+    except _CSV_ERRORS as err:
         raise ValueError(f"{path}: cannot be read as CSV ({type(err).__name__}: {_first_line(err)})") from None
 
 

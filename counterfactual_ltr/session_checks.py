@@ -191,9 +191,9 @@ def check_sessions(data: RankingDataset, rows: dict, locate=None, session_column
     """
     locate = locate or (lambda i: None)
 
-    def at(i):
+    def at(i, paren=False):   # ", where" or " (where)" after the value it locates; nothing without a locator
         where = locate(i)
-        return f", {where}" if where else ""
+        return "" if not where else f" ({where})" if paren else f", {where}"
 
     session, doc, position, qid = rows["session"], rows["doc"], rows["position"], rows["qid"]
     starts = np.flatnonzero(np.r_[True, session[1:] != session[:-1]])
@@ -206,15 +206,15 @@ def check_sessions(data: RankingDataset, rows: dict, locate=None, session_column
                          f"(found {position[bad[0]]} where {expected[bad[0]]} was expected{at(bad[0])})")
     bad = np.flatnonzero((doc < 0) | (doc >= data.n_docs))
     if bad.size:
-        raise ValueError(f"column 'doc' holds {doc[bad[0]]}{at(bad[0])}, a row missing from the data "
+        raise ValueError(f"column 'doc' holds {doc[bad[0]]}{at(bad[0], True)}, a row missing from the data "
                          f"set ({data.n_docs} rows)")
     wrong = np.flatnonzero(data.qid[doc] != qid)
     if wrong.size:
         raise ValueError(f"row {doc[wrong[0]]} has qid {data.qid[doc[wrong[0]]]} in the data set but "
-                         f"{qid[wrong[0]]} in the log{at(wrong[0])}")
+                         f"{qid[wrong[0]]} in the log{at(wrong[0], True)}")
     mixed = np.flatnonzero(qid != np.repeat(qid[starts], lengths))
     if mixed.size:
-        raise ValueError(f"session {session[mixed[0]]} mixes queries: qid {qid[mixed[0]]}{at(mixed[0])} "
+        raise ValueError(f"session {session[mixed[0]]} mixes queries: qid {qid[mixed[0]]}{at(mixed[0], True)} "
                          f"after qid {qid[starts[np.searchsorted(starts, mixed[0], side='right') - 1]]}")
     codes = {}
     for name in SESSION_COLUMNS:
@@ -232,7 +232,7 @@ def check_sessions(data: RankingDataset, rows: dict, locate=None, session_column
     session_query = data.query_index[doc[starts]]
     repeated = first_repeated_item(data, session_query, np.repeat(np.arange(len(starts)), lengths), doc)
     if repeated is not None:
-        raise ValueError(f"session {session[repeated]} shows row {doc[repeated]} twice{at(repeated)} "
+        raise ValueError(f"session {session[repeated]} shows row {doc[repeated]} twice{at(repeated, True)} "
                          "(a session shows each row at most once)")
     return {"offsets": offsets, "session_ids": session_ids, "session_query": session_query, "logger": logger,
             "intervention": intervention}
