@@ -320,3 +320,14 @@ def test_duplicated_files_are_not_counted_twice(data, log, tmp_path):
     log.to_parquet(tmp_path / "copy" / "b.parquet")
     with pytest.raises(ValueError, match="positions must run 1..n"):
         aggregate_clicks(tmp_path / "copy", data, engine="dask")
+
+
+def test_the_integrity_benchmark_holds_with_fewer_flips(capsys):
+    """experiments/bench_log_integrity.py with 100 + 100 flips per file (its full run takes 1,000 + 1,000)."""
+    from experiments import bench_log_integrity
+
+    results = bench_log_integrity.main(["--quick", "--seed", "3"])
+    assert len(results) == 8
+    assert all(c["different"] == 0 for c in results.values()), results
+    assert all(c["detected"] > 0 for c in results.values()), results
+    assert "holds" in capsys.readouterr().out
