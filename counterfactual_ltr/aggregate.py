@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._segments import rank_within_queries
+from ._segments import predicted_scores, rank_within_queries
 from ._validation import check_int
 from .datasets import RankingDataset
 from .log_integrity import iter_log_batches, log_columns, log_files, log_kind
@@ -264,7 +264,7 @@ class ClickAggregate:
     def _metric_sums(self, scores_or_ranker, metric, metric_params):
         data = self.data
         if hasattr(scores_or_ranker, "predict"):
-            scores = np.ravel(scores_or_ranker.predict(data.X))
+            scores = predicted_scores(scores_or_ranker, data.X, data.n_docs)
         else:
             scores = np.asarray(scores_or_ranker, dtype=np.float64)
         if scores.shape != (data.n_docs,) or not np.all(np.isfinite(scores)):
@@ -325,7 +325,8 @@ def _count(rows: dict):
 
 
 def _merge_two(a, b):
-    return b if a is None else _merge_tables([a, b])
+    """Two count tables merged; ``None`` (no complete session yet) on either side is nothing."""
+    return b if a is None else a if b is None else _merge_tables([a, b])
 
 
 def _file_batches(path: str, batch_size: int):

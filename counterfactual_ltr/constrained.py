@@ -344,7 +344,32 @@ def _user_constraints(fs: FeasibleSet, w):
                              "not a cvxpy constraint (write e.g. w[3] >= w[5], not a bool or a number)")
         if not c.is_dcp():
             raise ValueError(f"constraint {k} returned by the constraints callable is not convex (DCP): {c}")
+    if not out:
+        raise ValueError("the constraints callable returned no constraint: leave constraints=None instead")
+    _check_involve_weights(out, w)
     return list(out)
+
+
+def _check_involve_weights(constraints, w) -> None:
+    """Every constraint must bear on ``w``: directly, or through variables that constraints on ``w`` also hold.
+
+    A constraint on other variables only (a fresh ``cp.Variable()``, constants) is accepted by
+    cvxpy and changes nothing: refused, naming it.
+    """
+    reached = {w.id}
+    pending = [(k, {v.id for v in c.variables()}) for k, c in enumerate(constraints)]
+    grew = True
+    while grew:
+        grew = False
+        for k, ids in pending:
+            if ids & reached and not ids <= reached:
+                reached |= ids
+                grew = True
+    for k, ids in pending:
+        if not ids & reached:
+            raise ValueError(f"constraint {k} returned by the constraints callable never involves the weights w "
+                             f"(it constrains {'only constants' if not ids else 'other variables'}): "
+                             f"{constraints[k]}")
 
 
 def _box_constraints(w, fs: FeasibleSet):

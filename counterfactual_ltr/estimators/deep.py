@@ -180,6 +180,9 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
         Activation of the hidden units.
     alpha : float >= 0, default 1e-6
         L2 weight decay ``alpha/2 ||W||^2`` on the weight matrices (biases free), added to the objective.
+        Deep PropDCG has no ``C``: the rule that refuses a ``C`` too large for a solver
+        (:func:`~counterfactual_ltr.estimators._base.check_C_scale`) has no counterpart here, since
+        Adam's steps do not grow with ``1/alpha``; an alpha that overflows the initial objective is refused.
     learning_rate : float > 0, default 1e-3
         Base Adam step size.
     lr_schedule : None, "paper" or callable, default None

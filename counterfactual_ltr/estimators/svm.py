@@ -73,7 +73,7 @@ from ..solvers import solve_pairwise_hinge
 from ..solvers.pairwise import uses_implicit_pairs
 from ..aggregate import ClickAggregate
 from ..ccp import convex_concave, linearised_weights
-from ._base import RankerMixin, click_aggregate
+from ._base import RankerMixin, check_C_scale, click_aggregate
 
 __all__ = ["RankSVM", "SVMPropRank", "SVMPropDCG", "SVMPropRBP", "click_pairs", "click_pair_set",
            "affine_click_weights"]
@@ -322,6 +322,8 @@ class RankSVM(_LinearRanker):
     ----------
     C : float > 0, default 1.0
         Weight of the hinge loss against ``0.5||w||^2``.
+        A C too large for the solver is refused before any solving, by the rule every learner with
+        a C shares (:func:`~counterfactual_ltr.estimators._base.check_C_scale`).
     tol : float > 0, default 1e-6
         Relative duality gap at which the solver stops.
     max_iter : int >= 1, default 1000
@@ -414,6 +416,7 @@ class RankSVM(_LinearRanker):
                 raise ValueError("no pair of documents with different grades in the same query")
             Xl, w, scale = data.X, np.ones(i.size), data.n_queries
         fs = self._feasible_set(Xl.shape[1])
+        check_C_scale(self, C / scale, _loss_at_zero(i, w), Xl, solver=_solver_family(fs))
         result = self._solve(fs, Xl, i, j, w, C / scale, tol=tol, max_iter=max_iter)
         self.coef_ = result.coef
         self.n_iter_ = result.n_iter
@@ -425,6 +428,18 @@ class RankSVM(_LinearRanker):
         if not np.any(self.coef_):
             _warn_zero_coef(self, n_pairs, Xl, *(i.explicit()[:2] if isinstance(i, ClickPairs) else (i, j)))
         return self._end_fit()
+
+
+def _loss_at_zero(pairs, weights) -> float:
+    """The weighted hinge loss at ``w = 0`` (every pair at the margin): the sum of the pairs' absolute weights."""
+    if isinstance(pairs, ClickPairs):
+        lengths = np.diff(pairs.query_offsets)[pairs.anchor_query]
+        return float(np.sum(np.abs(pairs.weights) * (lengths - 1)))
+    return float(np.sum(np.abs(weights)))
+
+
+def _solver_family(fs) -> str:
+    return "newton" if fs.method == "newton" else "cutting_plane"
 
 
 def _missing_qid():
@@ -471,6 +486,9 @@ class _PropensitySVM(_LinearRanker):
         log, _, _ = self._begin_fit(log)
         C_n, agg, Xl, pairs, clicked = self._prepare(log)
         fs = self._feasible_set(Xl.shape[1])
+        # The CCP re-weights documents by lambda'(1 + H) <= lambda'(1): the largest loss it can pose.
+        slope = abs(float(lam.derivative(1.0))) if lam.derivative is not None else 1.0
+        check_C_scale(self, C_n, slope * _loss_at_zero(pairs, None), Xl, solver=_solver_family(fs))
         W = agg.weights[clicked]
         negative = bool(np.any(W < 0))
         linear = lam.concave is True and lam.convex is True and not negative  # affine lambda, W >= 0: one QP
@@ -594,6 +612,8 @@ class SVMPropRank(_PropensitySVM):
     ----------
     C : float > 0, default 1.0
         Weight of the propensity-weighted hinge bound (divided by the number of clicks).
+        A C too large for the solver is refused before any solving, by the rule every learner with
+        a C shares (:func:`~counterfactual_ltr.estimators._base.check_C_scale`).
     propensity : None, float or propensity model, default None
         Examination propensities of the logged clicks: ``None`` is position-based
         with eta = 1, a float is that eta. It must match how the log was collected
@@ -675,6 +695,8 @@ class SVMPropDCG(_PropensitySVM):
     ----------
     C : float > 0, default 1.0
         Weight of the propensity-weighted DCG bound (divided by the number of clicks).
+        A C too large for the solver is refused before any solving, by the rule every learner with
+        a C shares (:func:`~counterfactual_ltr.estimators._base.check_C_scale`).
     propensity : None, float or propensity model, default None
         Examination propensities of the logged clicks: ``None`` is position-based
         with eta = 1, a float is that eta. It must match how the log was collected
@@ -775,6 +797,8 @@ class SVMPropRBP(SVMPropDCG):
     ----------
     C : float > 0, default 1.0
         Weight of the propensity-weighted RBP bound (divided by the number of clicks).
+        A C too large for the solver is refused before any solving, by the rule every learner with
+        a C shares (:func:`~counterfactual_ltr.estimators._base.check_C_scale`).
     p : float in (0, 1), default 0.8
         Persistence of rank-biased precision.
     propensity : None, float or propensity model, default None
