@@ -405,6 +405,10 @@ class _Reader:
         if unknown:
             raise ValueError(f"{where}: {unknown[0]!r} is not a parameter of {inner['class']}")
         est = cls(**{k: self.value(v, f"{where}.{k}") for k, v in params.items()})
+        try:
+            est._validate_params()
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"{where}: bad parameters of the {inner['class']}: {err}") from None
         for k, v in _plain_dict(inner["state"], f"{where} state").items():
             if not (k.endswith("_") and not k.startswith("_")):
                 raise ValueError(f"{where}: {k!r} is not a fitted attribute")

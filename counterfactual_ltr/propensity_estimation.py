@@ -737,6 +737,10 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
     K = check_int(max_position, "max_position", min_value=2)
     B = check_int(n_bootstrap, "n_bootstrap", min_value=0)
     opts = _check_options(method, K, options)
+    longest = int(np.diff(log.session_offsets).max(initial=0))
+    if K > longest:    # before the (document x position) tables are allocated
+        raise ValueError(f"{method!r}: position {longest + 1} is never shown (the log's longest session shows "
+                         f"{longest} documents); lower max_position")
     if log.n_clicks == 0:
         raise ValueError("the click log has no clicks: no propensity can be estimated")
     estimate, n_sessions = {"swap": _swap, "harvest": _harvest, "em": _em, "trust_em": _trust_em}[method](

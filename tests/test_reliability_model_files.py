@@ -242,6 +242,9 @@ def test_a_preprocessor_of_another_width_or_with_bad_parameters_is_refused(saved
     ("deep", "dtype", {"__dtype__": "int64"}, "dtype"),
     ("deep", "dtype", {"__dtype__": "object"}, "dtype"),
     ("deep", "alpha", -1.0, "alpha"),
+    ("deep", "random_state", "seed", "random_state"),
+    ("ranksvm", "preprocessor", {"__transformer__": {"class": "MinMaxScaler", "params": {"feature_range": "wide"},
+                                                     "state": {}}}, "feature_range"),
 ])
 def test_bad_parameters_are_refused_as_fit_would(kind, name, value, needle, saved, tmp_path):
     entries, meta = _entries(saved[kind])

@@ -234,3 +234,11 @@ def test_regression_em_warns_on_a_deterministic_logger(ranker, warns):
             except ValueError:
                 pass
         assert not [w for w in caught if issubclass(w.category, IdentificationWarning)]
+
+
+def test_a_max_position_beyond_every_session_is_refused_before_allocating(log):
+    start = time.process_time()
+    for K in (log.session_offsets[1] + 5, 2**40):
+        with pytest.raises(ValueError, match="is never shown"):
+            estimate_propensities(log, "em", max_position=K, n_bootstrap=0)
+    assert time.process_time() - start < 2.0

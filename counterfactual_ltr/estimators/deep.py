@@ -38,7 +38,7 @@ from ..clicklog import ClickLog
 from ..datasets import dense_features
 from ..models import MLP, Adam, _check_activation, _check_float_dtype, _rng
 from ..propensity import as_propensity_model
-from .._validation import check_int, check_real
+from .._validation import check_int, check_random_state, check_real
 from ._base import RankerMixin, transform_log
 
 __all__ = ["DeepPropDCG", "deep_propdcg_objective", "paper_lr_schedule", "query_batches", "DivergenceError"]
@@ -303,6 +303,8 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
         check_real(self.alpha, "alpha", min_value=0.0)
         as_propensity_model(self.propensity)
         _check_float_dtype(self.dtype, "dtype")
+        if not isinstance(self.random_state, np.random.RandomState):   # (checking one would draw from it)
+            check_random_state(self.random_state)
         check_real(self.learning_rate, "learning_rate", min_value=0.0, include_min=False)
         check_real(self.margin, "margin", min_value=0.0, include_min=False)
         check_real(self.tol, "tol", min_value=0.0)
