@@ -85,18 +85,20 @@ def _id_ranges(ids: np.ndarray) -> np.ndarray:
 
 def _check(data, rows: dict, reduce, combine, acc, where: str):
     """Check complete sessions (grouped, any order within a session), reduce them; ``(acc, ranges, count)``."""
-    session, position = rows["session"], rows["position"]
-    starts = np.flatnonzero(np.r_[True, session[1:] != session[:-1]])
-    expected = np.arange(len(session)) - np.repeat(starts, np.diff(np.r_[starts, len(session)])) + 1
-    if not np.array_equal(position, expected):   # rows of a session out of position order: sort within it
-        order = np.lexsort((position, np.repeat(np.arange(starts.size), np.diff(np.r_[starts, len(session)]))))
-        rows = {n: (v[order] if n != "where" else v) for n, v in rows.items()}
     try:
         checked = check_sessions(data, rows)
     except ValueError:
-        # Sessions that look complete here may continue further on in a log whose rows are not
-        # grouped: only the pass over whole sessions can tell a bad session from a split one.
-        raise NotGrouped from None
+        # Rows of a session out of position order (sorted here), or sessions that look complete but
+        # continue further on in a log whose rows are not grouped: only the pass over whole sessions
+        # can tell a bad session from a split one.
+        session = rows["session"]
+        run = np.cumsum(np.r_[True, session[1:] != session[:-1]])
+        order = np.lexsort((rows["position"], run))
+        rows = {n: (v[order] if n != "where" else v) for n, v in rows.items()}
+        try:
+            checked = check_sessions(data, rows)
+        except ValueError:
+            raise NotGrouped from None
     acc = combine(acc, reduce(rows))
     return acc, _id_ranges(checked["session_ids"]), checked["session_ids"].size
 
@@ -127,31 +129,42 @@ def summarise(batches, data, reduce, combine) -> Summary:
         A bad column or session, naming where.
     """
     out = Summary()
-    pending = None
+    pending = None                     # rows of the last session seen, which the next batch may continue
+
+    def complete(rows, where):         # complete sessions (their first may be the stretch's head)
+        nonlocal out
+        if out.head is None:
+            first_end = int(np.flatnonzero(np.r_[rows["session"][1:] != rows["session"][:-1], True])[0]) + 1
+            out.head = _take(rows, 0, first_end)
+            rows = _take(rows, first_end, len(rows["session"]))
+        if len(rows["session"]):
+            out.reduced, ranges, n = _check(data, rows, reduce, combine, out.reduced, where)
+            out.ranges.append(ranges)
+            out.n_sessions += n
+
     for frame, where in batches:
         try:
             rows = frame_arrays(frame) | {"where": where}
         except ValueError as err:
             raise ValueError(f"{where}: {err}") from None
-        if not len(rows["session"]):
-            continue
-        rows = rows if pending is None else _concat(pending, rows)
         session = rows["session"]
+        if not len(session):
+            continue
         starts = np.flatnonzero(np.r_[True, session[1:] != session[:-1]])
         ids = session[starts]
         if ids.size > 1 and not np.all(ids[1:] > ids[:-1]) and np.unique(ids).size != ids.size:
             raise NotGrouped
         first = 0
-        if out.head is None:
-            if starts.size == 1:
-                pending = rows
-                continue
-            out.head, first = _take(rows, 0, starts[1]), 1
+        if pending is not None:
+            if pending["session"][0] == ids[0]:     # the pending session goes on: only its rows are copied
+                end = starts[1] if starts.size > 1 else len(session)
+                pending = _concat(pending, _take(rows, 0, end))
+                if starts.size == 1:
+                    continue
+                first = 1
+            complete(pending, pending["where"])
         if starts[first] < starts[-1]:
-            out.reduced, ranges, n = _check(data, _take(rows, starts[first], starts[-1]), reduce, combine,
-                                            out.reduced, where)
-            out.ranges.append(ranges)
-            out.n_sessions += n
+            complete(_take(rows, starts[first], starts[-1]), where)
         pending = _take(rows, starts[-1], len(session))
     if out.head is None:
         out.head = pending

@@ -9,9 +9,10 @@ to train with *any* position-based propensity model, chosen after the log is
 reduced. Its size is the number of distinct shown ``(doc, position)`` pairs,
 not the number of sessions: a log of billions of rows reduces to megabytes.
 
-:func:`aggregate_clicks` builds it from Parquet files in bounded memory
-(pyarrow batches) or as a Dask reduction; :meth:`ClickLog.aggregate` builds
-the same table from a log in memory. The three paths give identical tables
+:func:`aggregate_clicks` builds it from log files (Parquet or CSV) in bounded
+memory (pyarrow batches) or as a Dask reduction, checking every session as
+:meth:`ClickLog.from_frame` does; :meth:`ClickLog.aggregate` builds the same
+table from a log in memory. The three paths give identical tables
 (integer counts, sorted by ``(doc, position)``), hence identical weights.
 
 What an aggregate cannot give: anything that needs the sessions themselves,

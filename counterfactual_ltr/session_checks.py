@@ -196,10 +196,13 @@ def check_sessions(data: RankingDataset, rows: dict, locate=None, session_column
         return "" if not where else f" ({where})" if paren else f", {where}"
 
     session, doc, position, qid = rows["session"], rows["doc"], rows["position"], rows["qid"]
-    starts = np.flatnonzero(np.r_[True, session[1:] != session[:-1]])
+    # Rows are compared with the row before them (no per-session repeat of values): a row that
+    # starts a session must be at position 1, any other one place after the row before it.
+    is_start = np.r_[True, session[1:] != session[:-1]]
+    starts = np.flatnonzero(is_start)
     offsets = np.r_[starts, len(session)].astype(np.int64)
     lengths = np.diff(offsets)
-    expected = np.arange(len(session)) - np.repeat(starts, lengths) + 1
+    expected = np.where(is_start, 1, np.r_[0, position[:-1]] + 1)
     bad = np.flatnonzero(position != expected)
     if bad.size:
         raise ValueError(f"session {session[bad[0]]}: positions must run 1..n without gaps or repeats "
@@ -212,17 +215,17 @@ def check_sessions(data: RankingDataset, rows: dict, locate=None, session_column
     if wrong.size:
         raise ValueError(f"row {doc[wrong[0]]} has qid {data.qid[doc[wrong[0]]]} in the data set but "
                          f"{qid[wrong[0]]} in the log{at(wrong[0], True)}")
-    mixed = np.flatnonzero(qid != np.repeat(qid[starts], lengths))
+    mixed = np.flatnonzero(~is_start[1:] & (qid[1:] != qid[:-1])) + 1
     if mixed.size:
         raise ValueError(f"session {session[mixed[0]]} mixes queries: qid {qid[mixed[0]]}{at(mixed[0], True)} "
-                         f"after qid {qid[starts[np.searchsorted(starts, mixed[0], side='right') - 1]]}")
+                         f"after qid {qid[mixed[0] - 1]}")
     codes = {}
     for name in SESSION_COLUMNS:
         col = rows.get(name) if session_column is None else session_column(name)
         if col is None:
             codes[name] = np.zeros(len(starts), dtype=np.int64)
             continue
-        varies = np.flatnonzero(col != np.repeat(col[starts], lengths))
+        varies = np.flatnonzero(~is_start[1:] & (col[1:] != col[:-1])) + 1
         if varies.size:
             raise ValueError(f"column {name!r} must be constant within a session; session {session[varies[0]]} "
                              f"holds several values")
@@ -230,7 +233,7 @@ def check_sessions(data: RankingDataset, rows: dict, locate=None, session_column
     session_ids = session[starts]
     logger, intervention = check_session_codes(codes["logger"], codes["intervention"], lengths, session_ids)
     session_query = data.query_index[doc[starts]]
-    repeated = first_repeated_item(data, session_query, np.repeat(np.arange(len(starts)), lengths), doc)
+    repeated = first_repeated_item(data, session_query, np.cumsum(is_start) - 1, doc)
     if repeated is not None:
         raise ValueError(f"session {session[repeated]} shows row {doc[repeated]} twice{at(repeated, True)} "
                          "(a session shows each row at most once)")
