@@ -10,7 +10,8 @@ child process (killed after ``--timeout`` seconds of wall time), and one line pr
 CPU seconds, whether the fit converged, and whether the rule refuses that C. Configurations:
 SVM PropDCG / PropRank and RankSVM on MQ2008 Fold1 train (5 passes of clicks, eta = 1, and the
 labels) and on synthetic data (Newton); SVM PropDCG with an L1 penalty (cutting planes); SLAM on
-synthetic labels and MQ2008 clicks (bundle method). ``--quick``: synthetic data only, 20 s.
+synthetic labels, MQ2008 clicks, and synthetic labels with one feature 1e4 times the others (bundle
+method). ``--quick``: synthetic data only, 20 s.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ CASES = [  # (learner, data, solver, C values, options)
     ("SVMPropDCG", "mq_clicks", "cutting_plane", (1e2, 1e4, 1e5), {"penalty": "l1"}),
     ("SLAMRanker", "syn_labels", "bmrm", (1e3, 1e4, 3e4), {}),
     ("SLAMRanker", "mq_clicks", "bmrm", (1e4, 1e6, 1e7), {}),
+    ("SLAMRanker", "scaled_labels", "bmrm", (10.0, 1e3), {}),
 ]
 QUICK = [("SVMPropRank", "syn_clicks", "newton", (1e10, 1e13), {}), ("SLAMRanker", "syn_labels", "bmrm", (1e3, 3e4), {})]
 
@@ -41,6 +43,9 @@ def _data(kind: str):
         from experiments._common import load_fold
 
         data = load_fold(1)[0]
+    elif kind.startswith("scaled"):        # one feature 1e4 times the others: the bound's R is large
+        data = make_ranking(n_queries=30, n_docs=(4, 10), n_features=5, random_state=2)
+        data.X[:, 1] *= 1e4
     else:
         data = make_ranking(n_queries=100, random_state=0)
     return data if kind.endswith("labels") else simulate_clicks(data, data.X[:, 0], n_passes=5, random_state=0)
