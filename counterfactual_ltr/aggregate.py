@@ -31,7 +31,7 @@ import numpy as np
 
 from ._segments import predicted_scores, rank_within_queries
 from ._validation import check_int
-from .datasets import RankingDataset
+from .datasets import RankingDataset, _check_integer
 from .log_integrity import iter_log_batches, log_columns, log_files, log_kind
 from ._log_stream import NotGrouped, Summary, bucketed, fold, summarise
 from .metrics import metric_weight
@@ -184,19 +184,26 @@ class ClickAggregate:
         -------
         ClickAggregate
         """
-        docs, positions, clicks, impressions = (np.asarray(a, dtype=np.int64) for a in
-                                                (docs, positions, clicks, impressions))
+        if not isinstance(data, RankingDataset):
+            raise TypeError(f"data must be a RankingDataset, got {type(data).__name__}")
+        columns = {}
+        for name, values in (("docs", docs), ("positions", positions), ("clicks", clicks),
+                             ("impressions", impressions)):
+            try:   # whole numbers only: 2.7 clicks is an error, not 2
+                columns[name] = _check_integer(np.atleast_1d(np.asarray(values)), f"the count table's {name}")
+            except (ValueError, TypeError) as err:
+                raise ValueError(str(err)) from None
+        docs, positions, clicks, impressions = columns.values()
         if not (docs.shape == positions.shape == clicks.shape == impressions.shape and docs.ndim == 1):
             raise ValueError("the count table's columns must be 1-D arrays of equal length")
         if docs.size and (docs.min() < 0 or docs.max() >= data.n_docs):
             raise ValueError(f"the count table references rows missing from the data set ({data.n_docs} rows)")
-        if positions.size and positions.min() < 1:
-            raise ValueError("the count table holds a position < 1 (positions are 1-based)")
+        if positions.size and (positions.min() < 1 or positions.max() >= 2**_POSITION_BITS):
+            raise ValueError(f"the count table holds a position outside [1, 2**{_POSITION_BITS}) (positions are "
+                             "1-based)")
         if np.any(clicks < 0) or np.any(clicks > impressions):
             raise ValueError("the count table holds negative clicks or more clicks than impressions")
-        n_sessions = int(n_sessions)
-        if n_sessions < 0:
-            raise ValueError(f"n_sessions must be >= 0, got {n_sessions}")
+        n_sessions = check_int(n_sessions, "n_sessions", min_value=0)
         table = (docs, positions, clicks, impressions)
         return cls._weighted(data, table, n_sessions, propensity)
 

@@ -210,3 +210,22 @@ def test_the_console_entry_point_exits_with_the_same_statuses(folder):
                                 capture_output=True, text=True, timeout=300)
         assert "Traceback" not in result.stderr, result.stderr
         assert result.returncode in (0, 2) if status is None else result.returncode == status, result.stderr
+
+
+def test_cltr_propensity_keeps_the_estimate_fit_uses(folder, capsys, tmp_path):
+    """The JSON of ``cltr propensity`` reads back as the estimate itself, its power-law tail included."""
+    from click_sim import SwapIntervention
+    from counterfactual_ltr.persistence import load_propensity
+    from counterfactual_ltr.propensity import EstimatedPropensity, estimate_propensities
+
+    data = load_letor(folder / "data.txt")
+    log = simulate_clicks(data, data.X[:, 0], n_passes=200, random_state=4, intervention=SwapIntervention(0.5, 4))
+    write_click_log(log, tmp_path / "swap.parquet")
+    status, _, err = _run(("propensity", tmp_path / "swap.parquet", "data.txt", "--method", "swap", "--max-position",
+                           "4", "--bootstrap", "10", "-o", tmp_path / "p.json"), folder, capsys)
+    assert status == 0, err
+    estimate = estimate_propensities(log, "swap", max_position=4, n_bootstrap=10, random_state=0)
+    again = load_propensity(str(tmp_path / "p.json"))
+    positions = np.arange(1, 1001)
+    assert isinstance(again, EstimatedPropensity)
+    np.testing.assert_array_equal(again(positions), estimate(positions))

@@ -331,3 +331,19 @@ def test_the_integrity_benchmark_holds_with_fewer_flips(capsys):
     assert all(c["different"] == 0 for c in results.values()), results
     assert all(c["detected"] > 0 for c in results.values()), results
     assert "holds" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("column, value, needle", [
+    ("clicks", [0.5], "clicks"), ("docs", [0.7], "docs"), ("impressions", [np.nan], "impressions"),
+    ("positions", [2**40], "position"), ("positions", [0], "position"), ("docs", ["a"], "docs"),
+    ("impressions", [2**63 + 5], "impressions"), ("clicks", [3], "more clicks than impressions"),
+])
+def test_a_count_table_holds_whole_counts_in_range(column, value, needle, data):
+    """ClickAggregate.from_table: 2.7 clicks or position 2**40 are errors, not truncated or wrapped counts."""
+    from counterfactual_ltr.aggregate import ClickAggregate
+
+    table = {"docs": [0], "positions": [1], "clicks": [1], "impressions": [2]} | {column: value}
+    with pytest.raises(ValueError, match=needle):
+        ClickAggregate.from_table(data, table["docs"], table["positions"], table["clicks"], table["impressions"], 1)
+    with pytest.raises(ValueError, match="n_sessions"):
+        ClickAggregate.from_table(data, [0], [1], [1], [2], 2.5)
