@@ -519,6 +519,8 @@ def load_model(path):
     See :func:`save_model`.
     """
     path = os.fspath(path)
+    if os.path.isdir(path):
+        raise ValueError(f"{path}: a folder, not a model file")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no such model file")
     try:
