@@ -16,6 +16,7 @@ import numpy as np
 
 from counterfactual_ltr._validation import check_int
 from counterfactual_ltr.datasets import DEFAULT_RELEVANCE_THRESHOLD, RankingDataset
+from counterfactual_ltr.log_integrity import LOG_SUFFIXES, write_log_frame
 
 from .clicks import PositionBasedClickModel, ranker_scores, simulate_clicks
 
@@ -47,10 +48,7 @@ def _simulate_partition(data, scores, click_model, seed, first_pass, n_passes, i
                           relevance_threshold=relevance_threshold, max_shown=max_shown)
     frame = log.to_frame()
     frame["session"] += first_pass * data.n_queries
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path, write_page_checksum=True)
+    write_log_frame(frame, path)             # page checksums and the content digest, as every log writer
     return path, len(frame)
 
 
@@ -121,7 +119,7 @@ def simulate_clicks_partitioned(data: RankingDataset, ranker, click_model: Posit
     scores = ranker_scores(ranker, data)
     path = os.fspath(path)
     os.makedirs(path, exist_ok=True)
-    if any(name.endswith(".parquet") for name in os.listdir(path)):
+    if any(name.lower().endswith(LOG_SUFFIXES["parquet"]) for name in os.listdir(path)):
         raise ValueError(f"{path} already holds Parquet files: write a new partitioned log to an empty directory")
     items = _items_per_pass(data, max_shown)
     starts = list(range(0, n_passes, per))

@@ -111,6 +111,31 @@ def check_finite_1d(values, name: str, n: int | None = None) -> np.ndarray:
     return arr
 
 
+def predicted_scores(ranker, X, n_rows: int) -> np.ndarray:
+    """``ranker.predict(X)`` checked: one real, finite score per row, as float64.
+
+    Shape ``(n_rows,)`` or ``(n_rows, 1)`` only: a ranker returning ``(n_rows / 2, 2)`` has as
+    many numbers but not one per row, and is an error naming the ranker, not scores read in
+    the wrong order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> class Ranker:
+    ...     def predict(self, X): return np.asarray(X)[:, 0]
+    >>> predicted_scores(Ranker(), np.eye(2), 2).tolist()
+    [1.0, 0.0]
+    """
+    who = type(ranker).__name__
+    scores = np.asarray(ranker.predict(X))
+    if scores.ndim == 2 and scores.shape[1:] == (1,):
+        scores = scores[:, 0]
+    if scores.shape != (n_rows,) or scores.dtype.kind not in "biuf":
+        raise ValueError(f"{who}.predict returned shape {scores.shape} and dtype {scores.dtype} for {n_rows} rows; "
+                         f"expected one real score per row, shape ({n_rows},)")
+    return check_finite_1d(scores, f"the scores of {who}.predict")
+
+
 def order_within_queries(scores, query_offsets) -> np.ndarray:
     """Row indices sorted query by query, each query by decreasing score.
 

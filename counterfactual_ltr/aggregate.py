@@ -9,9 +9,10 @@ to train with *any* position-based propensity model, chosen after the log is
 reduced. Its size is the number of distinct shown ``(doc, position)`` pairs,
 not the number of sessions: a log of billions of rows reduces to megabytes.
 
-:func:`aggregate_clicks` builds it from Parquet files in bounded memory
-(pyarrow batches) or as a Dask reduction; :meth:`ClickLog.aggregate` builds
-the same table from a log in memory. The three paths give identical tables
+:func:`aggregate_clicks` builds it from log files (Parquet or CSV) in bounded
+memory (pyarrow batches) or as a Dask reduction, checking every session as
+:meth:`ClickLog.from_frame` does; :meth:`ClickLog.aggregate` builds the same
+table from a log in memory. The three paths give identical tables
 (integer counts, sorted by ``(doc, position)``), hence identical weights.
 
 What an aggregate cannot give: anything that needs the sessions themselves,
@@ -23,22 +24,24 @@ Point estimates of IPS and SNIPS of a ranker can be computed from it
 
 from __future__ import annotations
 
-import glob
 import os
 from dataclasses import dataclass
 
 import numpy as np
 
-from ._segments import rank_within_queries
+from ._segments import predicted_scores, rank_within_queries
 from ._validation import check_int
-from .datasets import RankingDataset, _frame_column
+from .datasets import RankingDataset, _check_integer
+from .log_integrity import iter_log_batches, log_columns, log_files, log_kind
+from ._log_stream import NotGrouped, Summary, bucketed, fold, summarise
 from .metrics import metric_weight
 from .propensity_models import affine_parts, as_propensity_model, is_affine, propensities_at, resolve_propensity
+from .session_checks import FRAME_COLUMNS, SESSION_COLUMNS
 
 __all__ = ["ClickAggregate", "aggregate_clicks", "count_table"]
 
-#: Columns an aggregate reads from a log frame (``to_frame()`` has them all).
-AGGREGATE_COLUMNS = ("qid", "doc", "position", "click")
+#: Columns an aggregate needs from a log frame (``to_frame()`` has them all): the session checks read them all.
+AGGREGATE_COLUMNS = FRAME_COLUMNS
 
 _POSITION_BITS = 32
 
@@ -181,19 +184,26 @@ class ClickAggregate:
         -------
         ClickAggregate
         """
-        docs, positions, clicks, impressions = (np.asarray(a, dtype=np.int64) for a in
-                                                (docs, positions, clicks, impressions))
+        if not isinstance(data, RankingDataset):
+            raise TypeError(f"data must be a RankingDataset, got {type(data).__name__}")
+        columns = {}
+        for name, values in (("docs", docs), ("positions", positions), ("clicks", clicks),
+                             ("impressions", impressions)):
+            try:   # whole numbers only: 2.7 clicks is an error, not 2
+                columns[name] = _check_integer(np.atleast_1d(np.asarray(values)), f"the count table's {name}")
+            except (ValueError, TypeError) as err:
+                raise ValueError(str(err)) from None
+        docs, positions, clicks, impressions = columns.values()
         if not (docs.shape == positions.shape == clicks.shape == impressions.shape and docs.ndim == 1):
             raise ValueError("the count table's columns must be 1-D arrays of equal length")
         if docs.size and (docs.min() < 0 or docs.max() >= data.n_docs):
             raise ValueError(f"the count table references rows missing from the data set ({data.n_docs} rows)")
-        if positions.size and positions.min() < 1:
-            raise ValueError("the count table holds a position < 1 (positions are 1-based)")
+        if positions.size and (positions.min() < 1 or positions.max() >= 2**_POSITION_BITS):
+            raise ValueError(f"the count table holds a position outside [1, 2**{_POSITION_BITS}) (positions are "
+                             "1-based)")
         if np.any(clicks < 0) or np.any(clicks > impressions):
             raise ValueError("the count table holds negative clicks or more clicks than impressions")
-        n_sessions = int(n_sessions)
-        if n_sessions < 0:
-            raise ValueError(f"n_sessions must be >= 0, got {n_sessions}")
+        n_sessions = check_int(n_sessions, "n_sessions", min_value=0)
         table = (docs, positions, clicks, impressions)
         return cls._weighted(data, table, n_sessions, propensity)
 
@@ -269,7 +279,7 @@ class ClickAggregate:
     def _metric_sums(self, scores_or_ranker, metric, metric_params):
         data = self.data
         if hasattr(scores_or_ranker, "predict"):
-            scores = np.ravel(scores_or_ranker.predict(data.X))
+            scores = predicted_scores(scores_or_ranker, data.X, data.n_docs)
         else:
             scores = np.asarray(scores_or_ranker, dtype=np.float64)
         if scores.shape != (data.n_docs,) or not np.all(np.isfinite(scores)):
@@ -336,112 +346,92 @@ class ClickAggregate:
 
 
 # ------------------------------------------------------------------------ streamed aggregation
-def _parquet_files(source) -> list[str]:
-    if isinstance(source, (list, tuple)):
-        files = [str(s) for s in source]
-    else:
-        source = os.fspath(source)
-        if os.path.isdir(source):
-            files = sorted(glob.glob(os.path.join(source, "**", "*.parquet"), recursive=True))
-        elif any(ch in source for ch in "*?["):
-            files = sorted(glob.glob(source, recursive=True))
-        else:
-            files = [source]
-    if not files:
-        raise ValueError(f"no Parquet files found at {source!r}")
-    for f in files:
-        if not os.path.isfile(f):
-            raise ValueError(f"{f}: no such file")
-    return files
+def _count(rows: dict):
+    """The count table of checked complete sessions."""
+    return count_table(rows["doc"], rows["position"], rows["click"])
 
 
-def _batch_table(frame, data: RankingDataset, where: str):
-    """Validate one batch of rows (a pandas frame) and reduce it to a count table plus its first positions.
-
-    Columns are read by the same checks as :meth:`ClickLog.from_frame` (missing values, integer
-    types, ids beyond int64, clicks other than 0/1), with ``where`` naming the file or partition.
-    """
-    missing = [c for c in AGGREGATE_COLUMNS if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{where}: the log lacks the columns {missing}")
-    try:
-        arrays = {name: _frame_column(frame, name) for name in AGGREGATE_COLUMNS}
-    except ValueError as err:
-        raise ValueError(f"{where}: {err}") from None
-    arrays["click"] = arrays["click"].astype(np.int64)
-    doc, qid, pos = arrays["doc"], arrays["qid"], arrays["position"]
-    if doc.size == 0:
-        return _merge_keys(np.zeros(0, dtype=np.int64), None, None), 0
-    bad = np.flatnonzero((doc < 0) | (doc >= data.n_docs))
-    if bad.size:
-        raise ValueError(f"{where}: column 'doc' references row {doc[bad[0]]}, missing from the data set "
-                         f"({data.n_docs} rows)")
-    wrong = np.flatnonzero(data.qid[doc] != qid)
-    if wrong.size:
-        k = wrong[0]
-        raise ValueError(f"{where}: row {doc[k]} has qid {data.qid[doc[k]]} in the data set but {qid[k]} in the log")
-    bad = np.flatnonzero(pos < 1)
-    if bad.size:
-        raise ValueError(f"{where}: position {pos[bad[0]]} < 1 (positions are 1-based)")
-    if pos.max() >= 2**_POSITION_BITS:
-        raise ValueError(f"{where}: position {pos.max()} is out of range")
-    keys = np.left_shift(doc.astype(np.int64), _POSITION_BITS) | pos.astype(np.int64)
-    return _merge_keys(keys, arrays["click"], np.ones_like(keys)), int(np.count_nonzero(pos == 1))
+def _merge_two(a, b):
+    """Two count tables merged; ``None`` (no complete session yet) on either side is nothing."""
+    return b if a is None else a if b is None else _merge_tables([a, b])
 
 
-def _read_file_table(path: str, data: RankingDataset, batch_size: int):
-    import pyarrow.parquet as pq
-
-    try:
-        handle = pq.ParquetFile(path, page_checksum_verification=True)
-    except Exception as err:  # pyarrow raises several types for a file that is not Parquet
-        raise ValueError(f"{path}: not a readable Parquet file ({err})") from None
-    names = set(handle.schema_arrow.names)
-    missing = [c for c in AGGREGATE_COLUMNS if c not in names]
+def _file_batches(path: str, batch_size: int):
+    """``(frame, where)`` batches of one log file, verified (checksums, digest) and with the columns a log needs."""
+    names = log_columns(path)
+    missing = [c for c in FRAME_COLUMNS if c not in names]
     if missing:
         raise ValueError(f"{path}: the log lacks the columns {missing}")
-    tables, n_first = [], 0
-    try:
-        batches = handle.iter_batches(batch_size=batch_size, columns=list(AGGREGATE_COLUMNS))
-        for k, batch in enumerate(batches):
-            table, first = _batch_table(batch.to_pandas(), data, f"{path} (batch {k})")
-            n_first += first
-            # Merge as we go: memory stays at one batch plus the table.
-            tables = [_merge_tables(tables + [table])]
-    except ValueError:
-        raise
-    except OSError as err:
-        raise ValueError(f"{path}: corrupted Parquet data ({err})") from None
-    return (tables[0] if tables else _merge_tables([])), n_first
+    columns = list(FRAME_COLUMNS) + [c for c in SESSION_COLUMNS if c in names]
+    for k, frame in enumerate(iter_log_batches(path, columns, batch_size)):
+        yield frame, path if k == 0 else f"{path} (batch {k})"
+
+
+def _bucket_count(files_or_parts, batch_size: int, data, where: str):
+    """The rows streamed again, into temporary files by session (see :mod:`counterfactual_ltr._log_stream`)."""
+    rows = 0
+    for item in files_or_parts:
+        rows += _rows_in(item)
+    return bucketed(_all_batches(files_or_parts, batch_size), data, _count, _merge_two,
+                    n_buckets=max(1, -(-rows // batch_size)), where=where)
+
+
+def _rows_in(item) -> int:
+    if not isinstance(item, str):
+        return len(item.compute()) if hasattr(item, "compute") else len(item)
+    if log_kind(item) == "parquet":
+        import pyarrow.parquet as pq
+
+        return pq.ParquetFile(item).metadata.num_rows
+    return os.path.getsize(item) // 16          # CSV: a row takes at least ~16 bytes
+
+
+def _all_batches(files_or_parts, batch_size):
+    for k, item in enumerate(files_or_parts):
+        if isinstance(item, str):
+            yield from _file_batches(item, batch_size)
+        else:                                   # a partition of a Dask DataFrame, computed here
+            yield (item.compute() if hasattr(item, "compute") else item), f"partition {k}"
 
 
 def aggregate_clicks(source, data: RankingDataset, propensity=None, *, engine: str = "pyarrow",
                      batch_size: int = 1 << 20) -> ClickAggregate:
-    """Reduce a click log on disk (or a Dask DataFrame) to its :class:`ClickAggregate`.
+    """Reduce a click log on disk (or a Dask DataFrame) to its :class:`ClickAggregate`, checking every session.
+
+    The log is read as every log reader reads it (page checksums and content digest
+    verified, see :mod:`counterfactual_ltr.log_integrity`) and every session is checked as
+    :meth:`ClickLog.from_frame` checks it (:mod:`counterfactual_ltr.session_checks`):
+    a duplicated session, positions that do not run ``1..n``, a row shown twice are errors
+    naming the file, not clicks counted twice or weighted by the wrong position. Memory
+    stays at about one batch (see :mod:`counterfactual_ltr._log_stream`).
 
     Parameters
     ----------
     source : path, directory, glob, list of paths, or dask DataFrame
-        Parquet file(s) with the :meth:`ClickLog.to_frame` columns (``qid``,
-        ``doc``, ``position``, ``click`` are read; ``session`` is not needed).
+        Log files with the :meth:`ClickLog.to_frame` columns (``session``, ``qid``, ``doc``,
+        ``position``, ``click``; ``logger`` and ``intervention`` if present): Parquet
+        (``.parquet``, ``.pq``) or CSV (``.csv``, ``.csv.gz``, ...), the endings
+        :func:`~counterfactual_ltr.files.read_click_log` accepts. A directory is searched
+        recursively; a file in it with another ending is an error (names starting with
+        ``.`` or ``_`` are skipped).
     data : RankingDataset
         The data set whose rows ``doc`` refers to.
     propensity : propensity model, eta, or None (eta = 1)
         Used for :attr:`ClickAggregate.weights`; :meth:`ClickAggregate.reweight` changes it later.
     engine : {"pyarrow", "dask"}
-        ``"pyarrow"`` streams record batches of ``batch_size`` rows, so memory is
-        bounded by one batch plus the aggregate; ``"dask"`` runs one reduction
-        per partition on the active ``dask.distributed`` client (or Dask's
-        default scheduler) and merges them in a tree: one task per file (or per
-        partition of a Dask DataFrame).
+        ``"pyarrow"`` streams batches of ``batch_size`` rows, so memory is bounded by one
+        batch plus the aggregate; ``"dask"`` runs one reduction per file (or per partition
+        of a Dask DataFrame) on the active ``dask.distributed`` client (or Dask's default
+        scheduler) and merges them in a tree. A log whose sessions' rows are not together
+        is checked by one more pass on this machine.
     batch_size : int >= 1, default 2**20
-        Rows read at a time from a Parquet file.
+        Rows read at a time from a file.
 
     Returns
     -------
     ClickAggregate
         Identical (exactly) to ``ClickLog.read_parquet(source, data).aggregate(propensity)``.
-        ``n_sessions`` counts the rows at position 1 (one per valid session).
+        ``n_sessions`` is the number of sessions.
 
     Examples
     --------
@@ -464,10 +454,26 @@ def aggregate_clicks(source, data: RankingDataset, propensity=None, *, engine: s
     else:
         if hasattr(source, "to_delayed"):
             raise ValueError("a Dask DataFrame needs engine='dask'")
-        parts = [_read_file_table(f, data, batch_size) for f in _parquet_files(source)]
-        table = _merge_tables([p[0] for p in parts])
-        n_sessions = sum(p[1] for p in parts)
-    return ClickAggregate._weighted(data, table, n_sessions, propensity)
+        files = log_files(source)
+        try:
+            summary = summarise(_all_batches(files, batch_size), data, _count, _merge_two)
+            edges, n_sessions = fold([summary], data, _count, _merge_two)
+            table = _merge_tables([t for t in (summary.reduced, edges) if t is not None])
+        except NotGrouped:
+            table, n_sessions = _bucket_count(files, batch_size, data, _where(source))
+    return ClickAggregate._weighted(data, table if table is not None else _merge_tables([]), n_sessions, propensity)
+
+
+def _where(source) -> str:
+    if isinstance(source, (list, tuple)):
+        return f"the log files {', '.join(map(str, source[:3]))}{', ...' if len(source) > 3 else ''}"
+    return f"the log {os.fspath(source)}" if not hasattr(source, "to_delayed") else "the Dask DataFrame"
+
+
+def _summary_task(item, k, data, batch_size):
+    """One file or partition: its summary, with its table kept apart (merged in a tree)."""
+    batches = _file_batches(item, batch_size) if isinstance(item, str) else [(item, f"partition {k}")]
+    return summarise(batches, data, _count, _merge_two)
 
 
 def _dask_table(source, data, batch_size):
@@ -477,33 +483,35 @@ def _dask_table(source, data, batch_size):
         raise ImportError("engine='dask' needs Dask: pip install 'counterfactual-ltr[dask]'") from err
     data_ref = dask.delayed(data, pure=True)
     if hasattr(source, "to_delayed"):   # a Dask DataFrame: one reduction per partition
-        parts = [dask.delayed(_batch_table)(part, data_ref, f"partition {k}")
-                 for k, part in enumerate(source.to_delayed())]
+        items = list(source.to_delayed())
     else:                               # files: each task streams one file as the pyarrow engine does
-        files = _parquet_files(source)
-        for f in files:  # the same clear errors as the pyarrow path, before any task runs
-            _check_parquet_file(f)
-        parts = [dask.delayed(_read_file_table)(f, data_ref, batch_size) for f in files]
-    # Tree reduction: memory per task stays at a few tables.
-    while len(parts) > 1:
-        parts = [dask.delayed(_merge_pair)(parts[k], parts[k + 1]) if k + 1 < len(parts) else parts[k]
-                 for k in range(0, len(parts), 2)]
-    if not parts:
+        items = log_files(source)
+        for f in items:  # the same clear errors as the pyarrow path, before any task runs
+            missing = [c for c in FRAME_COLUMNS if c not in log_columns(f)]
+            if missing:
+                raise ValueError(f"{f}: the log lacks the columns {missing}")
+    summaries = [dask.delayed(_summary_task)(item, k, data_ref, batch_size) for k, item in enumerate(items)]
+    # Tables merge in a tree (memory per task stays at a few tables); the summaries' edges (a few
+    # rows and id ranges each) come back here to be joined in order.
+    tables = [dask.delayed(_reduced)(s) for s in summaries]
+    while len(tables) > 1:
+        tables = [dask.delayed(_merge_two)(tables[k], tables[k + 1]) if k + 1 < len(tables) else tables[k]
+                  for k in range(0, len(tables), 2)]
+    if not tables:
         return _merge_tables([]), 0
-    return dask.compute(parts[0])[0]
-
-
-def _merge_pair(a, b):
-    return _merge_tables([a[0], b[0]]), a[1] + b[1]
-
-
-def _check_parquet_file(path):
-    import pyarrow.parquet as pq
-
+    edges = [dask.delayed(_edges)(s) for s in summaries]
     try:
-        names = set(pq.ParquetFile(path).schema_arrow.names)
-    except Exception as err:
-        raise ValueError(f"{path}: not a readable Parquet file ({err})") from None
-    missing = [c for c in AGGREGATE_COLUMNS if c not in names]
-    if missing:
-        raise ValueError(f"{path}: the log lacks the columns {missing}")
+        table, edges = dask.compute(tables[0], edges)
+        extra, n_sessions = fold(edges, data, _count, _merge_two)
+    except NotGrouped:
+        return _bucket_count(items, batch_size, data, _where(source))
+    return _merge_tables([t for t in (table, extra) if t is not None]), n_sessions
+
+
+def _reduced(summary):
+    return summary.reduced
+
+
+def _edges(summary):
+    """The summary without its table: what :func:`~counterfactual_ltr._log_stream.fold` needs."""
+    return Summary(None, summary.ranges, summary.n_sessions, summary.head, summary.tail)

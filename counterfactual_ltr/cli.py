@@ -46,11 +46,25 @@ MAX_GRID_EXTENSIONS = 3
 #: What the experiment scripts import beyond the library: the ``[experiments]`` extra of ``pyproject.toml``.
 EXPERIMENT_NEEDS = ("matplotlib", "lightgbm")
 # Errors that mean "bad input": reported in one line with status 2. Anything else is a bug: traceback.
-_INPUT_ERRORS = (ValueError, TypeError, OSError, EOFError, zipfile.BadZipFile)
+_INPUT_ERRORS = (ValueError, TypeError, OSError, EOFError, zipfile.BadZipFile, MemoryError)
 
 
 class InputError(click.UsageError):
     """Bad input found while running a command (exit status 2)."""
+
+
+class _OutputFile(click.Path):
+    """A file to write: not a folder, and its folder exists (checked before the work, not after it)."""
+
+    def convert(self, value, param, ctx):
+        path = super().convert(value, param, ctx)
+        folder = os.path.dirname(os.path.abspath(os.fspath(path)))
+        if not os.path.isdir(folder):
+            self.fail(f"the folder {os.path.dirname(os.fspath(path)) or folder!r} does not exist", param, ctx)
+        return path
+
+
+OUTPUT_FILE = _OutputFile(dir_okay=False)
 
 
 def _echo(quiet: bool, text: str) -> None:
@@ -154,7 +168,7 @@ def cli():
 
 @cli.command()
 @click.argument("data", type=click.Path(exists=True, dir_okay=False))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+@click.option("-o", "--output", required=True, type=OUTPUT_FILE,
               help="Click log to write: .parquet or .csv (.csv.gz ...).")
 @click.option("--passes", default=10, show_default=True, type=click.IntRange(min=1),
               help="Sessions per query (every query is shown once per pass).")
@@ -230,7 +244,7 @@ def _parse_intervention(spec: str):
 @cli.command()
 @click.argument("log", type=click.Path(exists=True, dir_okay=False))
 @click.argument("data", type=click.Path(exists=True, dir_okay=False))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="JSON file to write.")
+@click.option("-o", "--output", required=True, type=OUTPUT_FILE, help="JSON file to write.")
 @click.option("--method", required=True, type=click.Choice(["swap", "harvest", "em", "trust_em"]),
               help="Estimation method of estimate_propensities.")
 @click.option("--max-position", default=10, show_default=True, type=click.IntRange(min=2),
@@ -304,7 +318,7 @@ def _estimation_payload(result, method) -> dict:
 @cli.command()
 @click.argument("log", type=click.Path(exists=True, dir_okay=False))
 @click.argument("data", type=click.Path(exists=True, dir_okay=False))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+@click.option("-o", "--output", required=True, type=OUTPUT_FILE,
               help="Model file to write (JSON + arrays in one .npz archive; opening it runs no code).")
 @click.option("--model", "model_name", default="svm-propdcg", show_default=True, type=click.Choice(list(MODELS)),
               help="Estimator (svm-rank is the naive baseline: clicks as labels).")
@@ -441,7 +455,7 @@ def _load_models(paths):
 @click.argument("models", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.argument("log", type=click.Path(exists=True, dir_okay=False))
 @click.argument("data", type=click.Path(exists=True, dir_okay=False))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+@click.option("-o", "--output", required=True, type=OUTPUT_FILE,
               help="Report to write: .html (verdicts, figures, details), .md (Markdown) or .json (the same, with "
                    "every number).")
 @click.option("--baseline", default="logging", show_default=True,
@@ -503,7 +517,7 @@ def evaluate(models, log, data, output, baseline, verdict_estimator, metrics, pr
 @cli.command()
 @click.argument("model", type=click.Path(exists=True, dir_okay=False))
 @click.argument("data", type=click.Path(exists=True, dir_okay=False))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+@click.option("-o", "--output", required=True, type=OUTPUT_FILE,
               help="Tab-separated file: qid, row (of DATA), score, rank (1 = top of its query).")
 @_quiet_option
 def predict(model, data, output, quiet):
@@ -521,7 +535,10 @@ def predict(model, data, output, quiet):
 
     ranker = load_model(model)
     dataset = _load_data(data)
-    scores = np.asarray(ranker.predict(dataset), dtype=np.float64)
+    try:
+        scores = np.asarray(ranker.predict(dataset), dtype=np.float64)
+    except ValueError as err:
+        raise InputError(f"{data}: {err} (the model {model} takes {ranker.n_features_in_} features)") from None
     ranks = rank_within_queries(scores, dataset.query_offsets)
     with open(output, "w", encoding="utf-8") as fh:
         fh.write("qid\trow\tscore\trank\n")
@@ -589,7 +606,13 @@ def _experiment_scripts(folder: Path) -> list[str]:
 # ----------------------------------------------------------------------------- entry point
 
 def _one_line(text: str) -> str:
-    return "; ".join(line.strip() for line in str(text).splitlines() if line.strip())
+    """The message on one line, control characters (from a binary file read as text) escaped."""
+    line = "; ".join(part.strip() for part in str(text).splitlines() if part.strip())
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in line)
+
+
+def _describe(err: BaseException) -> str:
+    return "out of memory" if isinstance(err, MemoryError) else type(err).__name__
 
 
 def main(argv=None) -> int:
@@ -603,7 +626,7 @@ def main(argv=None) -> int:
     Returns
     -------
     int
-        0 on success, 2 on bad input (one line on stderr), 1 when interrupted.
+        0 on success, 2 on bad input (one line on stderr; ``cltr`` alone prints its usage), 1 when interrupted.
 
     Examples
     --------
@@ -619,11 +642,14 @@ def main(argv=None) -> int:
         except click.exceptions.Abort:
             click.echo("cltr: interrupted", err=True)
             return 1
+        except click.exceptions.NoArgsIsHelpError as err:   # ``cltr`` alone: the usage, as --help shows it
+            click.echo(err.format_message())
+            return err.exit_code
         except click.ClickException as err:
             click.echo(f"cltr: error: {_one_line(err.format_message())}", err=True)
             return 2
         except _INPUT_ERRORS as err:
-            click.echo(f"cltr: error: {_one_line(err) or type(err).__name__}", err=True)
+            click.echo(f"cltr: error: {_one_line(err) or _describe(err)}", err=True)
             return 2
         finally:
             warnings.formatwarning = formatwarning

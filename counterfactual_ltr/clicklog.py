@@ -16,21 +16,20 @@ for ``GroupKFold``.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 
 import numpy as np
 
 from ._segments import check_offsets, offsets_from_lengths, segment_gather, segment_ids
 from .aggregate import ClickAggregate, count_table
-from .datasets import RankingDataset, _check_integer, _frame_column
+from .datasets import RankingDataset, _check_integer
+from .log_integrity import read_log_frame, write_log_frame
+from .session_checks import FRAME_COLUMNS, check_session_codes, check_sessions, first_repeated_item, \
+    frame_arrays
 from .propensity_models import as_propensity_model, is_affine, propensities_at
 
 __all__ = ["ClickLog", "ClickAggregate"]
 
-FRAME_COLUMNS = ("session", "qid", "doc", "position", "click")
-# Optional per-session columns: absent from a user's frame, they default to 0 (one logger, no intervention).
-SESSION_COLUMNS = ("logger", "intervention")
 
 
 def _index_array(values, name: str) -> np.ndarray:
@@ -58,37 +57,6 @@ def _check_clicks(clicks, name: str, unit: str) -> np.ndarray:
     if bad.size:
         raise ValueError(f"{name} must be 0/1 or boolean; {unit} {bad[0]} holds {clicks.ravel()[bad[0]]}")
     return clicks.astype(bool)
-
-
-def _first_repeated_item(data, offsets, session_query, item_session, item_query, docs):
-    """Index of the first item whose row already appeared earlier in its session, or ``None``.
-
-    Every item's row lies in its session's query (checked before), so the row's place inside the
-    query, ``docs - query start``, is a small integer. Give each session a slot range as long as its
-    query and mark the slots: a repeat marks one slot twice. Linear time, no sort (a sort of the
-    session/row keys dominated simulating large logs).
-    """
-    n_items = len(docs)
-    if n_items == 0:
-        return None
-    span = data.query_lengths[session_query]
-    total = int(span.sum())
-    local = docs - data.query_offsets[:-1][item_query]
-    if total <= 8 * n_items + 1024:
-        key = (np.cumsum(span) - span)[item_session] + local
-        seen = np.zeros(total, dtype=bool)
-        seen[key] = True
-        if np.count_nonzero(seen) == n_items:
-            return None
-    else:
-        # Sessions much shorter than their queries: slots would cost too much memory, sort instead.
-        key = item_session.astype(np.int64) * int(data.query_lengths.max()) + local
-    # (Only reached with a repeat, or for very short sessions.) A stable sort puts each repeat after
-    # its first occurrence; the smallest such item index is the first repeat in item order.
-    order = np.argsort(key, kind="stable")
-    sorted_key = key[order]
-    same = np.flatnonzero(sorted_key[1:] == sorted_key[:-1])
-    return int(order[same + 1].min()) if same.size else None
 
 
 class ClickLog:
@@ -166,7 +134,7 @@ class ClickLog:
             i = wrong[0]
             raise ValueError(f"session {item_session[i]} shows row {docs[i]}, which is not a document of its "
                              f"query (query index {session_query[item_session[i]]})")
-        repeated = _first_repeated_item(data, offsets, session_query, item_session, item_query, docs)
+        repeated = first_repeated_item(data, session_query, item_session, docs)
         if repeated is not None:
             raise ValueError(f"session {item_session[repeated]} shows row {docs[repeated]} twice "
                              "(a session shows each row at most once)")
@@ -175,16 +143,9 @@ class ClickLog:
         session_ids = _check_integer(session_ids, "session_ids")
         if session_ids.shape != (n_sessions,):
             raise ValueError(f"session_ids has shape {session_ids.shape}, expected ({n_sessions},)")
-        logger = _session_column(logger, "logger", n_sessions)
-        if logger.size and logger.min() < 0:
-            raise ValueError(f"logger must hold indices >= 0; session {np.flatnonzero(logger < 0)[0]} holds "
-                             f"{logger.min()}")
-        intervention = _session_column(intervention, "intervention", n_sessions)
-        lengths = np.diff(offsets)
-        bad = np.flatnonzero((intervention == 1) | (intervention > lengths) | (-intervention > lengths))
-        if bad.size:
-            raise ValueError(f"session {bad[0]} has intervention code {intervention[bad[0]]}, which does not fit "
-                             f"its {lengths[bad[0]]} shown documents (0 none, k >= 2 swap of 1 and k, -n shuffle)")
+        logger, intervention = check_session_codes(_session_column(logger, "logger", n_sessions),
+                                                   _session_column(intervention, "intervention", n_sessions),
+                                                   np.diff(offsets), np.arange(n_sessions))
         self.data = data
         self.session_query = session_query.astype(np.int32 if data.n_queries < 2**31 else np.int64)
         self.session_offsets = offsets
@@ -367,79 +328,45 @@ class ClickLog:
         if not isinstance(data, RankingDataset):
             raise TypeError(f"data must be a RankingDataset, got {type(data).__name__}")
         frame = _log_frame(frame)
-        arrays = {c: _frame_column(frame, c) for c in FRAME_COLUMNS}
+        arrays = frame_arrays(frame, FRAME_COLUMNS)
         order = np.lexsort((arrays["position"], arrays["session"]))
-        session, doc = arrays["session"][order], arrays["doc"][order]
-        position, click, qid = arrays["position"][order], arrays["click"][order], arrays["qid"][order]
-
-        def where(i):  # the frame's own label of sorted row i
-            return f"frame row {frame.index[order[i]]!r}"
-
-        starts = np.flatnonzero(np.r_[True, session[1:] != session[:-1]])
-        offsets = np.r_[starts, len(session)].astype(np.int64)
-        expected = np.arange(len(session)) - np.repeat(starts, np.diff(offsets)) + 1
-        bad = np.flatnonzero(position != expected)
-        if bad.size:
-            raise ValueError(f"session {session[bad[0]]}: positions must run 1..n without gaps or repeats "
-                             f"(found {position[bad[0]]} where {expected[bad[0]]} was expected, {where(bad[0])})")
-        bad = np.flatnonzero((doc < 0) | (doc >= data.n_docs))
-        if bad.size:
-            raise ValueError(f"column 'doc' holds {doc[bad[0]]} ({where(bad[0])}), a row missing from the data "
-                             f"set ({data.n_docs} rows)")
-        wrong = np.flatnonzero(data.qid[doc] != qid)
-        if wrong.size:
-            raise ValueError(f"row {doc[wrong[0]]} has qid {data.qid[doc[wrong[0]]]} in the data set but "
-                             f"{qid[wrong[0]]} in the frame ({where(wrong[0])})")
-        mixed = np.flatnonzero(qid != np.repeat(qid[starts], np.diff(offsets)))
-        if mixed.size:
-            raise ValueError(f"session {session[mixed[0]]} mixes queries: qid {qid[mixed[0]]} ({where(mixed[0])}) "
-                             f"after qid {qid[starts[np.searchsorted(starts, mixed[0], side='right') - 1]]}")
-        extra = {}
-        for c in SESSION_COLUMNS:
-            if c not in frame.columns:
-                continue
-            col = _frame_column(frame, c)[order]
-            varies = np.flatnonzero(col != np.repeat(col[starts], np.diff(offsets)))
-            if varies.size:
-                raise ValueError(f"column {c!r} must be constant within a session; session {session[varies[0]]} "
-                                 f"holds several values")
-            extra[c] = col[starts]
-        try:
-            return cls(data, data.query_index[doc[starts]], offsets, doc, click, session_ids=session[starts],
-                       logging_policy=logging_policy, **extra)
-        except ValueError as err:  # e.g. a row shown twice: name the session by its id, not its index
-            message = re.sub(r"session (\d+)", lambda m: f"session {session[starts[int(m.group(1))]]}", str(err))
-            raise ValueError(message) from err
+        rows = {name: values[order] for name, values in arrays.items()}
+        checked = check_sessions(data, rows, locate=lambda i: f"frame row {frame.index[order[i]]!r}",
+                                 session_column=lambda name: frame_arrays(frame, [name])[name][order]
+                                 if name in frame.columns else None)
+        return cls(data, checked["session_query"], checked["offsets"], rows["doc"], rows["click"],
+                   session_ids=checked["session_ids"], logger=checked["logger"],
+                   intervention=checked["intervention"], logging_policy=logging_policy)
 
     def to_parquet(self, path) -> None:
-        """Write the frame of :meth:`to_frame` to a Parquet file, with page checksums.
+        """Write the frame of :meth:`to_frame` to a Parquet file, with page checksums and a content digest.
 
-        The checksums (CRC-32 of every data page) let :meth:`read_parquet`
-        detect a corrupted file instead of reading back a different log.
+        The checksums (CRC-32 of every data page) and the digest of the columns in the file's
+        metadata let :meth:`read_parquet` (and every reader of logs) detect a corrupted or
+        altered file instead of reading back a different log (see
+        :mod:`counterfactual_ltr.log_integrity`).
 
         Parameters
         ----------
         path : str or path-like
-            The file to write (replaced if it exists).
+            The file to write (replaced if it exists); Parquet whatever its name.
         """
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        table = pa.Table.from_pandas(self.to_frame(), preserve_index=False)
-        pq.write_table(table, path, write_page_checksum=True)
+        write_log_frame(self.to_frame(), path, kind="parquet")
 
     @classmethod
     def read_parquet(cls, path, data: RankingDataset, *, logging_policy=None) -> "ClickLog":
         """Read a log written by :meth:`to_parquet` (or any Parquet file with the same columns).
 
-        Page checksums are verified when the file has them. A file that is
-        not Parquet, is truncated or corrupted, or does not hold a valid log
-        raises ``ValueError`` naming the file.
+        ``path`` is a file (Parquet whatever its name) or a folder of Parquet files
+        (``.parquet``/``.pq``, e.g. a partitioned simulation's), read in sorted order.
+        Page checksums and the content digest are verified when the file has them.
+        A file that is not Parquet, is truncated or corrupted, does not match its
+        digest, or does not hold a valid log raises ``ValueError`` naming the file.
 
         Parameters
         ----------
         path : str or path-like
-            The Parquet file.
+            The Parquet file or folder.
         data : RankingDataset
             The data set whose rows the log's ``doc`` column refers to.
         logging_policy : object with ``position_probabilities(data)``, optional
@@ -449,16 +376,10 @@ class ClickLog:
         -------
         ClickLog
         """
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
         name = os.fspath(path)
-        try:
-            frame = pq.read_table(path, page_checksum_verification=True).to_pandas()
-        except (FileNotFoundError, IsADirectoryError, PermissionError):
-            raise
-        except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError, MemoryError) as err:
-            raise ValueError(f"{name}: not a readable Parquet click log ({type(err).__name__}: {err})") from err
+        if not os.path.exists(name):
+            raise FileNotFoundError(f"{name}: no such file or folder")
+        frame = read_log_frame(name, kind="parquet")
         try:
             return cls.from_frame(frame, data, logging_policy=logging_policy)
         except (ValueError, TypeError) as err:
@@ -508,12 +429,12 @@ def _log_frame(frame):
 
 
 def _session_column(values, name: str, n_sessions: int) -> np.ndarray:
-    """An optional per-session integer column (default all 0) as int32."""
+    """An optional per-session integer column (default all 0) as int64 (its range is checked after)."""
     if values is None:
-        return np.zeros(n_sessions, dtype=np.int32)
+        return np.zeros(n_sessions, dtype=np.int64)
     values = np.asarray(values)
     if values.shape != (n_sessions,):
         raise ValueError(f"{name} has shape {values.shape}, expected ({n_sessions},)")
     if values.size and not np.issubdtype(values.dtype, np.integer):
         raise ValueError(f"{name} must hold integers, got dtype {values.dtype}")
-    return values.astype(np.int32)
+    return _check_integer(values, name)

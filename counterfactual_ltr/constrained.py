@@ -63,8 +63,8 @@ from ._validation import check_probability
 from .solvers import SolverResult
 from .solvers.common import aggregate_pairs, check_C, check_max_iter, check_pairs, check_tol, check_X, make_result
 
-__all__ = ["FeasibleSet", "ConstrainedResult", "feasible_set", "solve_constrained_hinge", "PENALTIES",
-           "SOLVERS"]
+__all__ = ["FeasibleSet", "ConstrainedResult", "feasible_set", "check_penalty", "solve_constrained_hinge",
+           "PENALTIES", "SOLVERS"]
 
 PENALTIES = ("l2", "l1", "elasticnet")
 SOLVERS = ("auto", "newton", "cutting_plane", "cvxpy")
@@ -230,7 +230,7 @@ def feasible_set(n_features, *, monotone_constraints=None, bounds=None, penalty=
         The regulariser (see :class:`FeasibleSet`).
     l1_ratio : float in [0, 1]
         Share of L1 in the elastic net, ``l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``
-        (used only by ``"elasticnet"``).
+        (used only by ``"elasticnet"``, checked whatever the penalty).
     constraints : callable, optional
         ``w -> list of cvxpy constraints`` on a cvxpy variable ``w`` of shape
         ``(n_features,)``. Called once here, on a fresh variable, to check
@@ -265,13 +265,7 @@ def feasible_set(n_features, *, monotone_constraints=None, bounds=None, penalty=
     from ._validation import check_int
 
     d = check_int(n_features, "n_features", min_value=1)
-    if penalty not in PENALTIES:
-        raise ValueError(f"penalty must be one of {PENALTIES}, got {penalty!r}")
-    if solver not in SOLVERS:
-        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
-    rho = {"l2": 0.0, "l1": 1.0}.get(penalty)
-    if rho is None:
-        rho = check_probability(l1_ratio, "l1_ratio")
+    rho = check_penalty(penalty, l1_ratio, solver)
     signs = _check_signs(monotone_constraints, d)
     given_lower, given_upper = _check_bounds(bounds, d)
     lower = np.where(signs > 0, np.maximum(given_lower, 0.0), given_lower)
@@ -291,6 +285,43 @@ def feasible_set(n_features, *, monotone_constraints=None, bounds=None, penalty=
     if constraints is not None:
         _check_user_constraints(fs)
     return fs
+
+
+def check_penalty(penalty="l2", l1_ratio=0.5, solver="auto") -> float:
+    """The share of L1 in the penalty, with ``penalty``, ``l1_ratio`` and ``solver`` checked.
+
+    ``l1_ratio`` is checked whatever the penalty (a value out of [0, 1] is an error even
+    where only ``"elasticnet"`` would use it), so that no combination hides a bad value.
+
+    Parameters
+    ----------
+    penalty : {"l2", "l1", "elasticnet"}
+        The regulariser.
+    l1_ratio : float in [0, 1]
+        Share of L1 in the elastic net.
+    solver : {"auto", "newton", "cutting_plane", "cvxpy"}
+        The solver asked for.
+
+    Returns
+    -------
+    float
+        0 for L2, 1 for L1, ``l1_ratio`` for the elastic net.
+
+    Examples
+    --------
+    >>> check_penalty("elasticnet", 0.3)
+    0.3
+    >>> check_penalty("l2", 5)
+    Traceback (most recent call last):
+    ...
+    ValueError: l1_ratio must be <= 1.0, got 5.0
+    """
+    if not isinstance(penalty, str) or penalty not in PENALTIES:
+        raise ValueError(f"penalty must be one of {PENALTIES}, got {penalty!r}")
+    if not isinstance(solver, str) or solver not in SOLVERS:
+        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+    ratio = check_probability(l1_ratio, "l1_ratio")
+    return {"l2": 0.0, "l1": 1.0}.get(penalty, float(ratio))
 
 
 def _user_constraints(fs: FeasibleSet, w):
@@ -313,7 +344,32 @@ def _user_constraints(fs: FeasibleSet, w):
                              "not a cvxpy constraint (write e.g. w[3] >= w[5], not a bool or a number)")
         if not c.is_dcp():
             raise ValueError(f"constraint {k} returned by the constraints callable is not convex (DCP): {c}")
+    if not out:
+        raise ValueError("the constraints callable returned no constraint: leave constraints=None instead")
+    _check_involve_weights(out, w)
     return list(out)
+
+
+def _check_involve_weights(constraints, w) -> None:
+    """Every constraint must bear on ``w``: directly, or through variables that constraints on ``w`` also hold.
+
+    A constraint on other variables only (a fresh ``cp.Variable()``, constants) is accepted by
+    cvxpy and changes nothing: refused, naming it.
+    """
+    reached = {w.id}
+    pending = [(k, {v.id for v in c.variables()}) for k, c in enumerate(constraints)]
+    grew = True
+    while grew:
+        grew = False
+        for k, ids in pending:
+            if ids & reached and not ids <= reached:
+                reached |= ids
+                grew = True
+    for k, ids in pending:
+        if not ids & reached:
+            raise ValueError(f"constraint {k} returned by the constraints callable never involves the weights w "
+                             f"(it constrains {'only constants' if not ids else 'other variables'}): "
+                             f"{constraints[k]}")
 
 
 def _box_constraints(w, fs: FeasibleSet):

@@ -1,5 +1,10 @@
 """Click logs on disk: Parquet or CSV files with the columns of :meth:`ClickLog.to_frame`.
 
+Written with page checksums (Parquet) and a digest of the columns' content (in a Parquet file's
+metadata, in a ``.digest`` file beside a CSV file), and verified when read: a file changed after it
+was written is a ``ValueError`` naming it (see :mod:`counterfactual_ltr.log_integrity`, which also
+says what happens to files without a digest: yours load as they are).
+
 Examples
 --------
 >>> import os, tempfile
@@ -16,19 +21,11 @@ from __future__ import annotations
 
 import os
 
+from .log_integrity import LOG_SUFFIXES, log_kind, read_log_frame, write_log_frame
+
 __all__ = ["read_click_log", "write_click_log", "LOG_SUFFIXES"]
 
-#: File name endings understood as Parquet and as CSV (compressed CSV by pandas' inference).
-LOG_SUFFIXES = {"parquet": (".parquet", ".pq"), "csv": (".csv", ".csv.gz", ".csv.bz2", ".csv.zip", ".csv.xz")}
-
-
-def _kind(path) -> str:
-    name = os.fspath(path).lower()
-    for kind, suffixes in LOG_SUFFIXES.items():
-        if name.endswith(suffixes):
-            return kind
-    allowed = ", ".join(s for suffixes in LOG_SUFFIXES.values() for s in suffixes)
-    raise ValueError(f"{os.fspath(path)}: unknown click-log file type (expected one of {allowed})")
+_kind = log_kind   # the name cli.py checks an output name with
 
 
 def write_click_log(log, path) -> None:
@@ -50,12 +47,8 @@ def write_click_log(log, path) -> None:
     --------
     See the module docstring.
     """
-    kind = _kind(path)
-    frame = log.to_frame()
-    if kind == "parquet":
-        frame.to_parquet(path, index=False)
-    else:
-        frame.to_csv(path, index=False)
+    log_kind(path)
+    write_log_frame(log.to_frame(), path)
 
 
 def read_click_log(path, data):
@@ -76,25 +69,20 @@ def read_click_log(path, data):
     Raises
     ------
     ValueError
-        Naming the file, when it cannot be read or does not describe a log over ``data``.
+        Naming the file, when it cannot be read, does not match its digest, or does not
+        describe a log over ``data``.
 
     Examples
     --------
     See the module docstring.
     """
-    import pandas as pd
-
     from .clicklog import ClickLog
 
-    kind = _kind(path)
     where = os.fspath(path)
-    try:
-        frame = pd.read_parquet(path) if kind == "parquet" else pd.read_csv(path)
-    except (OSError, ValueError) as err:
-        if isinstance(err, FileNotFoundError):
-            raise
-        raise ValueError(f"{where}: cannot be read as {kind} ({str(err).splitlines()[0] if str(err) else err!r})") \
-            from None
+    log_kind(where)
+    if not os.path.exists(where):
+        raise FileNotFoundError(f"{where}: no such file")
+    frame = read_log_frame([where])
     try:
         return ClickLog.from_frame(frame, data)
     except (ValueError, TypeError) as err:

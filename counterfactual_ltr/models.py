@@ -91,6 +91,18 @@ ACTIVATIONS = {
 _ALIASES = {"logistic": "sigmoid", "linear": "identity"}
 
 
+def _check_float_dtype(dtype, name: str = "dtype") -> np.dtype:
+    """``dtype`` as float32 or float64: parameters, scores and gradients are floating point."""
+    try:
+        checked = np.dtype(dtype)
+    except TypeError as err:
+        raise TypeError(f"{name} must be a NumPy floating dtype (float32 or float64), got {dtype!r}: {err}") from None
+    if checked not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise ValueError(f"{name} must be float32 or float64 (parameters, scores and gradients are floating point), "
+                         f"got {checked}")
+    return checked
+
+
 def _check_activation(activation) -> str:
     if not isinstance(activation, str):
         raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
@@ -291,7 +303,7 @@ class LinearModel(_Model):
         Standard deviation of the ``"normal"`` initialisation.
     random_state : int, Generator or None
         Seeds the ``"normal"`` initialisation.
-    dtype : numpy dtype, default float64
+    dtype : {float64, float32}, default float64
         Dtype of the parameters and of the computation.
 
     Examples
@@ -313,7 +325,7 @@ class LinearModel(_Model):
         self.init = init
         self.init_scale = init_scale
         self.random_state = random_state
-        self.dtype = np.dtype(dtype)
+        self.dtype = _check_float_dtype(dtype)
         self.params = None
         self._cache = None
         if n_features is not None:
@@ -375,8 +387,8 @@ class MLP(_Model):
         Seeds the Glorot-uniform initialisation (as scikit-learn's MLP:
         bound ``sqrt(6 / (fan_in + fan_out))``, ``sqrt(2 / ...)`` for sigmoid);
         biases start at 0.
-    dtype : numpy dtype, default float64
-        Dtype of the parameters (float32 also works).
+    dtype : {float64, float32}, default float64
+        Dtype of the parameters (any other dtype is a ValueError).
     n_features : int, optional
         Initialise at once for this many input features.
 
@@ -403,7 +415,7 @@ class MLP(_Model):
         self.hidden_layer_sizes = sizes
         self.activation = _check_activation(activation)
         self.random_state = random_state
-        self.dtype = np.dtype(dtype)
+        self.dtype = _check_float_dtype(dtype)
         self.params = None
         self._cache = None
         if n_features is not None:

@@ -7,10 +7,10 @@ which the click log itself uses; their estimation from a log
 :mod:`counterfactual_ltr.propensity_estimation`. Both are imported from here.
 """
 
-from .propensity_estimation import EstimatedPropensity, EstimatedTrustBias, estimate_propensities
+from .propensity_estimation import EstimatedPropensity, EstimatedTrustBias, IdentificationWarning, estimate_propensities
 from .propensity_models import (PositionBasedPropensity, TabularPropensity, TrustBiasPropensity, affine_parts,
                                 as_propensity_model, check_propensities, is_affine, propensities_at)
 
 __all__ = ["PositionBasedPropensity", "TabularPropensity", "TrustBiasPropensity", "check_propensities",
            "propensities_at", "as_propensity_model", "affine_parts", "is_affine",
-           "estimate_propensities", "EstimatedPropensity", "EstimatedTrustBias"]
+           "estimate_propensities", "EstimatedPropensity", "EstimatedTrustBias", "IdentificationWarning"]

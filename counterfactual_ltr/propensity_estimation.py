@@ -72,7 +72,7 @@ from .clicklog import ClickLog
 from .datasets import dense_features
 from .propensity_models import TabularPropensity, TrustBiasPropensity
 
-__all__ = ["estimate_propensities", "EstimatedPropensity", "EstimatedTrustBias", "METHODS"]
+__all__ = ["estimate_propensities", "EstimatedPropensity", "EstimatedTrustBias", "IdentificationWarning", "METHODS"]
 
 METHODS = ("swap", "harvest", "em", "trust_em")
 
@@ -514,10 +514,41 @@ def _replicates(W, fit_one, max_iter):
     return np.array([theta for theta, _ in fits])
 
 
+# Below this share of impressions on documents seen at two positions or more, regression EM cannot
+# tell position from relevance by the data (see IdentificationWarning).
+_EM_MIN_VARIED_SHARE = 0.05
+
+
+class IdentificationWarning(UserWarning):
+    """An estimate whose data cannot tell position from relevance: its value and intervals rest on a model's form.
+
+    Examples
+    --------
+    >>> issubclass(IdentificationWarning, UserWarning)
+    True
+    """
+
+
+def _warn_if_unvaried(imp: "_Impressions") -> None:
+    """Warn when (nearly) every document was shown at one position only, as a deterministic logger shows them."""
+    positions_of_doc = np.bincount(imp.doc, minlength=int(imp.doc.max()) + 1 if imp.doc.size else 0)
+    varied = positions_of_doc[imp.doc] > 1
+    share = float(imp.n[varied].sum() / imp.n.sum()) if imp.n.sum() else 0.0
+    if share < _EM_MIN_VARIED_SHARE:
+        what = ("every document was shown at one position only" if share == 0 else
+                f"only {100 * share:.1f} % of the impressions are of documents shown at more than one position")
+        warnings.warn(f"'em': {what} (a deterministic logger): position and relevance are then told apart by the "
+                      "form of the relevance model alone, not by the data, so the estimate carries the model's "
+                      "misfit and its bootstrap intervals can exclude the true propensities at most positions "
+                      "(more sessions do not help). Log with rankings that vary (a StochasticRanker, several "
+                      "loggers) or use 'swap' or 'harvest'.", IdentificationWarning, stacklevel=4)
+
+
 def _em(log, K, options):
     plain = log.intervention == 0
     imp = _Impressions(log, K, plain)
     imp.check_positions("em", options["min_clicks"], "in sessions without intervention")
+    _warn_if_unvaried(imp)
     model = options.get("relevance_model")
     kidx = imp.k - 1
     mean_ctr = np.bincount(kidx, imp.c, minlength=K) / np.bincount(kidx, imp.n, minlength=K)
@@ -679,6 +710,13 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
     -------
     EstimatedPropensity, or EstimatedTrustBias for ``"trust_em"``
 
+    Warns
+    -----
+    IdentificationWarning
+        ``"em"`` on a log where (nearly) every document was shown at one position only,
+        as a deterministic logger shows them: the estimate then rests on the relevance
+        model's form and its intervals cannot be trusted.
+
     Examples
     --------
     >>> import numpy as np
@@ -699,6 +737,10 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
     K = check_int(max_position, "max_position", min_value=2)
     B = check_int(n_bootstrap, "n_bootstrap", min_value=0)
     opts = _check_options(method, K, options)
+    longest = int(np.diff(log.session_offsets).max(initial=0))
+    if K > longest:    # before the (document x position) tables are allocated
+        raise ValueError(f"{method!r}: position {longest + 1} is never shown (the log's longest session shows "
+                         f"{longest} documents); lower max_position")
     if log.n_clicks == 0:
         raise ValueError("the click log has no clicks: no propensity can be estimated")
     estimate, n_sessions = {"swap": _swap, "harvest": _harvest, "em": _em, "trust_em": _trust_em}[method](
@@ -740,11 +782,30 @@ def _check_options(method, K, options) -> dict:
     for key in ("relevance_model", "eps_plus"):
         if options.get(key) is not None:
             opts[key] = options[key]
+    if "relevance_model" in opts:
+        _check_relevance_model(opts["relevance_model"])
     if "eps_plus" in opts:
         plus = np.asarray(opts["eps_plus"], dtype=np.float64)
         if plus.ndim > 1 or (plus.ndim == 1 and plus.size != K) or not np.all((plus > 0) & (plus <= 1)):
             raise ValueError(f"eps_plus must be a number in (0, 1] or {K} of them (one per position)")
     return opts
+
+
+def _check_relevance_model(model) -> None:
+    """``TypeError`` unless ``model`` is a scikit-learn classifier with ``predict_proba`` and weighted ``fit``."""
+    from sklearn.base import is_classifier
+    from sklearn.utils.validation import has_fit_parameter
+
+    name = type(model).__name__
+    if not (hasattr(model, "fit") and hasattr(model, "get_params")):
+        raise TypeError(f"relevance_model must be a scikit-learn classifier, got {name}")
+    if not (is_classifier(model) and hasattr(model, "predict_proba")):
+        raise TypeError(f"relevance_model must be a classifier with predict_proba (the probability of relevance), "
+                        f"got {name}, which {'has no predict_proba' if is_classifier(model) else 'is not a classifier'}"
+                        "; e.g. LogisticRegression()")
+    if not has_fit_parameter(model, "sample_weight"):
+        raise TypeError(f"relevance_model {name} does not take sample_weight in fit: EM fits it on soft labels "
+                        "given as weights")
 
 
 def _percentiles(values, confidence):

@@ -166,3 +166,20 @@ def test_fit_slam_on_mq2008_is_an_error_not_an_all_zero_model(tmp_path, monkeypa
     assert status == 2 and not (tmp_path / "slam.npz").exists()
     err = capsys.readouterr().err
     assert "SLAMRanker ranks every document equal" in err and "try --model svm-propdcg" in err
+
+
+def test_the_record_round_trips_through_a_model_file_and_a_forged_one_is_refused(log, tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = grid_search(SVMPropRank(), log, "C", [0.1, 1, 10], cv=2, scoring=peak_at_1000, extend=True)
+    save_model(model, tmp_path / "m.npz")
+    assert load_model(tmp_path / "m.npz").selection_ == model.selection_
+    forged = {"chosen": 5.0, "n_folds": 1, "edge": "middle", "grid": ["a"], "scoring": 3}
+    for key, value in forged.items():
+        model.selection_ = {**model.selection_, key: value} if key != "grid" else {**model.selection_, "grid": value}
+        with pytest.raises(ValueError, match=rf"selection_: \['{key}'\]|selection_: .*'{key}'"):
+            save_model(model, tmp_path / f"bad_{key}.npz")
+        model.selection_ = load_model(tmp_path / "m.npz").selection_
+    model.selection_ = {"chosen": 1.0}
+    with pytest.raises(ValueError, match="grid-search record with the keys"):
+        save_model(model, tmp_path / "bad_keys.npz")

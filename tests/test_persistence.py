@@ -39,7 +39,8 @@ def _fitted(kind, data, log):
         if kind == "proprbp":
             return SVMPropRBP(C=1.0, p=0.7, propensity=PositionBasedPropensity(1.0, clip=0.2)).fit(log)
         if kind == "slam":
-            return SLAMRanker(C=10.0, weights="ndcg@k", k=3).fit(data)
+            # (feature 1 spans 1e4: unscaled, C = 10 is beyond what SLAM's bundle method resolves)
+            return SLAMRanker(C=10.0, weights="ndcg@k", k=3, preprocessor=StandardScaler()).fit(data)
         if kind == "deep":
             return DeepPropDCG(hidden_layer_sizes=(4,), max_epochs=3, random_state=0,
                                preprocessor=StandardScaler()).fit(log)

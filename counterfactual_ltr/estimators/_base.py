@@ -34,6 +34,53 @@ def click_aggregate(log, propensity, estimator: str, *, allow_affine: bool = Fal
     return agg
 
 
+#: The largest ``kappa`` (see :func:`check_C_scale`) each solver family resolves: measured on MQ2008 and
+#: synthetic data (``python -m experiments.bench_c_scale``, docs/reliability-notes.md), with a margin below
+#: the smallest kappa at which a fit was seen to fail or run away (the bundle method's master problem loses
+#: its precision first; the Newton solver's systems last).
+C_SCALE_LIMITS = {"newton": 1e14, "cutting_plane": 1e9, "bmrm": 1e6}
+
+
+def c_scale(C: float, loss_at_zero: float, X, margin: float = 1.0) -> float:
+    """``kappa = C L(0) R^2 / margin^2``: how far the regulariser lets the optimal scores spread, in margins.
+
+    ``L(0)`` is the (weighted) loss at ``w = 0`` and ``R`` an upper bound of the distance between
+    two rows the loss compares (twice the largest distance of a row of ``X`` from one centre).
+    From ``0.5 ||w*||^2 <= C L(0)``, two rows' optimal scores differ by at most ``sqrt(2 kappa)``
+    margins; ``kappa`` is also what the solvers' work grows with: the condition of the smoothed
+    Newton systems and the iteration count of the bundle method.
+    """
+    from ..hessian_free import centered_row_norms
+
+    if X.shape[0] == 0 or loss_at_zero <= 0:
+        return 0.0
+    spread = 2.0 * np.max(centered_row_norms(X))
+    with np.errstate(over="ignore"):         # beyond float64: inf, which every limit refuses
+        return float(np.float64(C) * np.float64(loss_at_zero) * (spread / np.float64(margin)) ** 2)
+
+
+def check_C_scale(estimator, C: float, loss_at_zero: float, X, *, solver: str, margin: float = 1.0) -> float:
+    """Refuse, before any solving, a ``C`` whose scale ``kappa`` (:func:`c_scale`) the learner's solver cannot resolve.
+
+    The same rule for every learner with a ``C``: ``kappa`` computed from the learner's own loss
+    and data, compared with the limit of its solver (:data:`C_SCALE_LIMITS`). Beyond it a fit
+    would run for minutes or return a solution the solver cannot certify (``coef_ = 0`` said to
+    be optimal for a C far too large, non-converged Newton steps).
+    Returns ``kappa``.
+    """
+    kappa = c_scale(C, loss_at_zero, X, margin)
+    limit = C_SCALE_LIMITS[solver]
+    if kappa > limit:
+        name = type(estimator).__name__
+        largest = float(estimator.C) * limit / kappa
+        raise ValueError(f"{name}: C = {estimator.C:g} is too large for this data: its scale C x L(0) x R^2 / "
+                         f"margin^2 is {kappa:.3g}, beyond the {limit:.0e} that the {solver} solver resolves "
+                         f"(the fit would run away or return an uncertified solution); the largest C accepted "
+                         f"on this data is {largest:.3g} (features of very different magnitudes make R large: "
+                         "preprocessor=StandardScaler() lowers it)")
+    return kappa
+
+
 def prediction_matrix(X, n_features: int) -> np.ndarray:
     """``X`` (array, RankingDataset, or ClickLog/ClickAggregate: its data set) as a finite float64 (n, d) array.
 
@@ -64,9 +111,16 @@ def _checked_sparse(X, n_features, what: str):
     return checked_csr(X, what)
 
 
-def _transformed(pre, X, where: str) -> np.ndarray:
-    """``pre.transform(X)`` checked: 2-D, same number of rows, finite (a sparse result stays sparse)."""
+def _transformed(pre, X, where: str, width: int | None = None) -> np.ndarray:
+    """``pre.transform(X)`` checked: 2-D, same number of rows, finite (a sparse result stays sparse).
+
+    ``width``: the number of columns the model was fitted on (a preprocessor that gives
+    another number at predict time is an error naming both, not a failure inside matmul).
+    """
     Xt = pre.transform(X)
+    if width is not None and getattr(Xt, "ndim", 2) == 2 and np.shape(Xt)[1] != width:
+        raise ValueError(f"the preprocessor turned {X.shape} into {np.shape(Xt)} on {where}, but the model was "
+                         f"fitted on {width} columns of its output: it must give as many columns as in fit")
     if sp.issparse(Xt):
         if Xt.shape[0] != X.shape[0]:
             raise ValueError(f"the preprocessor turned {X.shape} into {Xt.shape} on {where}: it must keep the rows")
@@ -171,7 +225,7 @@ class RankerMixin:
         pre = getattr(self, "preprocessor_", None)
         if pre is None:
             return prediction_matrix(X, n_model_features)
-        return _transformed(pre, prediction_matrix(X, self.n_features_in_), "the prediction input")
+        return _transformed(pre, prediction_matrix(X, self.n_features_in_), "the prediction input", n_model_features)
 
     def score(self, X, y=None, qid=None, *, k: int = 10) -> float:
         """NDCG@k on labelled data, or the SNIPS-DCG estimate on a click log (greater is better).

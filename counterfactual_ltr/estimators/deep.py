@@ -36,9 +36,9 @@ from .._progress import progress
 from .._segments import offsets_from_lengths, segment_gather, segment_ids
 from ..clicklog import ClickLog
 from ..datasets import dense_features
-from ..models import MLP, Adam, _check_activation, _rng
+from ..models import MLP, Adam, _check_activation, _check_float_dtype, _rng
 from ..propensity import as_propensity_model
-from .._validation import check_int, check_real
+from .._validation import check_int, check_random_state, check_real
 from ._base import RankerMixin, transform_log
 
 __all__ = ["DeepPropDCG", "deep_propdcg_objective", "paper_lr_schedule", "query_batches", "DivergenceError"]
@@ -180,6 +180,9 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
         Activation of the hidden units.
     alpha : float >= 0, default 1e-6
         L2 weight decay ``alpha/2 ||W||^2`` on the weight matrices (biases free), added to the objective.
+        Deep PropDCG has no ``C``: the rule that refuses a ``C`` too large for a solver
+        (:func:`~counterfactual_ltr.estimators._base.check_C_scale`) has no counterpart here, since
+        Adam's steps do not grow with ``1/alpha``; an alpha that overflows the initial objective is refused.
     learning_rate : float > 0, default 1e-3
         Base Adam step size.
     lr_schedule : None, "paper" or callable, default None
@@ -221,8 +224,8 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
         Shuffle the queries every epoch.
     beta1, beta2, epsilon : float, default 0.9, 0.999, 1e-8
         Adam's decay rates of the first and second moment estimates, and its denominator's offset.
-    dtype : numpy dtype, default float64
-        Precision of the features, parameters and arithmetic of training.
+    dtype : {float64, float32}, default float64
+        Precision of the features, parameters and arithmetic of training (any other dtype is a ValueError).
     random_state : int, Generator or None, default None
         Seeds initialisation, shuffling and the validation split: the same
         seed gives bit-identical predictions.
@@ -295,8 +298,13 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
         self.preprocessor = preprocessor
 
     # ------------------------------------------------------------------ checks
-    def _check_params(self):
+    def _check_params(self, n_features=None):
+        """Every hyper-parameter checked as ``fit`` uses it, whatever the others (``load_model`` runs it too)."""
         check_real(self.alpha, "alpha", min_value=0.0)
+        as_propensity_model(self.propensity)
+        _check_float_dtype(self.dtype, "dtype")
+        if not isinstance(self.random_state, np.random.RandomState):   # (checking one would draw from it)
+            check_random_state(self.random_state)
         check_real(self.learning_rate, "learning_rate", min_value=0.0, include_min=False)
         check_real(self.margin, "margin", min_value=0.0, include_min=False)
         check_real(self.tol, "tol", min_value=0.0)

@@ -39,7 +39,7 @@ from ..clicklog import ClickLog
 from ..datasets import DEFAULT_RELEVANCE_THRESHOLD, RankingDataset, dense_features
 from ..propensity import as_propensity_model
 from .._validation import check_int, check_real
-from ._base import RankerMixin, click_aggregate
+from ._base import RankerMixin, check_C_scale, click_aggregate
 from ..surrogates.slam import SLAM_WEIGHT_KINDS, _check_kind, _check_margin, _slam_core, _weights_core
 
 __all__ = ["SLAMRanker"]
@@ -52,6 +52,8 @@ class SLAMRanker(RankerMixin, BaseEstimator):
     ----------
     C : float > 0, default 1.0
         Weight of the empirical loss (a mean over queries, or over sessions for click logs).
+        A C too large for the solver is refused before any solving, by the rule every learner with
+        a C shares (:func:`~counterfactual_ltr.estimators._base.check_C_scale`).
     weights : {"ndcg", "ndcg@k", "ap"}, default "ndcg"
         SLAM weight vector (see :func:`~counterfactual_ltr.surrogates.slam_weights`).
     k : int >= 1, optional
@@ -132,8 +134,13 @@ class SLAMRanker(RankerMixin, BaseEstimator):
         self.preprocessor = preprocessor
 
     # ------------------------------------------------------------------ checks
-    def _check_params(self):
+    def _check_params(self, n_features=None):
+        """The hyper-parameters checked as ``fit`` uses them, whatever the others (``load_model`` runs it too).
+
+        Returns ``(C, k, margin, tol, max_iter)``; ``n_features`` is not needed (no option depends on it).
+        """
         C = check_real(self.C, "C", min_value=0.0, include_min=False)
+        as_propensity_model(self.propensity)
         if not isinstance(self.weights, str) or self.weights not in SLAM_WEIGHT_KINDS:
             raise ValueError(f"weights must be one of {SLAM_WEIGHT_KINDS}, got {self.weights!r}")
         k = _check_kind(self.weights, self.k)
@@ -202,6 +209,14 @@ class SLAMRanker(RankerMixin, BaseEstimator):
         def oracle(w):
             per_query, g = _slam_core(Xm @ w, labels, v, offsets, margin)
             return float(per_query.sum()) / n, (g @ Xm) / n
+
+        # At w = 0 every weighted document's hinge is at most the margin: L(0) <= margin sum(v) / n.
+        with np.errstate(over="ignore"):
+            loss_at_zero = float(np.float64(margin) * np.sum(np.abs(v)) / n)
+        if not np.isfinite(loss_at_zero):
+            raise ValueError(f"{type(self).__name__}: the SLAM loss overflows float64 at margin={margin:g}; use a "
+                             "smaller margin")
+        check_C_scale(self, C, loss_at_zero, Xm, solver="bmrm", margin=margin)
 
         try:
             result = solve_regularized(oracle, Xm.shape[1], C, tol=tol, max_iter=max_iter)

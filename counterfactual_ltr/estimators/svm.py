@@ -65,7 +65,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._segments import offsets_from_lengths, segment_gather, within_query_pairs
 from .._validation import check_int, check_probability, check_real
 from ..clicklog import ClickLog
-from ..constrained import feasible_set, solve_constrained_hinge
+from ..constrained import check_penalty, feasible_set, solve_constrained_hinge
 from ..datasets import RankingDataset
 from ..implicit_pairs import ClickPairs
 from ..propensity import as_propensity_model
@@ -73,7 +73,7 @@ from ..solvers import solve_pairwise_hinge
 from ..solvers.pairwise import uses_implicit_pairs
 from ..aggregate import ClickAggregate
 from ..ccp import convex_concave, linearised_weights
-from ._base import RankerMixin, click_aggregate
+from ._base import RankerMixin, check_C_scale, click_aggregate
 
 __all__ = ["RankSVM", "SVMPropRank", "SVMPropDCG", "SVMPropRBP", "click_pairs", "click_pair_set",
            "affine_click_weights"]
@@ -81,12 +81,6 @@ __all__ = ["RankSVM", "SVMPropRank", "SVMPropDCG", "SVMPropRBP", "click_pairs", 
 
 def _check_C(C) -> float:
     return check_real(C, "C", min_value=0.0, include_min=False)
-
-
-def _check_solver_params(est, tol_name: str) -> tuple[float, int]:
-    """The solver's tolerance (``tol_name``: ``tol`` or ``solver_tol``) and ``max_iter``, checked."""
-    tol = check_real(getattr(est, tol_name), tol_name, min_value=0.0)
-    return tol, check_int(est.max_iter, "max_iter", min_value=1)
 
 
 def _warn_zero_coef(est, n_pairs: int, X, i, j):
@@ -216,6 +210,30 @@ class _LinearRanker(RankerMixin, BaseEstimator):
     solving by :func:`~counterfactual_ltr.constrained.feasible_set`.
     """
 
+    def _check_params(self, n_features=None) -> dict:
+        """Every hyper-parameter checked as ``fit`` uses it, whatever the others (``load_model`` runs it too).
+
+        Returns the checked numbers (``C``, ``tol``, ``max_iter`` and, where the class has
+        them, ``solver_tol`` and ``max_ccp_iter``); with ``n_features`` the constraint
+        options are checked against the length of the weight vector as well.
+        """
+        checked = {"C": _check_C(self.C), "tol": check_real(self.tol, "tol", min_value=0.0),
+                   "max_iter": check_int(self.max_iter, "max_iter", min_value=1)}
+        if hasattr(self, "solver_tol"):
+            checked["solver_tol"] = check_real(self.solver_tol, "solver_tol", min_value=0.0)
+        if hasattr(self, "max_ccp_iter"):      # a parameter of PropDCG/PropRBP; PropRank's is fixed at 1
+            checked["max_ccp_iter"] = check_int(self.max_ccp_iter, "max_ccp_iter", min_value=1)
+        if hasattr(self, "propensity"):
+            as_propensity_model(self.propensity)
+        self._metric_params()
+        check_penalty(self.penalty, self.l1_ratio, self.solver)
+        if n_features is not None:
+            self._feasible_set(n_features)
+        return checked
+
+    def _metric_params(self):
+        return {}
+
     def _feasible_set(self, n_features):
         return feasible_set(n_features, monotone_constraints=self.monotone_constraints, bounds=self.bounds,
                             penalty=self.penalty, l1_ratio=self.l1_ratio, constraints=self.constraints,
@@ -304,6 +322,8 @@ class RankSVM(_LinearRanker):
     ----------
     C : float > 0, default 1.0
         Weight of the hinge loss against ``0.5||w||^2``.
+        A C too large for the solver is refused before any solving, by the rule every learner with
+        a C shares (:func:`~counterfactual_ltr.estimators._base.check_C_scale`).
     tol : float > 0, default 1e-6
         Relative duality gap at which the solver stops.
     max_iter : int >= 1, default 1000
@@ -320,7 +340,7 @@ class RankSVM(_LinearRanker):
     penalty : {"l2", "l1", "elasticnet"}, default "l2"
         The regulariser: ``0.5 ||w||^2``, ``||w||_1`` or ``l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``.
     l1_ratio : float in [0, 1], default 0.5
-        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``).
+        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``, checked whatever the penalty).
     constraints : callable, optional
         ``w -> list of cvxpy constraints`` on a cvxpy variable ``w`` of shape ``(n_features,)``,
         e.g. ``lambda w: [w[0] >= w[1]]``; checked (convex, feasible) before any solving.
@@ -376,8 +396,8 @@ class RankSVM(_LinearRanker):
         -------
         self
         """
-        C = _check_C(self.C)
-        tol, max_iter = _check_solver_params(self, "tol")
+        checked = self._check_params()
+        C, tol, max_iter = checked["C"], checked["tol"], checked["max_iter"]
         X, y, qid = self._begin_fit(X, y, qid)
         if isinstance(X, (ClickLog, ClickAggregate)):
             agg = click_aggregate(X, lambda positions: np.ones(len(positions)), type(self).__name__)
@@ -396,6 +416,7 @@ class RankSVM(_LinearRanker):
                 raise ValueError("no pair of documents with different grades in the same query")
             Xl, w, scale = data.X, np.ones(i.size), data.n_queries
         fs = self._feasible_set(Xl.shape[1])
+        check_C_scale(self, C / scale, _loss_at_zero(i, w), Xl, solver=_solver_family(fs))
         result = self._solve(fs, Xl, i, j, w, C / scale, tol=tol, max_iter=max_iter)
         self.coef_ = result.coef
         self.n_iter_ = result.n_iter
@@ -409,6 +430,18 @@ class RankSVM(_LinearRanker):
         return self._end_fit()
 
 
+def _loss_at_zero(pairs, weights) -> float:
+    """The weighted hinge loss at ``w = 0`` (every pair at the margin): the sum of the pairs' absolute weights."""
+    if isinstance(pairs, ClickPairs):
+        lengths = np.diff(pairs.query_offsets)[pairs.anchor_query]
+        return float(np.sum(np.abs(pairs.weights) * (lengths - 1)))
+    return float(np.sum(np.abs(weights)))
+
+
+def _solver_family(fs) -> str:
+    return "newton" if fs.method == "newton" else "cutting_plane"
+
+
 def _missing_qid():
     raise ValueError("RankSVM.fit(X, y) needs qid=... (the query id of every row)")
 
@@ -417,9 +450,6 @@ class _PropensitySVM(_LinearRanker):
     """Propensity-weighted hinge-bound SVM for a rank weight ``lambda`` (shared by the Prop* estimators)."""
 
     _metric = "avg_rank"
-
-    def _metric_params(self):
-        return {}
 
     def _lambda(self):
         from ..metrics import get_lambda
@@ -450,12 +480,15 @@ class _PropensitySVM(_LinearRanker):
         if not isinstance(log, (ClickLog, ClickAggregate)):
             raise ValueError(f"{type(self).__name__}.fit needs a ClickLog or a ClickAggregate, got "
                              f"{type(log).__name__}")
-        tol = check_real(self.tol, "tol", min_value=0.0)
-        solver_tol, max_iter = _check_solver_params(self, "solver_tol")
-        max_ccp_iter = check_int(self.max_ccp_iter, "max_ccp_iter", min_value=1)
+        checked = self._check_params()
+        tol, solver_tol, max_iter = checked["tol"], checked["solver_tol"], checked["max_iter"]
+        max_ccp_iter = checked["max_ccp_iter"]
         log, _, _ = self._begin_fit(log)
         C_n, agg, Xl, pairs, clicked = self._prepare(log)
         fs = self._feasible_set(Xl.shape[1])
+        # The CCP re-weights documents by lambda'(1 + H) <= lambda'(1): the largest loss it can pose.
+        slope = abs(float(lam.derivative(1.0))) if lam.derivative is not None else 1.0
+        check_C_scale(self, C_n, slope * _loss_at_zero(pairs, None), Xl, solver=_solver_family(fs))
         W = agg.weights[clicked]
         negative = bool(np.any(W < 0))
         linear = lam.concave is True and lam.convex is True and not negative  # affine lambda, W >= 0: one QP
@@ -579,6 +612,8 @@ class SVMPropRank(_PropensitySVM):
     ----------
     C : float > 0, default 1.0
         Weight of the propensity-weighted hinge bound (divided by the number of clicks).
+        A C too large for the solver is refused before any solving, by the rule every learner with
+        a C shares (:func:`~counterfactual_ltr.estimators._base.check_C_scale`).
     propensity : None, float or propensity model, default None
         Examination propensities of the logged clicks: ``None`` is position-based
         with eta = 1, a float is that eta. It must match how the log was collected
@@ -600,7 +635,7 @@ class SVMPropRank(_PropensitySVM):
     penalty : {"l2", "l1", "elasticnet"}, default "l2"
         The regulariser: ``0.5 ||w||^2``, ``||w||_1`` or ``l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``.
     l1_ratio : float in [0, 1], default 0.5
-        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``).
+        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``, checked whatever the penalty).
     constraints : callable, optional
         ``w -> list of cvxpy constraints`` on a cvxpy variable ``w`` of shape ``(n_features,)``,
         e.g. ``lambda w: [w[0] >= w[1]]``; checked (convex, feasible) before any solving.
@@ -660,6 +695,8 @@ class SVMPropDCG(_PropensitySVM):
     ----------
     C : float > 0, default 1.0
         Weight of the propensity-weighted DCG bound (divided by the number of clicks).
+        A C too large for the solver is refused before any solving, by the rule every learner with
+        a C shares (:func:`~counterfactual_ltr.estimators._base.check_C_scale`).
     propensity : None, float or propensity model, default None
         Examination propensities of the logged clicks: ``None`` is position-based
         with eta = 1, a float is that eta. It must match how the log was collected
@@ -685,7 +722,7 @@ class SVMPropDCG(_PropensitySVM):
     penalty : {"l2", "l1", "elasticnet"}, default "l2"
         The regulariser: ``0.5 ||w||^2``, ``||w||_1`` or ``l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``.
     l1_ratio : float in [0, 1], default 0.5
-        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``).
+        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``, checked whatever the penalty).
     constraints : callable, optional
         ``w -> list of cvxpy constraints`` on a cvxpy variable ``w`` of shape ``(n_features,)``,
         e.g. ``lambda w: [w[0] >= w[1]]``; checked (convex, feasible) before any solving.
@@ -760,6 +797,8 @@ class SVMPropRBP(SVMPropDCG):
     ----------
     C : float > 0, default 1.0
         Weight of the propensity-weighted RBP bound (divided by the number of clicks).
+        A C too large for the solver is refused before any solving, by the rule every learner with
+        a C shares (:func:`~counterfactual_ltr.estimators._base.check_C_scale`).
     p : float in (0, 1), default 0.8
         Persistence of rank-biased precision.
     propensity : None, float or propensity model, default None
@@ -787,7 +826,7 @@ class SVMPropRBP(SVMPropDCG):
     penalty : {"l2", "l1", "elasticnet"}, default "l2"
         The regulariser: ``0.5 ||w||^2``, ``||w||_1`` or ``l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``.
     l1_ratio : float in [0, 1], default 0.5
-        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``).
+        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``, checked whatever the penalty).
     constraints : callable, optional
         ``w -> list of cvxpy constraints`` on a cvxpy variable ``w`` of shape ``(n_features,)``,
         e.g. ``lambda w: [w[0] >= w[1]]``; checked (convex, feasible) before any solving.

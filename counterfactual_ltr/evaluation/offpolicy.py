@@ -63,7 +63,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from .._segments import rank_within_queries
+from .._segments import predicted_scores, rank_within_queries
 from .._validation import check_int, check_real
 from ..clicklog import ClickLog
 from ..metrics import metric_weight
@@ -210,11 +210,7 @@ def _scores_for_log(log: ClickLog, scores_or_ranker) -> np.ndarray:
         queries = np.unique(log.session_query)
         rows = data.rows_of(queries)
         scores = np.zeros(data.n_docs)
-        predicted = np.asarray(scores_or_ranker.predict(data.X[rows]))
-        if predicted.dtype.kind not in "biuf" or predicted.size != rows.size:
-            raise ValueError(f"{type(scores_or_ranker).__name__}.predict returned {predicted.shape} values of dtype "
-                             f"{predicted.dtype} for {rows.size} rows; expected one real score per row")
-        scores[rows] = predicted.ravel()
+        scores[rows] = predicted_scores(scores_or_ranker, data.X[rows], rows.size)
     else:
         scores = np.asarray(scores_or_ranker)
         if scores.dtype.kind not in "biuf":
