@@ -35,9 +35,10 @@ SAFE_TRANSFORMERS = ("StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustSc
 
 
 def _estimator_classes() -> dict:
-    from .estimators import DeepPropDCG, RankSVM, SLAMRanker, SVMPropDCG, SVMPropRank, SVMPropRBP
+    from .estimators import DeepPropDCG, GBDTPropDCG, RankSVM, SLAMRanker, SVMPropDCG, SVMPropRank, SVMPropRBP
 
-    return {c.__name__: c for c in (RankSVM, SVMPropRank, SVMPropDCG, SVMPropRBP, SLAMRanker, DeepPropDCG)}
+    return {c.__name__: c for c in (RankSVM, SVMPropRank, SVMPropDCG, SVMPropRBP, SLAMRanker, DeepPropDCG,
+                                    GBDTPropDCG)}
 
 
 def _transformer_classes() -> dict:
@@ -261,7 +262,7 @@ def save_model(model, path) -> None:
 
     Parameters
     ----------
-    model : fitted RankSVM, SVMPropRank, SVMPropDCG, SVMPropRBP, SLAMRanker or DeepPropDCG
+    model : fitted RankSVM, SVMPropRank, SVMPropDCG, SVMPropRBP, SLAMRanker, DeepPropDCG or GBDTPropDCG
         Its hyper-parameters must be numbers, strings, propensity models or a
         ``preprocessor`` among :data:`SAFE_TRANSFORMERS`; anything else (a
         callable, a ``Generator`` as ``random_state``) raises ``ValueError``
@@ -300,6 +301,8 @@ def save_model(model, path) -> None:
             state[k] = {"__mlp__": {"hidden_layer_sizes": list(v.hidden_layer_sizes), "activation": v.activation,
                                     "dtype": v.dtype.name, "n_features": int(v.params[0].shape[0]),
                                     "params": [writer.array(p, f"{name}.model_") for p in v.params]}}
+        elif k == "booster_":  # GBDTPropDCG's trees: LightGBM's own text model, as bytes
+            state[k] = {"__booster__": writer.array(model.booster_to_array(), f"{name}.booster_")}
         else:
             state[k] = writer.value(v, f"{name}.{k}")
     meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "library_version": __version__,
@@ -363,6 +366,8 @@ def load_model(path):
                 net.initialize(spec["n_features"])
                 net.set_parameters([_decode(p, arrays, "model_") for p in spec["params"]])
                 v = net
+            elif isinstance(v, dict) and "__booster__" in v:
+                v = classes[meta["class"]].booster_from_array(_decode(v["__booster__"], arrays, k))
             else:
                 v = _decode(v, arrays, k)
             setattr(model, k, v)

@@ -251,7 +251,7 @@ def _lambda(metric, metric_params, need_derivative: bool):
 
 
 def smooth_lambda_bound(scores, click_weights, query_offsets, *, metric="dcg", margin: float = 1.0,
-                        temperature: float = 0.5, reduce="sum", **metric_params):
+                        temperature: float = 1.0, reduce="sum", **metric_params):
     """Softplus-smoothed propensity-weighted rank bound (Agarwal et al. 2019, Eq. 7); see the module docstring.
 
     .. math::
@@ -275,7 +275,7 @@ def smooth_lambda_bound(scores, click_weights, query_offsets, *, metric="dcg", m
         The rank weight ``lambda`` (differentiable: "dcg", "avg_rank", "rbp").
     margin : float > 0, default 1.0
         ``Delta``; at least 1 for the bound on the rank.
-    temperature : float >= 0, default 0.5
+    temperature : float >= 0, default 1.0
         ``t`` (0: the hinge).
     reduce : {"sum", "mean", None}, default "sum"
         Sum or mean over queries, or one loss per query (``grad`` is then the gradient of their sum).
@@ -304,7 +304,7 @@ def smooth_lambda_bound(scores, click_weights, query_offsets, *, metric="dcg", m
 
 
 def smooth_lambda_bound_newton(scores, click_weights, query_offsets, *, metric="dcg", margin: float = 1.0,
-                               temperature: float = 0.5, reduce="sum", **metric_params):
+                               temperature: float = 1.0, reduce="sum", **metric_params):
     """:func:`smooth_lambda_bound` with the positive curvature per document that Newton boosting needs.
 
     The curvature is the diagonal of the convex-concave majoriser at ``scores`` (see the module
@@ -324,7 +324,7 @@ def smooth_lambda_bound_newton(scores, click_weights, query_offsets, *, metric="
         The rank weight ``lambda``.
     margin : float > 0, default 1.0
         The hinges' margin.
-    temperature : float >= 0, default 0.5
+    temperature : float >= 0, default 1.0
         The softplus temperature (0: the hinge, curvature 0).
     reduce : {"sum", "mean", None}, default "sum"
         As in :func:`smooth_lambda_bound` (the curvature follows the gradient's scaling).
