@@ -238,3 +238,10 @@ def test_bad_input_and_missing_lightgbm(small, monkeypatch):
     monkeypatch.setitem(sys.modules, "lightgbm", None)
     with pytest.raises(ImportError, match=r"counterfactual-ltr\[trees\]"):
         GBDTPropDCG().fit(log)
+
+
+def test_the_package_exports_it():
+    import counterfactual_ltr
+    from counterfactual_ltr.estimators import gbdt
+
+    assert counterfactual_ltr.GBDTPropDCG is gbdt.GBDTPropDCG is GBDTPropDCG
