@@ -143,6 +143,16 @@ def test_lambdarank_objective_other_metrics_and_num_iteration(small):
     np.testing.assert_array_equal(lr.predict(data, num_iteration=5), lr.booster_.predict(data.X, num_iteration=5))
 
 
+def test_huber_smoothing_from_sorted_scores_learns_on_long_lists():
+    data = make_ranking(n_queries=30, n_docs=120, random_state=3)
+    log = simulate_clicks(data, data.X[:, 0], n_passes=10, random_state=0)
+    est = GBDTPropDCG(smoothing="huber", temperature=0.5, n_estimators=30, num_leaves=7, random_state=0).fit(log)
+    assert est.objective_history_[-1] < est.objective_history_[0]
+    assert snips_estimate(log, est, n_bootstrap=0).value > snips_estimate(log, data.X[:, 0], n_bootstrap=0).value
+    with pytest.raises(ValueError, match="temperature"):
+        GBDTPropDCG(smoothing="huber", temperature=2.0).fit(log)       # a band wider than the margin
+
+
 def test_sparse_features_give_the_same_trees():
     dense = make_ranking(n_queries=60, n_docs=(4, 12), n_features=30, density=0.3, random_state=2)
     csr = make_ranking(n_queries=60, n_docs=(4, 12), n_features=30, density=0.3, random_state=2, sparse=True)
@@ -215,6 +225,7 @@ def test_trees_beat_the_linear_svm_on_interactions():
 def test_bad_input_and_missing_lightgbm(small, monkeypatch):
     data, log = small
     for params, match in [({"objective": "lambdamart"}, "objective"), ({"temperature": 0.0}, "temperature"),
+                          ({"smoothing": "logistic"}, "smoothing"),
                           ({"num_leaves": 1}, "num_leaves"), ({"learning_rate": -1}, "learning_rate"),
                           ({"subsample": 0.0}, "subsample"), ({"metric": "prec@k", "metric_params": {"k": 2}},
                                                               "not differentiable"),

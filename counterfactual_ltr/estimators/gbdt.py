@@ -9,7 +9,9 @@ the clicks on document ``j``; the cost does not grow with the number of sessions
   ``metric``), with every pair's hinge smoothed by a softplus of temperature ``temperature``
   (:func:`~counterfactual_ltr.surrogates.smooth_lambda_bound`): an upper bound of the hinge, so
   ``J`` still bounds the IPS risk of the ranking for ``W >= 0``; ``temperature=0`` would be the SVM
-  PropDCG bound itself, whose curvature is 0 almost everywhere.
+  PropDCG bound itself, whose curvature is 0 almost everywhere. Every pair (clicked document x
+  other document of its query) is evaluated each round; for long lists ``smoothing="huber"``
+  takes the shifted Huber smoothing from sorted scores instead (one sort per round).
 * ``objective="ips_lambdarank"``: LambdaMART's gradients with each clicked document's pairs
   weighted by its inverse propensity (:func:`~counterfactual_ltr.surrogates.ips_lambdarank`).
 
@@ -107,6 +109,14 @@ class GBDTPropDCG(RankerMixin, BaseEstimator):
         Softplus temperature of the smoothed hinges ("propdcg"), in score units as the margin: each
         pair's term exceeds its hinge by at most ``temperature * log 2``. Smaller is a tighter bound
         but flatter curvature away from the margin (slower, noisier leaves); see ``docs/trees.md``.
+        With ``smoothing="huber"``: the Huber band, in ``(0, margin]``.
+    smoothing : {"softplus", "huber"}, default "softplus"
+        "softplus" evaluates every pair (clicked document x other document of its query) each
+        round; "huber", the Huber-smoothed hinge shifted by half its band (also an upper bound of
+        the hinge), comes from sorted scores without forming pairs: one sort per round whatever
+        the list length, for long lists. Its curvature is 0 outside the band, so every document's
+        curvature is raised to at least ``|gradient| / margin`` (no document's own Newton step
+        exceeds a margin).
     margin : float > 0, default 1.0
         Hinge margin ("propdcg"; >= 1 keeps the bound on the rank).
     sigma : float > 0, default 1.0
@@ -189,7 +199,7 @@ class GBDTPropDCG(RankerMixin, BaseEstimator):
     """
 
     def __init__(self, objective: str = "propdcg", metric="dcg", metric_params=None, temperature: float = 1.0,
-                 margin: float = 1.0, sigma: float = 1.0, n_estimators: int = 100, learning_rate: float = 0.1,
+                 smoothing: str = "softplus", margin: float = 1.0, sigma: float = 1.0, n_estimators: int = 100, learning_rate: float = 0.1,
                  num_leaves: int = 31, max_depth: int = -1, min_child_samples: int = 20,
                  min_child_weight: float = 1e-3, subsample: float = 1.0, subsample_freq: int = 0,
                  colsample_bytree: float = 1.0, reg_alpha: float = 0.0, reg_lambda: float = 0.0, lgb_params=None,
@@ -200,6 +210,7 @@ class GBDTPropDCG(RankerMixin, BaseEstimator):
         self.metric = metric
         self.metric_params = metric_params
         self.temperature = temperature
+        self.smoothing = smoothing
         self.margin = margin
         self.sigma = sigma
         self.n_estimators = n_estimators
@@ -240,6 +251,11 @@ class GBDTPropDCG(RankerMixin, BaseEstimator):
         if self.objective == "propdcg" and lam.derivative is None:
             raise ValueError(f"metric {lam.name!r} is not differentiable: objective='propdcg' needs a "
                              "differentiable rank weight (use objective='ips_lambdarank')")
+        from ..surrogates import SMOOTHINGS, check_width
+
+        if self.smoothing not in SMOOTHINGS:
+            raise ValueError(f"smoothing must be one of {SMOOTHINGS}, got {self.smoothing!r}")
+        check_width(self.margin, self.temperature, self.smoothing)
         for name in ("temperature", "margin", "sigma", "learning_rate"):
             check_real(getattr(self, name), name, min_value=0.0, include_min=False)
         for name in ("min_child_weight", "reg_alpha", "reg_lambda", "tol"):
@@ -315,7 +331,8 @@ class GBDTPropDCG(RankerMixin, BaseEstimator):
             validation_log = _transformed_clicks(validation_log, self.preprocessor_)
         if validation_log is None and self.early_stopping:
             log, validation_log = self._held_out(log, seed)
-        rows = _TrainingRows(click_aggregate(log, propensity, type(self).__name__, allow_affine=True))
+        rows = _TrainingRows(click_aggregate(log, propensity, type(self).__name__, allow_affine=True),
+                             self.smoothing if self.objective == "propdcg" else "softplus")
         history = []
         params = self._lgb_params(seed)
         params["objective"] = self._objective_function(rows, lam, history)
@@ -356,6 +373,7 @@ class GBDTPropDCG(RankerMixin, BaseEstimator):
         scale = rows.n_rows / rows.n_clicks
         margin, temperature, sigma = float(self.margin), float(self.temperature), float(self.sigma)
         propdcg = self.objective == "propdcg"
+        step_bound = propdcg and self.smoothing == "huber"
 
         def objective(scores, _dataset):
             if propdcg:
@@ -363,6 +381,8 @@ class GBDTPropDCG(RankerMixin, BaseEstimator):
             else:
                 per_query, grad, hess = rows.pairs.lambdarank(scores, lam, sigma, True)
             history.append(float(per_query.sum()) / rows.n_clicks)
+            if step_bound:      # Huber: no curvature outside the band; no document's own step above a margin
+                np.maximum(hess, np.abs(grad) / margin, out=hess)
             top = float(hess.max())
             np.maximum(hess, _CURVATURE_FLOOR * top if top > 0 else 1.0, out=hess)
             return grad * scale, hess * scale
@@ -450,8 +470,8 @@ def _transformed_clicks(log, pre):
 class _TrainingRows:
     """The rows of the queries with a non-zero click weight: features, weights, pairs (built once per fit)."""
 
-    def __init__(self, agg: ClickAggregate):
-        from ..surrogates import ClickAnchorPairs
+    def __init__(self, agg: ClickAggregate, smoothing: str):
+        from ..surrogates import anchor_pairs
 
         data = agg.data
         queries = agg.queries
@@ -459,7 +479,7 @@ class _TrainingRows:
         self.X = data.X[rows] if not sp.issparse(data.X) else data.X[rows].tocsr()
         self.W = np.asarray(agg.weights[rows], dtype=np.float64)
         offsets = offsets_from_lengths(data.query_lengths[queries])
-        self.pairs = ClickAnchorPairs(self.W, offsets)
+        self.pairs = anchor_pairs(self.W, offsets, smoothing)
         if self.pairs.n_pairs == 0:
             raise ValueError("every click is on a query with a single candidate document: no pair to rank, "
                              "nothing to learn")

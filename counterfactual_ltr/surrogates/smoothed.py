@@ -45,8 +45,8 @@ from .._validation import check_real
 from ..implicit_pairs import ClickPairs
 from ._common import reduce_losses
 
-__all__ = ["softplus_hinge", "ClickAnchorPairs", "smooth_lambda_bound", "smooth_lambda_bound_newton",
-           "ips_lambdarank", "ips_lambdarank_newton"]
+__all__ = ["softplus_hinge", "ClickAnchorPairs", "SortedAnchorPairs", "anchor_pairs", "check_width", "SMOOTHINGS",
+           "smooth_lambda_bound", "smooth_lambda_bound_newton", "ips_lambdarank", "ips_lambdarank_newton"]
 
 
 def softplus_hinge(z, temperature: float):
@@ -241,6 +241,95 @@ class ClickAnchorPairs:
         return per_query, grad, self._per_doc(curvature, sigma * sigma * np.maximum(self.weights, 0.0), 1.0)
 
 
+class SortedAnchorPairs:
+    """The pairs of :class:`ClickAnchorPairs` never enumerated: the shifted-Huber bound from sorted scores.
+
+    With the Huber smoothing ``phi_mu`` (0 for ``z <= 0``, ``z^2 / (2 mu)`` on ``(0, mu)``,
+    ``z - mu/2`` beyond) shifted by half its band, ``phi_mu(z + mu/2) >= max(0, z)``, equal to the hinge
+    for ``|z| >= mu/2``, each anchor's pairs fall into runs of its query's sorted scores (idle, band,
+    linear: :mod:`counterfactual_ltr.implicit_pairs`) whose sums are differences of prefix sums of
+    the scores and their squares: one sort per round, ``O(n log n + k log n)`` for ``n`` rows and
+    ``k`` anchors, however many pairs. The curvature is ``c_j / mu`` on band pairs only.
+
+    Parameters
+    ----------
+    click_weights : array (n_docs,)
+        ``W_j`` per row (0: not an anchor).
+    query_offsets : array (n_queries + 1,)
+        Query boundaries.
+
+    Examples
+    --------
+    >>> pairs = SortedAnchorPairs([0.0, 2.0, 0.0, 1.0, 0.0], [0, 3, 5])
+    >>> pairs.anchors.tolist(), pairs.n_pairs
+    ([1, 3], 3)
+    """
+
+    def __init__(self, click_weights, query_offsets):
+        self.offsets = check_offsets(query_offsets)
+        self.n = int(self.offsets[-1])
+        W = check_finite_1d(click_weights, "click_weights", self.n)
+        self.anchors = np.flatnonzero(W)
+        self.weights = W[self.anchors]
+        self.pairs = ClickPairs(self.offsets, self.anchors, np.abs(self.weights))
+        self.anchor_query = self.pairs.anchor_query
+
+    @property
+    def n_pairs(self) -> int:
+        return self.pairs.n_pairs
+
+    def bound(self, scores, lam, margin, width, hessian):
+        """The shifted-Huber bound per query, its gradient and curvature (see the class docstring).
+
+        Parameters
+        ----------
+        scores : array (n_docs,)
+            Scores of the rows.
+        lam : LambdaWeight
+            The rank weight (differentiable).
+        margin : float
+            The hinges' margin.
+        width : float in (0, margin]
+            The Huber band ``mu``.
+        hessian : bool
+            Whether to compute the curvature.
+
+        Returns
+        -------
+        per_query : array (n_queries,)
+        grad : array (n_docs,)
+        hess : array (n_docs,) or None
+        """
+        from ..implicit_pairs import _Smoothed
+
+        s = check_finite_1d(scores, "scores", self.n)
+        mu, shifted = width, margin + 0.5 * width
+        ev = _Smoothed(self.pairs, s, np.zeros(self.anchors.size), shifted, mu)   # one sort: runs and sums
+        srt, lo, hi = ev.sorted, ev.lo, ev.hi
+        P1 = srt.prefix
+        P2 = np.concatenate(([0.0], np.cumsum(srt.ss * srt.ss)))
+        d = shifted - srt.sa                                # z = d + s_y
+        band = ((hi - lo) * d * d + 2.0 * d * (P1[hi] - P1[lo]) + (P2[hi] - P2[lo])) / (2.0 * mu)
+        linear = (srt.end - hi) * (d - 0.5 * mu) + (P1[srt.end] - P1[hi])
+        # Minus the anchor's own pair (z = margin + mu/2 > mu: linear, value margin).
+        r = 1.0 + np.maximum(band + linear - margin, 0.0)
+        per_query = np.bincount(self.anchor_query, self.weights * lam.value(r), minlength=self.offsets.size - 1)
+        c = self.weights * lam.derivative(r)
+        ev.Cc = c                                           # the aggregate below is computed with the CCP weights
+        grad = -ev.aggregate()[0]
+        if not hessian:
+            return per_query, grad, None
+        h = np.maximum(c, 0.0) / mu
+        depth = np.cumsum(np.bincount(lo, h, minlength=self.n + 1) - np.bincount(hi, h, minlength=self.n + 1))
+        hess = np.zeros(self.n)
+        hess[srt.order] = depth[:self.n]
+        hess[self.anchors] += h * (hi - lo)
+        return per_query, grad, hess
+
+
+SMOOTHINGS = ("softplus", "huber")
+
+
 def _lambda(metric, metric_params, need_derivative: bool):
     from ..metrics import LambdaWeight, get_lambda
 
@@ -251,7 +340,7 @@ def _lambda(metric, metric_params, need_derivative: bool):
 
 
 def smooth_lambda_bound(scores, click_weights, query_offsets, *, metric="dcg", margin: float = 1.0,
-                        temperature: float = 1.0, reduce="sum", **metric_params):
+                        temperature: float = 1.0, smoothing: str = "softplus", reduce="sum", **metric_params):
     """Softplus-smoothed propensity-weighted rank bound (Agarwal et al. 2019, Eq. 7); see the module docstring.
 
     .. math::
@@ -276,7 +365,11 @@ def smooth_lambda_bound(scores, click_weights, query_offsets, *, metric="dcg", m
     margin : float > 0, default 1.0
         ``Delta``; at least 1 for the bound on the rank.
     temperature : float >= 0, default 1.0
-        ``t`` (0: the hinge).
+        ``t`` (0: the hinge); with ``smoothing="huber"`` the band ``mu`` in ``(0, margin]``.
+    smoothing : {"softplus", "huber"}, default "softplus"
+        The softplus over explicit pairs, or the Huber smoothing shifted by half its band
+        (``phi_mu(z + mu/2)``, also an upper bound of the hinge, exceeding it by at most ``mu/8``
+        per pair) from sorted scores without forming pairs (:class:`SortedAnchorPairs`).
     reduce : {"sum", "mean", None}, default "sum"
         Sum or mean over queries, or one loss per query (``grad`` is then the gradient of their sum).
     **metric_params
@@ -298,13 +391,13 @@ def smooth_lambda_bound(scores, click_weights, query_offsets, *, metric="dcg", m
     >>> bool(smooth_lambda_bound(s, W, offsets, temperature=0.1)[0] >= lambda_hinge_bound(s, W, offsets)[0])
     True
     """
-    loss, grad, _ = _bound(scores, click_weights, query_offsets, metric, margin, temperature, reduce, metric_params,
-                           hessian=False)
+    loss, grad, _ = _bound(scores, click_weights, query_offsets, metric, margin, temperature, smoothing, reduce,
+                           metric_params, hessian=False)
     return loss, grad
 
 
 def smooth_lambda_bound_newton(scores, click_weights, query_offsets, *, metric="dcg", margin: float = 1.0,
-                               temperature: float = 1.0, reduce="sum", **metric_params):
+                               temperature: float = 1.0, smoothing: str = "softplus", reduce="sum", **metric_params):
     """:func:`smooth_lambda_bound` with the positive curvature per document that Newton boosting needs.
 
     The curvature is the diagonal of the convex-concave majoriser at ``scores`` (see the module
@@ -325,7 +418,9 @@ def smooth_lambda_bound_newton(scores, click_weights, query_offsets, *, metric="
     margin : float > 0, default 1.0
         The hinges' margin.
     temperature : float >= 0, default 1.0
-        The softplus temperature (0: the hinge, curvature 0).
+        The softplus temperature (0: the hinge, curvature 0), or the Huber band.
+    smoothing : {"softplus", "huber"}, default "softplus"
+        As in :func:`smooth_lambda_bound` (Huber: curvature ``c_j / mu`` on band pairs only).
     reduce : {"sum", "mean", None}, default "sum"
         As in :func:`smooth_lambda_bound` (the curvature follows the gradient's scaling).
     **metric_params
@@ -345,13 +440,69 @@ def smooth_lambda_bound_newton(scores, click_weights, query_offsets, *, metric="
     >>> bool(abs(grad.sum()) < 1e-12), bool((hess > 0).all())
     (True, True)
     """
-    return _bound(scores, click_weights, query_offsets, metric, margin, temperature, reduce, metric_params, hessian=True)
+    return _bound(scores, click_weights, query_offsets, metric, margin, temperature, smoothing, reduce, metric_params,
+                  hessian=True)
 
 
-def _bound(scores, click_weights, query_offsets, metric, margin, temperature, reduce, metric_params, hessian):
+def anchor_pairs(click_weights, query_offsets, smoothing: str = "softplus"):
+    """The pair structure a smoothing evaluates on: :class:`ClickAnchorPairs` or :class:`SortedAnchorPairs`.
+
+    Parameters
+    ----------
+    click_weights : array (n_docs,)
+        ``W_j`` per row.
+    query_offsets : array (n_queries + 1,)
+        Query boundaries.
+    smoothing : {"softplus", "huber"}, default "softplus"
+        Explicit pairs for the softplus, sorted scores for the shifted Huber.
+
+    Returns
+    -------
+    ClickAnchorPairs or SortedAnchorPairs
+
+    Examples
+    --------
+    >>> type(anchor_pairs([1.0, 0.0], [0, 2], "huber")).__name__
+    'SortedAnchorPairs'
+    """
+    if smoothing not in SMOOTHINGS:
+        raise ValueError(f"smoothing must be one of {SMOOTHINGS}, got {smoothing!r}")
+    cls = ClickAnchorPairs if smoothing == "softplus" else SortedAnchorPairs
+    return cls(click_weights, query_offsets)
+
+
+def check_width(margin, temperature, smoothing) -> tuple[float, float]:
+    """``(margin, temperature)`` checked: ``margin > 0``; ``temperature >= 0`` (softplus) or in ``(0, margin]`` (Huber).
+
+    Parameters
+    ----------
+    margin : float
+        The hinges' margin.
+    temperature : float
+        The softplus temperature or the Huber band.
+    smoothing : {"softplus", "huber"}
+        Which smoothing.
+
+    Returns
+    -------
+    tuple of float
+
+    Examples
+    --------
+    >>> check_width(2.0, 1.0, "huber")
+    (2.0, 1.0)
+    """
     margin = check_real(margin, "margin", min_value=0.0, include_min=False)
-    temperature = check_real(temperature, "temperature", min_value=0.0)
-    pairs = ClickAnchorPairs(click_weights, query_offsets)
+    if smoothing == "huber":
+        # Up to one margin the anchor's own pair (z = margin + mu/2) stays half a band beyond the band.
+        return margin, check_real(temperature, "temperature", min_value=0.0, max_value=margin, include_min=False)
+    return margin, check_real(temperature, "temperature", min_value=0.0)
+
+
+def _bound(scores, click_weights, query_offsets, metric, margin, temperature, smoothing, reduce, metric_params,
+           hessian):
+    pairs = anchor_pairs(click_weights, query_offsets, smoothing)
+    margin, temperature = check_width(margin, temperature, smoothing)
     lam = _lambda(metric, metric_params, need_derivative=True)
     per_query, grad, hess = pairs.bound(scores, lam, margin, temperature, hessian)
     return _reduced(per_query, grad, hess, reduce, hessian)
