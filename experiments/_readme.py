@@ -532,7 +532,7 @@ def topk(payload: dict) -> list:
 
 def trees_section(payload: dict) -> tuple[str, list]:
     """GBDTPropDCG against LightGBM's lambdarank and SVM PropDCG (issue 30), and the fit-time benchmark."""
-    from .trees import NAMES
+    from .trees import NAMES, markdown
 
     res, s = payload["results"], payload["settings"]
     lines = ["### Gradient-boosted trees on the counterfactual objective (issue 30)", "",
@@ -543,18 +543,7 @@ def trees_section(payload: dict) -> tuple[str, list]:
              f"from {list(s['svm_C_grid'])}; every method chosen by {s['selection']}. Mean +- sd over runs; CPU "
              f"seconds of the whole grid per run. Made by {cmd(payload)}.", ""]
     verdicts = []
-    for dataset, d in res["summary"].items():
-        lines += [f"**{dataset}** ({d['n_runs']} runs, {d['mean_train_clicks']:,.0f} training clicks on average):", "",
-                  "| method | avg DCG | NDCG@10 | CPU s per run |", "|---|---|---|---|"]
-        for m, r in d["rows"].items():
-            cpu = d["cpu_seconds_per_run"].get(m)
-            lines.append(f"| {NAMES[m]} | {r['avg_dcg']['mean']:.4f} +- {r['avg_dcg']['std']:.4f} | "
-                         f"{r['ndcg10']['mean']:.4f} | {'' if cpu is None else f'{cpu:.0f}'} |")
-        lines += ["", "| paired (first - second) | avg DCG | NDCG@10 |", "|---|---|---|"]
-        for key, p in d["paired"].items():
-            a, b = key.split("-")
-            lines.append(f"| {NAMES[a]} - {NAMES[b]} | {fmt(p['avg_dcg'])} | {fmt(p['ndcg10'])} |")
-        lines.append("")
+    lines.append(markdown(res["summary"]))
     for claim, c in res["claims"].items():
         dataset, _, what = claim.partition(": ")
         a, _, b = what.partition(" beats ")

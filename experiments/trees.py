@@ -254,12 +254,13 @@ def main(argv=None):
 
 
 def markdown(summary) -> str:
+    """Per data set, the table of rows and the table of paired differences (printed, and in the README)."""
     from ._readme import fmt
 
     lines = []
     for dataset, s in summary.items():
-        lines += [f"{dataset} ({s['n_runs']} runs, {s['mean_train_clicks']:,.0f} training clicks on average)", "",
-                  "| method | avg DCG | NDCG@10 | CPU s per run (tuning) |", "|---|---|---|---|"]
+        lines += [f"**{dataset}** ({s['n_runs']} runs, {s['mean_train_clicks']:,.0f} training clicks on average):",
+                  "", "| method | avg DCG | NDCG@10 | CPU s per run (whole grid) |", "|---|---|---|---|"]
         for m, r in s["rows"].items():
             cpu = s["cpu_seconds_per_run"].get(m)
             lines.append(f"| {NAMES[m]} | {r['avg_dcg']['mean']:.4f} +- {r['avg_dcg']['std']:.4f} | "
