@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV, GroupKFold
 from sklearn.preprocessing import StandardScaler
 
@@ -141,6 +142,16 @@ def test_lambdarank_objective_other_metrics_and_num_iteration(small):
     assert np.all(np.isfinite(rbp.predict(data)))
     # The first k trees: what LightGBM's own truncated prediction gives.
     np.testing.assert_array_equal(lr.predict(data, num_iteration=5), lr.booster_.predict(data.X, num_iteration=5))
+
+
+def test_an_overshooting_learning_rate_warns(small):
+    data, log = small
+    with pytest.warns(ConvergenceWarning, match="objective rose"):
+        est = GBDTPropDCG(n_estimators=20, learning_rate=50.0, num_leaves=7).fit(log)
+    assert est.objective_history_[-1] > est.objective_history_[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        GBDTPropDCG(n_estimators=20, learning_rate=1.0, num_leaves=7).fit(log)
 
 
 def test_huber_smoothing_from_sorted_scores_learns_on_long_lists():

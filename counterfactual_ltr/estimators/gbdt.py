@@ -41,10 +41,12 @@ same seed and data give bit-identical trees. Safe model files hold the booster's
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .._segments import offsets_from_lengths
@@ -175,7 +177,9 @@ class GBDTPropDCG(RankerMixin, BaseEstimator):
     n_estimators_ : int
         Trees kept.
     objective_history_ : array
-        The training objective (per click) at the scores every round started from.
+        The training objective (per click) at the scores every round started from. For "propdcg" a
+        ``ConvergenceWarning`` says so when its last value is above its first (a learning rate that
+        overshoots the Newton steps); "ips_lambdarank"'s loss is re-weighted by each round's ranks.
     validation_scores_ : array or None
         Validation SNIPS estimate of ``metric`` after every round (when validation clicks exist).
     best_iteration_ : int
@@ -354,6 +358,10 @@ class GBDTPropDCG(RankerMixin, BaseEstimator):
         self.n_features_in_ = rows.X.shape[1]
         self.n_train_clicks_, self.n_train_rows_ = rows.n_clicks, rows.n_rows
         self.n_train_queries_, self.n_pairs_ = rows.n_queries, rows.pairs.n_pairs
+        if self.objective == "propdcg" and len(history) > 1 and history[-1] > history[0]:
+            warnings.warn(f"{type(self).__name__}: the training objective rose from {history[0]:.4g} to "
+                          f"{history[-1]:.4g} over the rounds (learning_rate={self.learning_rate!r} overshoots); "
+                          "lower learning_rate", ConvergenceWarning, stacklevel=2)
         return self._end_fit()
 
     def _validation_metric(self):
