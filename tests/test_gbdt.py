@@ -19,7 +19,7 @@ from click_sim import PositionBasedClickModel, make_ranking, simulate_clicks
 from counterfactual_ltr import ClickLog, RankingDataset, load_model, save_model
 from counterfactual_ltr.evaluation import snips_estimate, snips_scorer
 from counterfactual_ltr.propensity import TabularPropensity, TrustBiasPropensity
-from counterfactual_ltr.surrogates import smooth_lambda_bound_newton
+from counterfactual_ltr.surrogates import ips_lambdarank_newton, smooth_lambda_bound_newton
 
 lightgbm = pytest.importorskip("lightgbm")
 
@@ -45,15 +45,18 @@ def _mc_setting():
     return data, production, scores
 
 
+def _terms(scores, W, data):
+    """Bound (temperature 1): value, gradient, curvature; then the IPS LambdaRank loss and gradient."""
+    loss, grad, hess = smooth_lambda_bound_newton(scores, W, data.query_offsets, temperature=1.0)
+    lr_loss, lr_grad, _ = ips_lambdarank_newton(scores, W, data.query_offsets)
+    return np.r_[loss, grad, hess, lr_loss, lr_grad]
+
+
 def _per_log(log, propensity, scores, data):
-    """Objective, gradient and curvature (temperature 1) of every log of PASSES passes, from its aggregate."""
+    """:func:`_terms` of every log of PASSES passes, from its aggregate's weights."""
     size = PASSES * data.n_queries
-    out = []
-    for i in range(N_LOGS):
-        W = log[i * size:(i + 1) * size].aggregate(propensity).weights
-        loss, grad, hess = smooth_lambda_bound_newton(scores, W, data.query_offsets, temperature=1.0)
-        out.append(np.r_[loss, grad, hess])
-    return np.array(out)
+    return np.array([_terms(scores, log[i * size:(i + 1) * size].aggregate(propensity).weights, data)
+                     for i in range(N_LOGS)])
 
 
 def _check_unbiased(values, expected, n_se=4.0):
@@ -64,14 +67,15 @@ def _check_unbiased(values, expected, n_se=4.0):
 
 @pytest.mark.parametrize("eps_minus", [0.0, 0.2])
 def test_training_objective_is_unbiased_over_clicks(eps_minus):
-    """Mean over logs of the objective (and its gradient and curvature, all linear in W >= 0) equals the
-    full-information objective with W_j = sessions x click-relevance (relevance itself when eps- = 0)."""
+    """Mean over logs of the objective (and its gradient and curvature, all linear in W >= 0; and the IPS
+    LambdaRank loss and gradient) equals the full-information value with W_j = sessions x click-relevance
+    (relevance itself when eps- = 0)."""
     data, production, scores = _mc_setting()
     model = PositionBasedClickModel(eta=1.0, eps_minus=eps_minus, eps_plus=1.0)
     log = simulate_clicks(data, production, model, n_passes=N_LOGS * PASSES, random_state=3)
     c = np.where(data.relevance() == 1, 1.0, eps_minus)
-    loss, grad, hess = smooth_lambda_bound_newton(scores, PASSES * c, data.query_offsets, temperature=1.0)
-    expected = np.r_[loss, grad, hess]
+    expected = _terms(scores, PASSES * c, data)
+    loss = expected[0]
     ok, mean, se = _check_unbiased(_per_log(log, 1.0, scores, data), expected)
     assert ok.all(), (mean[~ok], expected[~ok], se[~ok])
     # The Monte Carlo has power: ignoring the propensities (eta = 0) is far off the full-information value.
@@ -91,10 +95,10 @@ def test_trust_bias_objective_is_unbiased_with_the_affine_correction():
     R = data.relevance()[base.docs].astype(float)
     clicks = np.random.default_rng(14).random(base.n_items) < model.alpha(base.positions) * R + model.beta(base.positions)
     log = ClickLog(data, base.session_query, base.session_offsets, base.docs, clicks)
-    loss, grad, _ = smooth_lambda_bound_newton(scores, PASSES * data.relevance().astype(float), data.query_offsets,
-                                               temperature=1.0)
-    values = _per_log(log, model, scores, data)[:, :1 + data.n_docs]
-    ok, mean, se = _check_unbiased(values, np.r_[loss, grad])
+    expected = _terms(scores, PASSES * data.relevance().astype(float), data)
+    loss = expected[0]
+    keep = np.r_[0:1 + data.n_docs, 1 + 2 * data.n_docs:len(expected)]     # the curvature drops W < 0: not linear
+    ok, mean, se = _check_unbiased(_per_log(log, model, scores, data)[:, keep], expected[keep])
     assert ok.all(), (mean[~ok], se[~ok])
     # Plain IPS with the examination as propensity: E[W_j] = sessions x (R + eps-_k (1 - R)), k its position.
     from counterfactual_ltr._segments import rank_within_queries
