@@ -41,8 +41,10 @@ MODELS = {"svm-propdcg": "SVMPropDCG", "svm-proprank": "SVMPropRank", "svm-propr
           "svm-rank": "RankSVM", "slam": "SLAMRanker", "deep": "DeepPropDCG", "gbdt-propdcg": "GBDTPropDCG"}
 #: Grid options of ``--model gbdt-propdcg``: option -> (GBDTPropDCG parameter, whole numbers?, least value
 #: (a float: exclusive), default grid).
-GBDT_GRID = {"--n-estimators": ("n_estimators", True, 1, "100"), "--learning-rate": ("learning_rate", False, 0.0, "0.1"),
-             "--num-leaves": ("num_leaves", True, 2, "31"), "--min-child-samples": ("min_child_samples", True, 1, "20")}
+GBDT_GRID = {"--n-estimators": ("n_estimators", True, 1, "100"),
+             "--learning-rate": ("learning_rate", False, 0.0, "0.1"),
+             "--num-leaves": ("num_leaves", True, 2, "31"),
+             "--min-child-samples": ("min_child_samples", True, 1, "20")}
 SCALERS = {"none": None, "standard": "StandardScaler", "minmax": "MinMaxScaler", "maxabs": "MaxAbsScaler",
            "robust": "RobustScaler"}
 #: What the experiment scripts import beyond the library: the ``[experiments]`` extra of ``pyproject.toml``.
@@ -406,7 +408,10 @@ def _gbdt_estimator(cls, params, C, alpha, seed, tree_grid):
     """GBDTPropDCG and its grid from the tree options (``GBDT_GRID``): positive values only."""
     from .estimators.gbdt import lightgbm_or_raise
 
-    lightgbm_or_raise()                      # a missing extra is named before any data is read
+    try:
+        lightgbm_or_raise()                  # a missing extra is named before any data is read
+    except ImportError as err:
+        raise InputError(str(err)) from None
     for name, value in (("--C", C), ("--alpha", alpha)):
         if value is not None:
             raise click.BadParameter(f"gbdt-propdcg has no {name[2:]}; use the tree options "

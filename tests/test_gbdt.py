@@ -266,6 +266,18 @@ def test_bad_input_and_missing_lightgbm(small, monkeypatch):
         GBDTPropDCG().fit(log)
 
 
+def test_cli_names_the_missing_extra(tmp_path, monkeypatch, capsys):
+    from counterfactual_ltr.cli import main
+
+    monkeypatch.setitem(sys.modules, "lightgbm", None)
+    (tmp_path / "data.txt").write_text("0 qid:1 1:0.5\n1 qid:1 1:0.7\n")
+    (tmp_path / "log.csv").write_text("session,qid,doc,position,click\n0,1,0,1,1\n0,1,1,2,0\n")
+    status = main(["fit", str(tmp_path / "log.csv"), str(tmp_path / "data.txt"), "--model", "gbdt-propdcg",
+                   "-o", str(tmp_path / "m.npz")])
+    err = capsys.readouterr().err
+    assert status == 2 and "counterfactual-ltr[trees]" in err and len(err.strip().splitlines()) == 1
+
+
 def test_the_package_exports_it():
     import counterfactual_ltr
     from counterfactual_ltr.estimators import gbdt
