@@ -20,9 +20,9 @@ from .aggregate import ClickAggregate, aggregate_clicks
 from .clicklog import ClickLog
 from .datasets import RankingDataset, binarize
 from .estimators import DeepPropDCG, GBDTPropDCG, RankSVM, SLAMRanker, SVMPropDCG, SVMPropRank, SVMPropRBP
-from .evaluation import (Estimate, ValidationReport, clipped_ips_estimate, clipped_ips_scorer, dr_estimate, dr_scorer,
-                         fit_relevance, ips_estimate, ips_scorer, policy_aware_estimate, policy_aware_scorer,
-                         snips_estimate, snips_scorer, validation_report)
+from .evaluation import (Comparison, Estimate, ValidationReport, clipped_ips_estimate, clipped_ips_scorer,
+                         compare_rankers, dr_estimate, dr_scorer, fit_relevance, ips_estimate, ips_scorer,
+                         policy_aware_estimate, policy_aware_scorer, snips_estimate, snips_scorer, validation_report)
 from .persistence import load_model, save_model
 from .propensity import (EstimatedPropensity, EstimatedTrustBias, PositionBasedPropensity, TabularPropensity,
                          TrustBiasPropensity, estimate_propensities)
@@ -38,7 +38,7 @@ __all__ = [
     # off-policy evaluation
     "ips_estimate", "snips_estimate", "clipped_ips_estimate", "dr_estimate", "policy_aware_estimate", "Estimate",
     "fit_relevance", "ips_scorer", "snips_scorer", "clipped_ips_scorer", "dr_scorer", "policy_aware_scorer",
-    "validation_report", "ValidationReport",
+    "validation_report", "ValidationReport", "compare_rankers", "Comparison",
     # model files, progress bars, version
     "save_model", "load_model", "show_progress", "__version__",
 ]

@@ -33,7 +33,7 @@ from ._segments import rank_within_queries
 from ._validation import check_int
 from .datasets import RankingDataset, _frame_column
 from .metrics import metric_weight
-from .propensity_models import affine_parts, as_propensity_model, is_affine, propensities_at
+from .propensity_models import affine_parts, as_propensity_model, is_affine, propensities_at, resolve_propensity
 
 __all__ = ["ClickAggregate", "aggregate_clicks", "count_table"]
 
@@ -259,6 +259,13 @@ class ClickAggregate:
                 and np.array_equal(self.click_counts, other.click_counts))
 
     # --------------------------------------------------------------- point estimates
+    def _resolved(self, scores_or_ranker, propensity) -> "ClickAggregate":
+        """This aggregate weighted under the propensity the log path would use (see :meth:`ips_value`)."""
+        model, _ = resolve_propensity(propensity, scores_or_ranker, default=self.propensity)
+        if self.propensity is not None and repr(model) == repr(self.propensity):
+            return self
+        return self.reweight(model)
+
     def _metric_sums(self, scores_or_ranker, metric, metric_params):
         data = self.data
         if hasattr(scores_or_ranker, "predict"):
@@ -272,10 +279,15 @@ class ClickAggregate:
         m = metric_weight(metric, **metric_params)(ranks)
         return float(np.sum(self.weights[clicked] * m)), float(np.sum(self.weights[clicked]))
 
-    def ips_value(self, scores_or_ranker, *, metric="dcg", **metric_params) -> float:
+    def ips_value(self, scores_or_ranker, *, metric="dcg", propensity=None, **metric_params) -> float:
         """IPS point estimate ``(1/N) sum_d m(rank(d)) W_d``: equal to ``ips_estimate(log, ...).value``.
 
-        No interval: its variance needs the sessions (within-session cross terms).
+        The propensity is resolved as on the log
+        (:func:`~counterfactual_ltr.propensity_models.resolve_propensity`): an
+        explicit ``propensity``, else the ranker's own when it is an estimator
+        that carries one, else this aggregate's :attr:`propensity`; the weights
+        are recomputed from the count table when it differs. No interval: its
+        variance needs the sessions (within-session cross terms).
 
         Parameters
         ----------
@@ -283,6 +295,8 @@ class ClickAggregate:
             Scores of every data-set row, or a fitted ranker.
         metric : str or callable, default "dcg"
             The metric; see :func:`~counterfactual_ltr.metrics.metric_weight`.
+        propensity : None, float or propensity model, default None
+            Examination model of the log (a number: its ``eta``); ``None``: see above.
         **metric_params
             Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
 
@@ -292,10 +306,13 @@ class ClickAggregate:
         """
         if self.n_sessions == 0:
             raise ValueError("the aggregate has no sessions")
-        return self._metric_sums(scores_or_ranker, metric, metric_params)[0] / self.n_sessions
+        agg = self._resolved(scores_or_ranker, propensity)
+        return agg._metric_sums(scores_or_ranker, metric, metric_params)[0] / self.n_sessions
 
-    def snips_value(self, scores_or_ranker, *, metric="dcg", **metric_params) -> float:
-        """SNIPS point estimate ``sum_d m(rank(d)) W_d / sum_d W_d`` (metric per relevant document).
+    def snips_value(self, scores_or_ranker, *, metric="dcg", propensity=None, **metric_params) -> float:
+        """SNIPS point estimate ``sum_d m(rank(d)) W_d / sum_d W_d``: equal to ``snips_estimate(log, ...).value``.
+
+        The propensity is resolved as in :meth:`ips_value`.
 
         Parameters
         ----------
@@ -303,6 +320,8 @@ class ClickAggregate:
             Scores of every data-set row, or a fitted ranker.
         metric : str or callable, default "dcg"
             The metric; see :func:`~counterfactual_ltr.metrics.metric_weight`.
+        propensity : None, float or propensity model, default None
+            Examination model of the log (a number: its ``eta``); ``None``: see :meth:`ips_value`.
         **metric_params
             Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
 
@@ -310,7 +329,7 @@ class ClickAggregate:
         -------
         float
         """
-        x, w = self._metric_sums(scores_or_ranker, metric, metric_params)
+        x, w = self._resolved(scores_or_ranker, propensity)._metric_sums(scores_or_ranker, metric, metric_params)
         if w == 0:
             raise ValueError("the aggregate has no clicks: SNIPS is undefined")
         return x / w

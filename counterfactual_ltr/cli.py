@@ -4,7 +4,7 @@
 
     cltr simulate DATA -o log.parquet            # click_sim.simulate_clicks
     cltr propensity LOG DATA -o propensity.json  # propensity.estimate_propensities
-    cltr fit LOG DATA --model svm-propdcg --C 0.1,1,10 -o model.npz   # GridSearchCV + GroupKFold
+    cltr fit LOG DATA --model svm-propdcg --C 0.1,1,10 -o model.npz   # model_selection.grid_search
     cltr evaluate MODEL... LOG DATA -o report.html                     # evaluation.validation_report
     cltr predict MODEL DATA -o scores.tsv                              # estimator.predict
     cltr experiments NAME [--quick]                                    # python -m experiments NAME
@@ -47,6 +47,8 @@ GBDT_GRID = {"--n-estimators": ("n_estimators", True, 1, "100"),
              "--min-child-samples": ("min_child_samples", True, 1, "20")}
 SCALERS = {"none": None, "standard": "StandardScaler", "minmax": "MinMaxScaler", "maxabs": "MaxAbsScaler",
            "robust": "RobustScaler"}
+#: ``cltr fit`` extends a grid whose choice binds at an edge by at most this many values (factors of 10).
+MAX_GRID_EXTENSIONS = 3
 #: What the experiment scripts import beyond the library: the ``[experiments]`` extra of ``pyproject.toml``.
 EXPERIMENT_NEEDS = ("matplotlib", "lightgbm")
 # Errors that mean "bad input": reported in one line with status 2. Anything else is a bug: traceback.
@@ -130,6 +132,9 @@ class _CountingScorer:
 
     def __call__(self, estimator, X, y=None):
         value = self.scorer(estimator, X, y)
+        total, done = getattr(self.bar, "total", None), getattr(self.bar, "n", 0)
+        if total is not None and done >= total:  # the grid was extended
+            self.bar.total = total + 1
         self.bar.update(1)
         return value
 
@@ -309,7 +314,8 @@ def _estimation_payload(result, method) -> dict:
               help="Model file to write (JSON + arrays in one .npz archive; opening it runs no code).")
 @click.option("--model", "model_name", default="svm-propdcg", show_default=True, type=click.Choice(list(MODELS)),
               help="Estimator (svm-rank is the naive baseline: clicks as labels).")
-@click.option("--C", "C", default=None, help="Comma-separated grid of C (SVMs and slam)  [default: 0.1,1,10,100]")
+@click.option("--C", "C", default=None, help="Comma-separated grid of C (SVMs and slam)  [default: 0.1,1,10,100]; "
+              f"a choice at a binding edge extends it by factors of 10, at most {MAX_GRID_EXTENSIONS} times.")
 @click.option("--alpha", default=None, help="Comma-separated grid of weight decay alpha (deep only).")
 @click.option("--epochs", default=50, show_default=True, type=click.IntRange(min=1), help="Epochs (deep only).")
 @click.option("--hidden", default=200, show_default=True, type=click.IntRange(min=1),
@@ -337,18 +343,22 @@ def fit(log, data, output, model_name, C, alpha, epochs, hidden, cv, scoring, pr
         **tree_grid):
     """Fit a ranker on the click LOG over DATA, choosing hyper-parameters by grid search.
 
-    Runs sklearn's GridSearchCV with GroupKFold(--cv) over the sessions grouped
-    by query, scoring each candidate by its IPS/SNIPS estimate on the held-out
-    fold's clicks, refits the best on the whole log and saves it.
+    Calls counterfactual_ltr.model_selection.grid_search: GroupKFold(--cv) over
+    the sessions grouped by query, each value scored by its IPS/SNIPS estimate
+    on the held-out fold's clicks. A choice at an end of the grid whose score is
+    still above its neighbour's extends the grid by factors of 10 (at most
+    3 values) until it is interior. The best is refitted on the
+    whole log; the chosen value, the grid and the cross-validated scores are
+    printed and stored in the model file. A model that ranks every document
+    equal (w = 0) is not written (exit status 2).
 
     \b
     Example:
       cltr fit train_log.parquet train.txt --model svm-propdcg --C 0.1,1,10 --cv 3 \\
           --scoring snips-dcg -o model.npz
     """
-    from sklearn.model_selection import GridSearchCV, GroupKFold
-
     from ._progress import progress, show_progress
+    from .model_selection import grid_search, selection_lines
     from .persistence import save_model
 
     prop = _propensity(propensity)
@@ -356,6 +366,35 @@ def fit(log, data, output, model_name, C, alpha, epochs, hidden, cv, scoring, pr
     estimator, grid = _make_estimator(model_name, C, alpha, epochs, hidden, prop, scale, seed, tree_grid)
     dataset = _load_data(data)
     click_log = _load_log(log, dataset)
+    if len(grid) > 1:
+        return _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, output, quiet)
+    (parameter, values), = grid.items()
+    with show_progress(_progress_setting(quiet)):
+        bar = progress(total=len(values) * cv, desc=f"grid search {model_name}", unit="fit")
+        try:
+            model = grid_search(estimator, click_log, parameter, values, cv=cv, scoring=_CountingScorer(scorer, bar),
+                                scoring_name=scoring, extend=True, max_extensions=MAX_GRID_EXTENSIONS)
+        finally:
+            bar.close()
+    record = model.selection_
+    if _ranks_everything_equal(model, dataset):
+        raise InputError(_degenerate_message(model, model_name, record))
+    save_model(model, output)
+    grown = f"; grid extended by {', '.join(f'{v:g}' for v in record['extended'])}" if record["extended"] else ""
+    _echo(quiet, f"chose {parameter}={record['chosen']:g} (cross-validated {scoring} {record['best_score']:.5f}"
+                 f"{grown}); wrote {output}")
+    for line in selection_lines(record):
+        _echo(quiet, line)
+
+
+def _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, output, quiet):
+    """``cltr fit`` over a grid of several parameters (the tree options): GridSearchCV, edges warned, no extension."""
+    from sklearn.model_selection import GridSearchCV, GroupKFold
+
+    from ._progress import progress, show_progress
+    from .model_selection import check_grid_edge
+    from .persistence import save_model
+
     n_fits = int(np.prod([len(v) for v in grid.values()])) * cv
     with show_progress(_progress_setting(quiet)):
         bar = progress(total=n_fits, desc=f"grid search {model_name}", unit="fit")
@@ -365,9 +404,36 @@ def fit(log, data, output, model_name, C, alpha, epochs, hidden, cv, scoring, pr
             search.fit(click_log, groups=click_log.groups)
         finally:
             bar.close()
+    check_grid_edge(search)
     save_model(search.best_estimator_, output)
     chosen = ", ".join(f"{k}={v:g}" for k, v in search.best_params_.items())
     _echo(quiet, f"chose {chosen} (cross-validated {scoring} {search.best_score_:.5f}); wrote {output}")
+
+
+def _ranks_everything_equal(model, data) -> bool:
+    """Whether the model gives every document of every query of ``data`` the same score (w = 0)."""
+    from ._segments import segment_ids
+
+    scores = np.asarray(model.predict(data), dtype=np.float64)
+    first = scores[data.query_offsets[:-1]][segment_ids(data.query_offsets)]
+    return bool(np.all(scores == first))
+
+
+def _degenerate_message(model, model_name, record) -> str:
+    """One line: the model ranks everything equal, why, and what to try (nothing is written)."""
+    name, p = type(model).__name__, record["parameter"]
+    chosen = f"{p}={record['chosen']:g}"
+    tried = f"{p} in {', '.join(f'{v:g}' for v in record['grid'])}"
+    if model_name == "slam":
+        why = (f"w = 0 is SLAM's optimum at the chosen {chosen} (no other value scored better): its loss grows in "
+               "every direction from w = 0 on these clicks; try --model svm-propdcg or svm-proprank")
+    elif model_name == "deep":
+        why = f"the network's output is constant at the chosen {chosen}; try a smaller --alpha or more --epochs"
+    else:
+        why = (f"coef_ = 0 is optimal at the chosen {chosen} (no other value scored better): the clicks do not move "
+               f"the weights; try larger C values (--C {record['grid'][-1] * 10:g},{record['grid'][-1] * 100:g}) "
+               "or a log with more clicks")
+    return f"the fitted {name} ranks every document equal ({tried}); no model was written: {why}"
 
 
 def _make_estimator(model_name, C, alpha, epochs, hidden, prop, scale, seed, tree_grid=None):
@@ -447,22 +513,33 @@ def _load_models(paths):
 @click.argument("log", type=click.Path(exists=True, dir_okay=False))
 @click.argument("data", type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="Report to write: .html (tables and figure), .md (Markdown) or .json (every estimate).")
+              help="Report to write: .html (verdicts, figures, details), .md (Markdown) or .json (the same, with "
+                   "every number).")
+@click.option("--baseline", default="logging", show_default=True,
+              help="What each model is compared with: 'logging' (the logged rankings) or one of MODELS (its file "
+                   "name without .npz).")
+@click.option("--estimator", "verdict_estimator", default="snips", show_default=True,
+              type=click.Choice(["snips", "ips", "clipped_ips", "dr", "policy_aware"]),
+              help="Estimator of the comparisons and verdicts (the details show every estimator).")
 @click.option("--metrics", default="dcg,avg_rank", show_default=True, help="Comma-separated metrics.")
 @click.option("--propensity", default=None,
-              help="eta of the position-based model, or a JSON file of 'cltr propensity' (default eta = 1).")
+              help="eta of the position-based model, or a JSON file of 'cltr propensity'. Default: the one the "
+                   "models were trained under (eta = 1 when they carry none).")
 @click.option("--confidence", default=0.95, show_default=True, type=click.FloatRange(0, 1, min_open=True,
                                                                                         max_open=True))
 @_quiet_option
-def evaluate(models, log, data, output, metrics, propensity, confidence, quiet):
-    """Estimate the MODELS' metrics offline from the click LOG over DATA (IPS and SNIPS).
+def evaluate(models, log, data, output, baseline, verdict_estimator, metrics, propensity, confidence, quiet):
+    """Should a model replace the logging policy? Compare the MODELS with it on the click LOG over DATA.
 
-    Calls counterfactual_ltr.evaluation.validation_report; the HTML report
-    holds its tables and its figure (estimates with confidence intervals).
+    Calls counterfactual_ltr.evaluation.validation_report: each model's
+    estimate, its paired difference to the baseline with an interval, a
+    p-value and a lower confidence bound on the improvement, and a plain
+    verdict per metric (Bonferroni over the models); the details show every
+    estimator. The verdict lines are printed as well.
 
     \b
     Example:
-      cltr evaluate model_a.npz model_b.npz vali_log.parquet vali.txt -o report.html
+      cltr evaluate model_a.npz model_b.npz vali_log.parquet vali.txt --baseline logging -o report.html
     """
     from .evaluation import validation_report
 
@@ -472,55 +549,26 @@ def evaluate(models, log, data, output, metrics, propensity, confidence, quiet):
     metric_names = [m.strip() for m in metrics.split(",") if m.strip()]
     if not metric_names:
         raise click.BadParameter("needs at least one metric", param_hint="--metrics")
-    prop = _propensity(propensity)
+    prop = None if propensity is None else _propensity(propensity)
     rankers = _load_models(models)
+    if baseline != "logging" and baseline not in rankers:
+        raise click.BadParameter(f"{baseline!r} is neither 'logging' nor one of the models "
+                                 f"({', '.join(rankers)})", param_hint="--baseline")
     dataset = _load_data(data)
     click_log = _load_log(log, dataset)
     report = validation_report(rankers, click_log, propensity=prop, metrics=tuple(metric_names),
-                               confidence=confidence)
+                               confidence=confidence, baseline=baseline, verdict_estimator=verdict_estimator,
+                               propensity_source=None if propensity is None else f"from --propensity {propensity}")
     if suffix == ".json":
-        text = json.dumps(_report_json(report), indent=1)
+        text = json.dumps(report.to_dict(), indent=1)
     elif suffix == ".md":
         text = report.to_markdown()
     else:
-        text = _report_html(report, metric_names[0])
+        text = report.to_html()
     Path(output).write_text(text)
-    best = ", ".join(f"{m}: {report.best(m)}" for m in metric_names)
-    _echo(quiet, f"wrote {output}; best by SNIPS -- {best}")
-
-
-def _report_json(report) -> dict:
-    from dataclasses import asdict
-
-    return {"n_sessions": report.n_sessions, "n_clicks": report.n_clicks, "propensity": report.propensity,
-            "confidence": report.confidence,
-            "rankers": {row["name"]: {m: {k: _jsonable(asdict(v)) if hasattr(v, "__dataclass_fields__")
-                                          else _jsonable(v) for k, v in row[m].items()}
-                                      for m in report.metrics} for row in report.rows}}
-
-
-def _report_html(report, metric: str) -> str:
-    """The report's HTML with its figure embedded (one self-contained file)."""
-    import base64
-    import io
-
-    try:
-        import matplotlib
-    except ImportError:
-        click.echo("cltr: the HTML report has no figure: matplotlib is not installed", err=True)
-        return report.to_html().replace("</body>", "<p>(figure omitted: matplotlib is not installed)</p></body>", 1)
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig = report.plot(metric=metric)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)
-    plt.close(fig)
-    image = (f'<p><img alt="IPS and SNIPS estimates of {metric} with confidence intervals" '
-             f'src="data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}"></p>')
-    page = report.to_html()
-    return page.replace("</body>", image + "</body>", 1) if "</body>" in page else page + image
+    _echo(quiet, f"wrote {output}: {report.content()['title']}")
+    for line in report.verdict_lines():
+        _echo(quiet, f"  {line}")
 
 
 @cli.command()

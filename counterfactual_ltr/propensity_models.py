@@ -19,7 +19,7 @@ from ._validation import check_optional_real, check_real
 
 __all__ = ["PositionBasedPropensity", "TabularPropensity", "TrustBiasPropensity", "check_propensities",
            "propensities_at",
-           "as_propensity_model", "affine_parts", "is_affine"]
+           "as_propensity_model", "affine_parts", "is_affine", "resolve_propensity"]
 
 
 def check_propensities(q, where: str = "propensities") -> np.ndarray:
@@ -343,3 +343,56 @@ def as_propensity_model(propensity):
     if not callable(propensity):
         raise ValueError(f"propensity must be a propensity model (callable on positions), got {propensity!r}")
     return propensity
+
+
+def resolve_propensity(propensity=None, *rankers, default=None):
+    """The examination model an estimate uses, and where it came from: one rule for logs and aggregates.
+
+    An explicit ``propensity`` wins; else the propensity the rankers carry (a
+    fitted estimator's ``propensity`` parameter: what it was trained under,
+    ``None`` meaning eta = 1), which must then be the same for all of them;
+    else ``default`` (``None``: ``PositionBasedPropensity(1.0)``; a click
+    aggregate passes the model its weights were computed under). Score arrays
+    and rankers without a ``propensity`` parameter carry none.
+
+    Parameters
+    ----------
+    propensity : None, float (eta) or propensity model, default None
+        What the caller's ``propensity=`` was given.
+    *rankers : rankers or score arrays
+        The rankers estimated on the same log.
+    default : None, float or propensity model, default None
+        The model when neither of the above gives one.
+
+    Returns
+    -------
+    model : propensity model
+    source : str
+        ``"given"``, ``"the rankers' own"`` or ``"default"``.
+
+    Raises
+    ------
+    ValueError
+        If no ``propensity`` is given and the rankers carry different ones.
+
+    Examples
+    --------
+    >>> from counterfactual_ltr.estimators import SVMPropDCG
+    >>> resolve_propensity(None, SVMPropDCG(propensity=0.5))
+    (PositionBasedPropensity(eta=0.5), "the rankers' own")
+    >>> resolve_propensity(2.0, SVMPropDCG(propensity=0.5))
+    (PositionBasedPropensity(eta=2.0), 'given')
+    >>> resolve_propensity(None, [0.3, 0.1])
+    (PositionBasedPropensity(eta=1.0), 'default')
+    """
+    if propensity is not None:
+        return as_propensity_model(propensity), "given"
+    carried = [as_propensity_model(r.propensity) for r in rankers
+               if hasattr(r, "predict") and hasattr(r, "get_params") and "propensity" in r.get_params(deep=False)]
+    if carried:
+        if len({repr(m) for m in carried}) > 1:
+            raise ValueError("the rankers were trained under different propensity models "
+                             f"({', '.join(sorted({repr(m) for m in carried}))}): an estimate on one log needs the "
+                             "log's one examination model; give propensity=...")
+        return carried[0], "the rankers' own"
+    return as_propensity_model(default), "default"

@@ -5,6 +5,7 @@ import os
 import pickle
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -75,10 +76,11 @@ def _workflow(folder, train, vali, test, *, passes, grid, cv):
 
 
 def _check_against_api(out, train, vali, test, *, passes, grid, cv):
-    from sklearn.model_selection import GridSearchCV, GroupKFold
     from sklearn.preprocessing import StandardScaler
 
+    from counterfactual_ltr.cli import MAX_GRID_EXTENSIONS
     from counterfactual_ltr.estimators import SVMPropRank
+    from counterfactual_ltr.model_selection import grid_search
     from counterfactual_ltr.evaluation import snips_scorer
 
     train_data, vali_data, test_data = load_letor(train), load_letor(vali), load_letor(test)
@@ -91,12 +93,16 @@ def _check_against_api(out, train, vali, test, *, passes, grid, cv):
     vali_log = read_click_log(out["vali_log"], vali_data)
     assert vali_log.equals(simulate_clicks(vali_data, train_production_ranker(vali_data, 0.01, random_state=4),
                                            click_model, n_passes=passes, random_state=4))
-    # The model is GridSearchCV's choice, refitted on the whole log.
-    search = GridSearchCV(SVMPropRank(preprocessor=StandardScaler()), {"C": [float(c) for c in grid.split(",")]},
-                          cv=GroupKFold(cv), scoring=snips_scorer("dcg")).fit(train_log, groups=train_log.groups)
+    # The model is grid_search's choice (the grid extended at a binding edge), refitted on the whole log.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = grid_search(SVMPropRank(preprocessor=StandardScaler()), train_log, "C",
+                               [float(c) for c in grid.split(",")], cv=cv, scoring=snips_scorer("dcg"),
+                               scoring_name="snips-dcg", extend=True, max_extensions=MAX_GRID_EXTENSIONS)
     model = load_model(out["model"])
-    assert isinstance(model, SVMPropRank) and model.C == search.best_params_["C"]
-    np.testing.assert_allclose(model.coef_, search.best_estimator_.coef_, rtol=1e-10, atol=1e-12)
+    assert isinstance(model, SVMPropRank) and model.C == expected.C == expected.selection_["chosen"]
+    np.testing.assert_allclose(model.coef_, expected.coef_, rtol=1e-10, atol=1e-12)
+    assert model.selection_ == expected.selection_   # the record of the search is in the model file
     # The report's numbers are the API's estimates.
     report = json.loads(out["report"].read_text())
     estimates = report["rankers"]["model"]
@@ -264,7 +270,8 @@ def test_evaluate_markdown_names_every_model(small_files, monkeypatch):
     monkeypatch.chdir(small_files)
     assert main(["evaluate", "model.npz", "model.npz", "log.csv", "data.txt", "-o", "r.md", "-q"]) == 0
     text = (small_files / "r.md").read_text()
-    assert "| model |" in text and "SNIPS dcg" in text
+    assert text.startswith("# Offline evaluation: 2 candidates against the logging policy")
+    assert "| logging policy (baseline) |" in text and "| model |" in text and "| dcg (SNIPS) |" in text
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # SLAM on few clicks may give w = 0 (documented)

@@ -9,7 +9,7 @@ from experiments.__main__ import scripts
 from conftest import requires_mq2008
 
 # Scripts that need the shared MQ2008 data; the others make their own data.
-SYNTHETIC_ONLY = {"slam_fig1_separable"}
+SYNTHETIC_ONLY = {"slam_fig1_separable", "report_screenshot"}   # report_screenshot: --quick is synthetic
 
 
 # Top-level result fields each script must write (what its figure or table is made of).
@@ -29,6 +29,8 @@ EXPECTED_FIELDS = {
     "topk_fig1_mq2008": {"aistats", "early"},
     "propensity_estimation": {"recovery", "sessions_for_10pct", "table", "runs", "trust_training"},
     "trees": {"summary", "claims", "runs"},
+    "paired_comparison": {"first_logs", "per_log", "must_hold"},
+    "report_screenshot": {"report", "verdicts", "data", "rankers"},
 }
 
 

@@ -57,8 +57,6 @@ delta method for SNIPS) and percentile-bootstrap intervals over sessions; an
 
 from __future__ import annotations
 
-from __future__ import annotations
-
 import warnings
 from dataclasses import dataclass
 
@@ -69,7 +67,7 @@ from .._segments import rank_within_queries
 from .._validation import check_int, check_real
 from ..clicklog import ClickLog
 from ..metrics import metric_weight
-from ..propensity_models import affine_parts, as_propensity_model
+from ..propensity_models import affine_parts, as_propensity_model, resolve_propensity
 from .relevance import fit_relevance
 
 __all__ = ["Estimate", "EstimateWarning", "ips_estimate", "snips_estimate", "clipped_ips_estimate",
@@ -328,8 +326,8 @@ def session_contributions(log: ClickLog, scores_or_ranker, *, metric="dcg", prop
     metric : str or callable, default "dcg"
         Metric; see :func:`~counterfactual_ltr.metrics.metric_weight`.
     propensity : None, float or propensity model, default None
-        Examination model of the log (``None``:
-        ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
+        Examination model of the log (a number: its ``eta``); ``None``: the
+        ranker's own when it carries one, else ``PositionBasedPropensity(1.0)``.
     **metric_params
         Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
 
@@ -355,7 +353,7 @@ def session_contributions(log: ClickLog, scores_or_ranker, *, metric="dcg", prop
     True
     """
     omega = _omega(log, scores_or_ranker, metric, metric_params)
-    X, W, w, _ = _session_terms(log, omega, as_propensity_model(propensity))
+    X, W, w, _ = _session_terms(log, omega, resolve_propensity(propensity, scores_or_ranker)[0])
     return X, W, w
 
 
@@ -424,35 +422,55 @@ def _finish(kind, log, metric, X, W, w, confidence, *, ratio=False, bias_bound=0
         messages.append(f"{unshown:.1%} of the ranker's metric mass is on documents the log never showed "
                         f"(> {MAX_UNSHOWN_MASS:.0%}): {who}")
     for message in messages:
-        warnings.warn(f"{kind}: {message}", EstimateWarning, stacklevel=4)
+        warnings.warn(f"{kind}: {message}", EstimateWarning, stacklevel=5)
     return Estimate(float(value), float(stderr), float(value - z * stderr), float(value + z * stderr),
                     confidence, n, int(w.size), float(ess), float(w.max()) if w.size else 0.0, kind,
                     _metric_name(metric), share, float(unshown), boot_low, boot_high, float(bias_bound),
                     tuple(messages))
 
 
-def _estimate(kind, log, scores_or_ranker, metric, propensity, confidence, metric_params, *, clip=None,
-              relevance_model=None, logging_policy=None, n_folds=2, n_bootstrap=200, random_state=None):
+@dataclass(frozen=True)
+class _Setup:
+    """What an estimator needs from the log, whatever ranker it evaluates: computed once per log.
+
+    ``model`` the propensity model, ``rho`` the expected slope per row (policy-aware,
+    and DR with a logging policy), ``rhat`` DR's relevance predictions, ``clip`` the
+    clipping floor, ``shown`` which rows the log ever shows, ``messages`` the
+    diagnostics of the log itself (the logging policy's Monte Carlo error).
+    """
+
+    kind: str
+    model: object
+    rho: np.ndarray | None
+    rhat: np.ndarray | None
+    clip: float | None
+    shown: np.ndarray
+    messages: tuple
+
+
+def _check_log(log, kind):
     if not isinstance(log, ClickLog):
         raise TypeError(f"the log must be a ClickLog, got {type(log).__name__}")
     if log.n_sessions == 0:
         raise ValueError("the click log has no sessions")
-    confidence = check_real(confidence, "confidence", min_value=0.0, max_value=1.0, include_min=False,
-                            include_max=False)
     if log.n_clicks == 0:
         # Every ranker would score 0 with a zero-width interval: the log says nothing about the ranker.
         raise ValueError(f"the click log has no clicks ({log.n_sessions} sessions): {kind.upper()} cannot "
                          "estimate anything from it (every ranker would get 0 with a zero-width interval)")
-    n_bootstrap = check_int(n_bootstrap, "n_bootstrap", min_value=0)
+
+
+def _setup(kind, log, propensity, *, clip=None, relevance_model=None, logging_policy=None, n_folds=2,
+           random_state=None) -> _Setup:
+    """The per-log part of estimator ``kind`` (see :class:`_Setup`), with the log checked."""
+    _check_log(log, kind)
     model = as_propensity_model(propensity)
-    omega = _omega(log, scores_or_ranker, metric, metric_params)
-    extra = []
+    messages = []
     rho = None
     if kind == "policy_aware" or (kind == "dr" and (logging_policy is not None or log.logging_policy is not None)):
         rho, policy_error = _expected_alpha(log, model, logging_policy)
         if policy_error > MAX_POLICY_ERROR:
-            extra.append(f"the logging policy's Monte Carlo expected examination has a relative error up to "
-                         f"{policy_error:.1%} on clicked documents (> {MAX_POLICY_ERROR:.0%}): raise its n_samples")
+            messages.append(f"the logging policy's Monte Carlo expected examination has a relative error up to "
+                            f"{policy_error:.1%} on clicked documents (> {MAX_POLICY_ERROR:.0%}): raise its n_samples")
     if clip is not None:
         clip = check_real(clip, "clip", min_value=0.0, max_value=1.0, include_min=False)
     shown = np.bincount(log.docs, minlength=log.data.n_docs) > 0
@@ -465,10 +483,32 @@ def _estimate(kind, log, scores_or_ranker, metric, propensity, confidence, metri
     if kind == "dr":
         rhat = fit_relevance(log, relevance_model, propensity=model, n_folds=n_folds,
                              random_state=random_state).predictions
-    X, W, w, bias_bound = _session_terms(log, omega, model, rho=rho, rhat=rhat, clip=clip)
-    unshown = _unshown_mass(log, omega, shown)
-    return _finish(kind, log, metric, X, W, w, confidence, ratio=kind == "snips", bias_bound=bias_bound,
-                   unshown=unshown, n_bootstrap=n_bootstrap, random_state=random_state, extra_warnings=extra)
+    return _Setup(kind, model, rho, rhat, clip, shown, tuple(messages))
+
+
+def _estimate(kind, log, scores_or_ranker, metric, propensity, confidence, metric_params, *, clip=None,
+              relevance_model=None, logging_policy=None, n_folds=2, n_bootstrap=200, random_state=None):
+    _check_log(log, kind)
+    confidence = check_real(confidence, "confidence", min_value=0.0, max_value=1.0, include_min=False,
+                            include_max=False)
+    n_bootstrap = check_int(n_bootstrap, "n_bootstrap", min_value=0)
+    propensity = resolve_propensity(propensity, scores_or_ranker)[0]
+    setup = _setup(kind, log, propensity, clip=clip, relevance_model=relevance_model, logging_policy=logging_policy,
+                   n_folds=n_folds, random_state=random_state)
+    return _estimate_with(setup, log, scores_or_ranker, metric, metric_params, confidence, n_bootstrap,
+                          random_state)
+
+
+def _estimate_with(setup, log, scores_or_ranker, metric, metric_params, confidence, n_bootstrap, random_state,
+                   *, omega=None):
+    """The :class:`Estimate` of one ranker from a prepared :class:`_Setup` (``omega``: its rank weights, if known)."""
+    if omega is None:
+        omega = _omega(log, scores_or_ranker, metric, metric_params)
+    X, W, w, bias_bound = _session_terms(log, omega, setup.model, rho=setup.rho, rhat=setup.rhat, clip=setup.clip)
+    unshown = _unshown_mass(log, omega, setup.shown)
+    return _finish(setup.kind, log, metric, X, W, w, confidence, ratio=setup.kind == "snips", bias_bound=bias_bound,
+                   unshown=unshown, n_bootstrap=n_bootstrap, random_state=random_state,
+                   extra_warnings=setup.messages)
 
 
 _EXAMPLE = """
@@ -507,10 +547,13 @@ def ips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=No
         Name of :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` or a rank
         weight ``m(ranks) -> weights``; see :func:`~counterfactual_ltr.metrics.metric_weight`.
     propensity : None, float or propensity model, default None
-        Examination model of the log: ``None`` for
-        ``PositionBasedPropensity(1.0)``, a number for its ``eta``, or a model
-        (e.g. :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`,
-        corrected affinely by ``(c - beta) / alpha``).
+        Examination model of the log: a number for the ``eta`` of
+        ``PositionBasedPropensity``, or a model (e.g.
+        :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`, corrected
+        affinely by ``(c - beta) / alpha``). ``None``: the ranker's own
+        ``propensity`` when it is an estimator that carries one (what it was
+        trained under), else ``PositionBasedPropensity(1.0)``; see
+        :func:`~counterfactual_ltr.propensity_models.resolve_propensity`.
     confidence : float in (0, 1), default 0.95
         Level of the normal and bootstrap intervals.
     n_bootstrap : int >= 0, default 200
@@ -559,10 +602,13 @@ def snips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=
         Name of :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` or a rank
         weight ``m(ranks) -> weights``; see :func:`~counterfactual_ltr.metrics.metric_weight`.
     propensity : None, float or propensity model, default None
-        Examination model of the log: ``None`` for
-        ``PositionBasedPropensity(1.0)``, a number for its ``eta``, or a model
-        (e.g. :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`,
-        corrected affinely by ``(c - beta) / alpha``).
+        Examination model of the log: a number for the ``eta`` of
+        ``PositionBasedPropensity``, or a model (e.g.
+        :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`, corrected
+        affinely by ``(c - beta) / alpha``). ``None``: the ranker's own
+        ``propensity`` when it is an estimator that carries one (what it was
+        trained under), else ``PositionBasedPropensity(1.0)``; see
+        :func:`~counterfactual_ltr.propensity_models.resolve_propensity`.
     confidence : float in (0, 1), default 0.95
         Level of the normal and bootstrap intervals.
     n_bootstrap : int >= 0, default 200
@@ -615,10 +661,13 @@ def clipped_ips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", prope
         Name of :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` or a rank
         weight ``m(ranks) -> weights``; see :func:`~counterfactual_ltr.metrics.metric_weight`.
     propensity : None, float or propensity model, default None
-        Examination model of the log: ``None`` for
-        ``PositionBasedPropensity(1.0)``, a number for its ``eta``, or a model
-        (e.g. :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`,
-        corrected affinely by ``(c - beta) / alpha``).
+        Examination model of the log: a number for the ``eta`` of
+        ``PositionBasedPropensity``, or a model (e.g.
+        :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`, corrected
+        affinely by ``(c - beta) / alpha``). ``None``: the ranker's own
+        ``propensity`` when it is an estimator that carries one (what it was
+        trained under), else ``PositionBasedPropensity(1.0)``; see
+        :func:`~counterfactual_ltr.propensity_models.resolve_propensity`.
     confidence : float in (0, 1), default 0.95
         Level of the normal and bootstrap intervals.
     clip : float in (0, 1], default 0.1
@@ -676,10 +725,13 @@ def dr_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=Non
         Name of :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` or a rank
         weight ``m(ranks) -> weights``; see :func:`~counterfactual_ltr.metrics.metric_weight`.
     propensity : None, float or propensity model, default None
-        Examination model of the log: ``None`` for
-        ``PositionBasedPropensity(1.0)``, a number for its ``eta``, or a model
-        (e.g. :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`,
-        corrected affinely by ``(c - beta) / alpha``).
+        Examination model of the log: a number for the ``eta`` of
+        ``PositionBasedPropensity``, or a model (e.g.
+        :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`, corrected
+        affinely by ``(c - beta) / alpha``). ``None``: the ranker's own
+        ``propensity`` when it is an estimator that carries one (what it was
+        trained under), else ``PositionBasedPropensity(1.0)``; see
+        :func:`~counterfactual_ltr.propensity_models.resolve_propensity`.
     confidence : float in (0, 1), default 0.95
         Level of the normal and bootstrap intervals.
     relevance_model : None, scikit-learn estimator, callable, array (n_docs,) or RelevanceFit
@@ -746,10 +798,13 @@ def policy_aware_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", prop
         Name of :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` or a rank
         weight ``m(ranks) -> weights``; see :func:`~counterfactual_ltr.metrics.metric_weight`.
     propensity : None, float or propensity model, default None
-        Examination model of the log: ``None`` for
-        ``PositionBasedPropensity(1.0)``, a number for its ``eta``, or a model
-        (e.g. :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`,
-        corrected affinely by ``(c - beta) / alpha``).
+        Examination model of the log: a number for the ``eta`` of
+        ``PositionBasedPropensity``, or a model (e.g.
+        :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`, corrected
+        affinely by ``(c - beta) / alpha``). ``None``: the ranker's own
+        ``propensity`` when it is an estimator that carries one (what it was
+        trained under), else ``PositionBasedPropensity(1.0)``; see
+        :func:`~counterfactual_ltr.propensity_models.resolve_propensity`.
     confidence : float in (0, 1), default 0.95
         Level of the normal and bootstrap intervals.
     logging_policy : object with ``position_probabilities(data)``, optional

@@ -44,8 +44,9 @@ def ips_scorer(metric="dcg", propensity=None, **metric_params):
     metric : str or callable, default "dcg"
         Metric to estimate; see :func:`~counterfactual_ltr.metrics.metric_weight`.
     propensity : None, float or propensity model, default None
-        Examination model of the scored logs, as the estimators take it
-        (``None``: ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
+        Examination model of the scored logs, as the estimators take it (a
+        number: its ``eta``; ``None``: the scored estimator's own
+        ``propensity``, else ``PositionBasedPropensity(1.0)``).
     **metric_params
         Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
 
@@ -89,8 +90,9 @@ def snips_scorer(metric="dcg", propensity=None, **metric_params):
     metric : str or callable, default "dcg"
         Metric to estimate; see :func:`~counterfactual_ltr.metrics.metric_weight`.
     propensity : None, float or propensity model, default None
-        Examination model of the scored logs, as the estimators take it
-        (``None``: ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
+        Examination model of the scored logs, as the estimators take it (a
+        number: its ``eta``; ``None``: the scored estimator's own
+        ``propensity``, else ``PositionBasedPropensity(1.0)``).
     **metric_params
         Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
 
@@ -129,8 +131,9 @@ def clipped_ips_scorer(metric="dcg", propensity=None, clip=0.1, **metric_params)
     metric : str or callable, default "dcg"
         Metric to estimate; see :func:`~counterfactual_ltr.metrics.metric_weight`.
     propensity : None, float or propensity model, default None
-        Examination model of the scored logs, as the estimators take it
-        (``None``: ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
+        Examination model of the scored logs, as the estimators take it (a
+        number: its ``eta``; ``None``: the scored estimator's own
+        ``propensity``, else ``PositionBasedPropensity(1.0)``).
     clip : float in (0, 1], default 0.1
         Floor of the propensities; see :func:`~counterfactual_ltr.evaluation.clipped_ips_estimate`.
     **metric_params
@@ -161,8 +164,9 @@ def dr_scorer(metric="dcg", propensity=None, relevance_model=None, n_folds=2, ra
     metric : str or callable, default "dcg"
         Metric to estimate; see :func:`~counterfactual_ltr.metrics.metric_weight`.
     propensity : None, float or propensity model, default None
-        Examination model of the scored logs, as the estimators take it
-        (``None``: ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
+        Examination model of the scored logs, as the estimators take it (a
+        number: its ``eta``; ``None``: the scored estimator's own
+        ``propensity``, else ``PositionBasedPropensity(1.0)``).
     relevance_model : None, scikit-learn estimator, callable or array (n_docs,), default None
         Relevance model of :func:`~counterfactual_ltr.evaluation.fit_relevance` (``None``: ridge regression);
         an unfitted estimator is cross-fitted on each scored log.
@@ -199,8 +203,9 @@ def policy_aware_scorer(metric="dcg", propensity=None, logging_policy=None, **me
     metric : str or callable, default "dcg"
         Metric to estimate; see :func:`~counterfactual_ltr.metrics.metric_weight`.
     propensity : None, float or propensity model, default None
-        Examination model of the scored logs, as the estimators take it
-        (``None``: ``PositionBasedPropensity(1.0)``; a number: its ``eta``).
+        Examination model of the scored logs, as the estimators take it (a
+        number: its ``eta``; ``None``: the scored estimator's own
+        ``propensity``, else ``PositionBasedPropensity(1.0)``).
     logging_policy : object with ``position_probabilities(data)``, optional
         Policy that logged the scored logs; default ``None``: each log's own
         ``logging_policy``.

@@ -1,0 +1,533 @@
+"""Paired comparison of rankers on the same logged sessions: is the candidate better than the baseline?
+
+Every estimator is a ratio of sums over sessions, ``sum_i X_i / sum_i B_i``
+(``B_i = 1`` for the means IPS, clipped IPS, DR and policy-aware; ``B_i = W_i``
+for SNIPS). The difference candidate - baseline on the same sessions is then
+``sum_i (X_i^c - X_i^b) / sum_i B_i``: for SNIPS both share the denominator
+``W`` (it does not depend on the ranker), so the difference is one ratio, not
+a difference of two independent ratios.
+
+Inference is over **queries**, the independent units (sessions of one query
+share its documents and relevance): with ``D_q``, ``B_q`` the query's sums,
+
+* the interval is ``diff -+ t_{G-1} se`` with the delta-method (linearised
+  ratio) standard error ``se^2 = G/(G-1) sum_q (D_q - diff B_q)^2 / (sum_q B_q)^2``
+  over the ``G`` queries, and the two-sided p-value is from the same ``t``;
+* the bootstrap interval is BCa (bias-corrected and accelerated, Efron 1987)
+  over queries resampled with replacement (the ratio is recomputed on each
+  resample; the acceleration comes from the leave-one-query-out jackknife);
+* the **lower bound** on the improvement (the difference, negated for metrics
+  where lower is better) is the one-sided Student-t bound of Thomas et al.'s
+  high-confidence policy improvement (HCPI, ICML 2015):
+  ``improvement - t_{confidence, G-1} se``. It holds with probability about
+  ``confidence`` when the queries are independent draws from the traffic the
+  decision is about, the estimate is approximately normal (central limit over
+  queries; check the effective sample size) and the estimator is unbiased
+  (IPS, DR, policy-aware; SNIPS is consistent, clipped IPS biased by at most
+  its ``bias_bound``).
+
+The intervals target the value over the population of queries the log's
+queries were drawn from; over the log's own queries alone they are conservative.
+Several candidates against one baseline are corrected by **Bonferroni**: each
+interval, p-value and lower bound at level ``1 - (1 - confidence) / m``, so all
+``m`` hold together with probability at least ``confidence`` and a verdict
+("better": the corrected interval excludes 0) never contradicts its p-value
+(Holm would be more powerful for the p-values, but has no matching intervals).
+
+``baseline="logging"`` compares with the logged rankings themselves, whose
+metric of clicks is observed on-policy, without weighting; the candidate is then
+estimated on the same quantity, the value of clicks
+(:mod:`~counterfactual_ltr.evaluation.click_value`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from .._validation import check_int, check_real
+from ..clicklog import ClickLog
+from ..metrics import LOWER_IS_BETTER
+from ..propensity_models import resolve_propensity
+from . import click_value
+from .offpolicy import (BOOTSTRAP_BLOCKS, ESTIMATORS, Estimate, EstimateWarning, _finish, _metric_name, _omega,
+                        _scores_for_log, _session_terms, _setup, _unshown_mass)
+
+__all__ = ["Comparison", "compare_rankers"]
+
+#: warn when a comparison rests on fewer queries than this (the t approximation is then rough)
+MIN_QUERIES = 20
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Candidate minus baseline on the same sessions, with a paired interval, a p-value and a lower bound.
+
+    ``difference`` is candidate - baseline in the metric's units; ``improvement``
+    is the same with the sign that makes "better" positive (negated for average
+    rank, where lower is better), and ``lower_bound`` is a one-sided lower
+    confidence bound on it: ``lower_bound > 0`` says the candidate is better
+    with probability at least about ``confidence``. Made by :func:`compare_rankers`.
+
+    Parameters
+    ----------
+    candidate, baseline : str
+        Names of the two rankers (``"logging policy"`` for the logged rankings).
+    metric : str
+        Name of the metric.
+    estimator : str
+        Name of the estimator (a key of :data:`~counterfactual_ltr.evaluation.ESTIMATORS`).
+    value : str
+        ``"relevance"``: the metric over click-relevance, what the estimators
+        target; ``"clicks"``: the metric of clicks (what an online test measures).
+    difference : float
+        Estimate of candidate - baseline.
+    stderr : float
+        Its standard error over queries (delta method).
+    ci_low, ci_high : float
+        Paired Student-t interval ``difference -+ t se`` at the corrected level.
+    boot_low, boot_high : float or None
+        Paired BCa bootstrap interval over queries (``None`` without bootstrap).
+    p_value : float
+        Two-sided p-value of "no difference", Bonferroni-adjusted (``min(1, m p)``).
+    lower_bound : float
+        One-sided lower confidence bound on ``improvement`` (HCPI Student-t bound).
+    confidence : float
+        The level asked for, in (0, 1), before the correction.
+    candidate_estimate, baseline_estimate : Estimate
+        Each ranker's own estimate on the log (session-level intervals).
+    unpaired_stderr : float
+        Standard error of the difference if the two estimates were independent:
+        ``sqrt(se_c^2 + se_b^2)`` over queries, what ignoring the pairing costs.
+    n_queries : int
+        Number of distinct queries in the log (the independent units).
+    n_comparisons : int, default 1
+        Number of candidates compared with the same baseline (Bonferroni's ``m``).
+    higher_is_better : bool, default True
+        Orientation of the metric.
+    warnings : tuple of str, default ()
+        Reasons not to trust the comparison.
+
+    Examples
+    --------
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> data = make_ranking(n_queries=60, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=20, random_state=0)
+    >>> c = compare_rankers(log, data.X[:, 1], data.X[:, 0], estimator="ips", random_state=0)
+    >>> c.ci_low <= c.difference <= c.ci_high and c.lower_bound <= c.improvement
+    True
+    >>> c.verdict in ("better", "worse", "no difference found")
+    True
+    """
+
+    candidate: str
+    baseline: str
+    metric: str
+    estimator: str
+    value: str
+    difference: float
+    stderr: float
+    ci_low: float
+    ci_high: float
+    boot_low: float | None
+    boot_high: float | None
+    p_value: float
+    lower_bound: float
+    confidence: float
+    candidate_estimate: Estimate
+    baseline_estimate: Estimate
+    unpaired_stderr: float
+    n_queries: int
+    n_comparisons: int = 1
+    higher_is_better: bool = True
+    warnings: tuple = ()
+
+    @property
+    def improvement(self) -> float:
+        """The difference signed so that positive means the candidate is better."""
+        return self.difference if self.higher_is_better else -self.difference
+
+    @property
+    def verdict(self) -> str:
+        """``"better"``, ``"worse"`` or ``"no difference found"``: whether the interval excludes 0, and on which side."""
+        if self.ci_low > 0 or self.ci_high < 0:
+            return "better" if (self.ci_low > 0) == self.higher_is_better else "worse"
+        return "no difference found"
+
+    @property
+    def clears_zero(self) -> bool:
+        """Whether the lower bound on the improvement is above 0 (safe to ship at the stated confidence)."""
+        return bool(self.lower_bound > 0)
+
+    def summary(self) -> str:
+        """One plain sentence: the difference, its interval and p-value, the verdict and the lower bound.
+
+        Returns
+        -------
+        str
+        """
+        pct = _percent(self.confidence)
+        corrected = f", Bonferroni over {self.n_comparisons}" if self.n_comparisons > 1 else ""
+        what = f"{self.metric}" + (" of clicks" if self.value == "clicks" else "")
+        head = (f"{self.candidate} vs {self.baseline}, {what} ({_LABELS.get(self.estimator, self.estimator)}): "
+                f"{_signed(self.difference)} [{_signed(self.ci_low)}, {_signed(self.ci_high)}] ({pct} CI{corrected}), "
+                f"p {_p(self.p_value)}")
+        if self.verdict == "no difference found":
+            verdict = f"no difference found at {pct}"
+        else:
+            verdict = self.verdict
+        bound = (f"the {pct} lower bound on the improvement, {_signed(self.lower_bound)}, "
+                 + ("clears 0" if self.clears_zero else "does not clear 0"))
+        return f"{head}: {verdict}; {bound}."
+
+
+_LABELS = {"ips": "IPS", "snips": "SNIPS", "clipped_ips": "clipped IPS", "dr": "DR", "policy_aware": "policy-aware"}
+
+
+def _percent(confidence: float) -> str:
+    return f"{confidence * 100:.3g}%"
+
+
+def _signed(x: float) -> str:
+    """Four decimals with a sign (more significant digits below 0.001); no "-0.0000"."""
+    if not np.isfinite(x):
+        return "+inf" if x > 0 else "-inf"
+    if x == 0 or abs(x) < 5e-13:
+        return "0"
+    return f"{x:+.4f}" if abs(x) >= 1e-3 else f"{x:+.2g}"
+
+
+def _p(p: float) -> str:
+    return f"= {p:.2g}" if p >= 1e-4 else "< 0.0001"
+
+
+# ----------------------------------------------------------------------------- per-session terms
+
+
+def _ranker_terms(setup, log, ranker, metric, metric_params, value):
+    """``(X, W, w, bias_bound, unshown)`` of one ranker: relevance value or value of clicks."""
+    if value == "relevance":
+        omega = _omega(log, ranker, metric, metric_params)
+        X, W, w, bias = _session_terms(log, omega, setup.model, rho=setup.rho, rhat=setup.rhat, clip=setup.clip)
+    else:
+        scores = _scores_for_log(log, ranker)
+        X, W, w, bias, omega = click_value.click_terms(setup, log, scores, metric, metric_params)
+    return X, W, w, bias, _unshown_mass(log, omega, setup.shown)
+
+
+def _degenerate(log, ranker) -> bool:
+    """Whether ``ranker`` gives every document of every logged query the same score (it ranks by row order)."""
+    scores = _scores_for_log(log, ranker)
+    data = log.data
+    queries = np.unique(log.session_query)
+    rows = data.rows_of(queries)
+    q = data.query_index[rows]
+    first = scores[data.query_offsets[:-1]][q]
+    return bool(np.all(scores[rows] == first))
+
+
+# ----------------------------------------------------------------------------- inference over queries
+
+
+def _by_query(log, *session_values):
+    """Sums of each per-session array over the sessions of each logged query (queries without sessions dropped)."""
+    _, codes = np.unique(log.session_query, return_inverse=True)
+    G = int(codes.max()) + 1
+    return [np.bincount(codes, weights=v, minlength=G) for v in session_values]
+
+
+def _delta_stderr(A, B, value) -> float:
+    """Delta-method standard error of ``sum A / sum B`` over the clusters (queries)."""
+    G = len(A)
+    if G < 2:
+        return np.inf
+    resid = A - value * B
+    return float(np.sqrt(np.sum(resid**2) * G / (G - 1)) / abs(B.sum()))
+
+
+def _resample_counts(G, n_bootstrap, rng):
+    """How often each of ``G`` units is drawn in each of ``n_bootstrap`` resamples (units: queries or blocks)."""
+    return rng.multinomial(G, np.full(G, 1.0 / G), size=n_bootstrap).astype(np.float64)
+
+
+def _blocks(A_list, B, rng):
+    """Queries summed into ``BOOTSTRAP_BLOCKS`` random blocks when there are more (sums of i.i.d. units stay i.i.d.)."""
+    G = len(B)
+    if G <= BOOTSTRAP_BLOCKS:
+        return A_list, B
+    block = rng.permutation(G) % BOOTSTRAP_BLOCKS
+    return ([np.bincount(block, weights=A, minlength=BOOTSTRAP_BLOCKS) for A in A_list],
+            np.bincount(block, weights=B, minlength=BOOTSTRAP_BLOCKS))
+
+
+def _bca(A, B, counts, levels):
+    """BCa quantiles of ``sum A / sum B`` at ``levels`` from resample ``counts`` (rows: resamples; cols: units)."""
+    value = A.sum() / B.sum()
+    den = counts @ B
+    ok = den != 0
+    boot = (counts[ok] @ A) / den[ok]
+    if boot.size == 0:
+        return [None] * len(levels)
+    if np.ptp(boot) == 0:
+        return [float(boot[0])] * len(levels)
+    below = (np.count_nonzero(boot < value) + 0.5 * np.count_nonzero(boot == value)) / boot.size
+    below = np.clip(below, 0.5 / boot.size, 1 - 0.5 / boot.size)
+    z0 = stats.norm.ppf(below)
+    # Acceleration from the leave-one-unit-out jackknife of the ratio.
+    rest = B.sum() - B
+    keep = rest != 0
+    jack = (A.sum() - A[keep]) / rest[keep]
+    spread = jack.mean() - jack
+    denom = 6.0 * np.sum(spread**2) ** 1.5
+    accel = float(np.sum(spread**3) / denom) if denom > 0 else 0.0
+    z = stats.norm.ppf(np.asarray(levels, dtype=np.float64))
+    adjusted = stats.norm.cdf(z0 + (z0 + z) / (1 - accel * (z0 + z)))
+    return [float(x) for x in np.quantile(boot, adjusted)]
+
+
+@dataclass(frozen=True)
+class _Paired:
+    difference: float
+    stderr: float
+    unpaired: float
+    n_queries: int
+
+
+def _differences(Ac, Ab):
+    """Per-query ``Ac - Ab``, with differences at the level of rounding set to 0 (the same ranking twice)."""
+    D = Ac - Ab
+    D[np.abs(D) <= 1e-12 * (np.abs(Ac) + np.abs(Ab))] = 0.0
+    return D
+
+
+def _paired(Ac, Ab, B) -> _Paired:
+    D = _differences(Ac, Ab)
+    diff = D.sum() / B.sum()
+    se_c = _delta_stderr(Ac, B, Ac.sum() / B.sum())
+    se_b = _delta_stderr(Ab, B, Ab.sum() / B.sum())
+    return _Paired(float(diff), _delta_stderr(D, B, diff), float(np.hypot(se_c, se_b)), len(B))
+
+
+def _t_inference(p: _Paired, confidence: float, m: int, higher_is_better: bool):
+    """Bonferroni-corrected ``(ci_low, ci_high, p_value, lower_bound)`` from the t distribution with G - 1 df."""
+    alpha = (1.0 - confidence) / m
+    df = max(p.n_queries - 1, 1)
+    sign = 1.0 if higher_is_better else -1.0
+    if not np.isfinite(p.stderr):
+        return -np.inf, np.inf, 1.0, -np.inf
+    if p.stderr == 0:
+        p_raw = 1.0 if p.difference == 0 else 0.0
+        return p.difference, p.difference, min(1.0, m * p_raw), sign * p.difference
+    half = stats.t.ppf(1 - alpha / 2, df) * p.stderr
+    p_raw = 2 * stats.t.sf(abs(p.difference) / p.stderr, df)
+    lower = sign * p.difference - stats.t.ppf(1 - alpha, df) * p.stderr
+    return p.difference - half, p.difference + half, float(min(1.0, m * p_raw)), float(lower)
+
+
+# ----------------------------------------------------------------------------- the comparison
+
+
+def _as_candidates(candidate) -> tuple[dict, bool]:
+    """``({name: ranker}, single)``: one ranker (or score array), or a non-empty mapping of several."""
+    if isinstance(candidate, Mapping):
+        if len(candidate) == 0:
+            raise ValueError("candidate is an empty mapping: give a ranker, scores, or {name: ranker, ...}")
+        return {str(k): v for k, v in candidate.items()}, False
+    if isinstance(candidate, str):
+        raise ValueError(f"candidate must be a ranker, scores or a mapping of them, got the string {candidate!r} "
+                         "(only the baseline may be 'logging')")
+    return {"candidate": candidate}, True
+
+
+def compare_rankers(log: ClickLog, candidate, baseline="logging", *, estimator="snips", metric="dcg",
+                    propensity=None, confidence=0.95, n_bootstrap=2000, random_state=None, clip=0.1,
+                    relevance_model=None, logging_policy=None, n_folds=2, value=None, **metric_params):
+    """Candidate minus baseline estimated on the same sessions: paired interval, p-value, lower bound.
+
+    The formulas, the bound and its assumptions are in the module docstring:
+    Student-t and BCa-bootstrap intervals over queries (delta method for the
+    ratio estimators), a two-sided p-value, and the one-sided lower confidence
+    bound on the improvement of Thomas et al.'s high-confidence policy
+    improvement (ICML 2015); safe deployment in counterfactual learning to rank
+    is discussed by Gupta et al. (SIGIR 2023). Several candidates are corrected
+    by Bonferroni.
+
+    Parameters
+    ----------
+    log : ClickLog
+        The logged sessions both rankers are estimated on.
+    candidate : ranker, array of shape (n_docs,), or mapping name -> ranker or scores
+        The ranker(s) that might replace the baseline: a fitted ranker (its
+        ``predict``), scores per data-set row, or several by name.
+    baseline : "logging", ranker or array of shape (n_docs,), default "logging"
+        ``"logging"``: the logged rankings themselves, compared on the value of
+        clicks, observed on-policy for them (see
+        :mod:`~counterfactual_ltr.evaluation.click_value`); a ranker or scores:
+        compared on the metric over click-relevance that the estimators target.
+    estimator : str, default "snips"
+        A key of :data:`~counterfactual_ltr.evaluation.ESTIMATORS`:
+        ``"ips"``, ``"snips"``, ``"clipped_ips"``, ``"dr"`` or ``"policy_aware"``.
+    metric : str or callable, default "dcg"
+        Metric; see :func:`~counterfactual_ltr.metrics.metric_weight`. For
+        ``"avg_rank"`` lower is better, which ``improvement`` and ``lower_bound`` account for.
+    propensity : None, float or propensity model, default None
+        Examination model of the log, one for every ranker (a number: its
+        ``eta``). ``None``: the propensity the rankers carry (estimators trained
+        under one; they must agree), else ``PositionBasedPropensity(1.0)``; see
+        :func:`~counterfactual_ltr.propensity_models.resolve_propensity`.
+    confidence : float in (0, 1), default 0.95
+        Level of the two-sided intervals and of the one-sided lower bound
+        (each corrected by Bonferroni for several candidates).
+    n_bootstrap : int >= 0, default 2000
+        Bootstrap resamples of the queries for the BCa interval, and of the
+        sessions for each ranker's own estimate (0: no bootstrap intervals).
+    random_state : None, int or numpy Generator, default None
+        Seed of the bootstraps (and of DR's folds).
+    clip : float in (0, 1], default 0.1
+        Propensity floor of ``"clipped_ips"``.
+    relevance_model : optional
+        Relevance model of ``"dr"``, as :func:`~counterfactual_ltr.evaluation.fit_relevance` takes it.
+    logging_policy : object with ``position_probabilities(data)``, optional
+        The logging policy for ``"policy_aware"`` and ``"dr"`` (default: ``log.logging_policy``).
+    n_folds : int >= 2, default 2
+        Folds of queries of DR's cross-fitted relevance model.
+    value : None, "clicks" or "relevance", default None
+        What is compared: ``"clicks"``, the metric of clicks (observed, not
+        weighted, for the logged rankings); ``"relevance"``, the metric over
+        click-relevance that the estimators target (for the logged rankings,
+        their IPS estimate with each session's propensities). ``None``:
+        ``"clicks"`` against ``"logging"``, else ``"relevance"``. The metric of
+        clicks can be the same for every ranking (the average rank under
+        eta = 1: ``r * 1/r``); the comparison then warns.
+    **metric_params
+        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
+
+    Returns
+    -------
+    Comparison or dict of name -> Comparison
+        One :class:`Comparison` for one candidate; a dict in the mapping's order
+        for several (Bonferroni over them).
+
+    Raises
+    ------
+    ValueError
+        If the log has no sessions or no clicks, the estimator is unknown, the
+        scores do not have one finite value per data-set row, or a parameter
+        is out of range.
+
+    Examples
+    --------
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> data = make_ranking(n_queries=60, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=20, random_state=0)
+    >>> both = compare_rankers(log, {"f1": data.X[:, 1], "f2": data.X[:, 2]}, random_state=0)
+    >>> sorted(both), both["f1"].n_comparisons, both["f1"].baseline, both["f1"].value
+    (['f1', 'f2'], 2, 'logging policy', 'clicks')
+    >>> print(both["f1"].summary())      # doctest: +ELLIPSIS
+    f1 vs logging policy, dcg of clicks (SNIPS): ... (95% CI, Bonferroni over 2), p = ...
+    """
+    candidates, single = _as_candidates(candidate)
+    result = _compare(log, candidates, baseline, "logging policy" if _is_logging(baseline) else "baseline",
+                      estimator=estimator, metric=metric, propensity=propensity, confidence=confidence,
+                      n_bootstrap=n_bootstrap, random_state=random_state, clip=clip, relevance_model=relevance_model,
+                      logging_policy=logging_policy, n_folds=n_folds, metric_params=metric_params, value=value)
+    return result["candidate"] if single else result
+
+
+def _is_logging(baseline) -> bool:
+    if isinstance(baseline, str):
+        if baseline != "logging":
+            raise ValueError(f"baseline must be 'logging', a ranker or scores, got the string {baseline!r}")
+        return True
+    return False
+
+
+def _baseline(setup, log, baseline, metric, metric_params, value, W, estimate):
+    """Per-session terms and Estimate of the baseline: a ranker, or the logged rankings (``baseline`` None)."""
+    ratio = setup.kind == "snips"
+    if baseline is None and value == "clicks":      # observed: no weighting
+        X = click_value.logged_terms(log, metric, metric_params)
+        return X, estimate("on_policy_snips" if ratio else "on_policy", X, W, np.ones(log.n_clicks))
+    if baseline is None:                              # the logged rankings' own IPS, each session's alpha
+        X, w = click_value.logged_relevance_terms(log, metric, metric_params, setup.model)
+        return X, estimate("logged_snips" if ratio else "logged_ips", X, W, w)
+    X, _, w, bias, unshown = _ranker_terms(setup, log, baseline, metric, metric_params, value)
+    return X, estimate(setup.kind, X, W, w, bias, unshown)
+
+
+def _compare(log, candidates: dict, baseline, baseline_name: str, *, estimator, metric, propensity, confidence,
+             n_bootstrap, random_state, clip, relevance_model, logging_policy, n_folds, metric_params,
+             setup=None, value=None) -> dict:
+    """Comparisons of every named candidate with ``baseline`` (Bonferroni over them); ``setup`` may be shared."""
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"unknown estimator {estimator!r}; choose from {sorted(ESTIMATORS)}")
+    confidence = check_real(confidence, "confidence", min_value=0.0, max_value=1.0, include_min=False,
+                            include_max=False)
+    n_bootstrap = check_int(n_bootstrap, "n_bootstrap", min_value=0)
+    logging = _is_logging(baseline)
+    value = ("clicks" if logging else "relevance") if value is None else value
+    if value not in ("clicks", "relevance"):
+        raise ValueError(f"value must be 'clicks', 'relevance' or None, got {value!r}")
+    if setup is None:
+        propensity = resolve_propensity(propensity, *candidates.values(), *([] if logging else [baseline]))[0]
+        setup = _setup(estimator, log, propensity, clip=clip if estimator == "clipped_ips" else None,
+                       relevance_model=relevance_model, logging_policy=logging_policy, n_folds=n_folds,
+                       random_state=random_state)
+    ratio = estimator == "snips"
+    label = _metric_name(metric) + (" of clicks" if value == "clicks" else "")
+    common = dict(ratio=ratio, n_bootstrap=n_bootstrap, random_state=random_state)
+
+    def estimate(kind, X, W, w, bias=0.0, unshown=0.0):
+        return _finish(kind, log, label, X, W, w, confidence, bias_bound=bias, unshown=unshown,
+                       extra_warnings=setup.messages if kind == estimator else (), **common)
+
+    terms = {name: _ranker_terms(setup, log, r, metric, metric_params, value) for name, r in candidates.items()}
+    W = next(iter(terms.values()))[1]          # the same for every ranker: it does not depend on the ranking
+    Xb, base = _baseline(setup, log, baseline if not logging else None, metric, metric_params, value, W, estimate)
+    notes = [f"{baseline_name} ranks every document equal"] if not logging and _degenerate(log, baseline) else []
+    if value == "clicks" and click_value.ranking_free(metric, metric_params, setup.model, log):
+        notes.append(f"the {_metric_name(metric)} of clicks is the same for every ranking under {setup.model!r} "
+                     "(rank weight times examination is constant): no comparison on it can find a difference; "
+                     "compare on value='relevance'")
+    B_sessions = W if ratio else np.ones(log.n_sessions)
+    Ab, B = _by_query(log, Xb, B_sessions)
+    if B.sum() == 0:
+        raise ValueError("the click log has no clicks: SNIPS is undefined")
+    higher = _metric_name(metric) not in LOWER_IS_BETTER
+    m = len(candidates)
+    paired = {}
+    for name, (X, _, w, bias, unshown) in terms.items():
+        paired[name] = (_paired(_by_query(log, X)[0], Ab, B), estimate(estimator, X, W, w, bias, unshown))
+    boot = _bootstrap_bounds(log, terms, Ab, B, confidence, m, n_bootstrap, random_state)
+    out = {}
+    for name, (p, cand_est) in paired.items():
+        ci_low, ci_high, p_value, lower = _t_inference(p, confidence, m, higher)
+        messages = list(notes)
+        if _degenerate(log, candidates[name]):
+            messages.append(f"{name} ranks every document equal (all scores tie): its estimate is that of the "
+                            "data set's row order")
+        if p.n_queries < MIN_QUERIES:
+            messages.append(f"only {p.n_queries} queries: the interval over queries is rough (fewer than {MIN_QUERIES})")
+        for message in messages:
+            warnings.warn(f"compare_rankers: {message}", EstimateWarning, stacklevel=3)
+        out[name] = Comparison(name, baseline_name, _metric_name(metric), estimator, value, p.difference, p.stderr,
+                               ci_low, ci_high, *boot.get(name, (None, None)), p_value, lower, confidence,
+                               cand_est, base, p.unpaired, p.n_queries, m, higher, tuple(messages))
+    return out
+
+
+def _bootstrap_bounds(log, terms, Ab, B, confidence, m, n_bootstrap, random_state) -> dict:
+    """BCa interval of every candidate's difference, from the same resamples of the queries."""
+    if n_bootstrap == 0:
+        return {}
+    names = list(terms)
+    D = [_differences(_by_query(log, terms[name][0])[0], Ab) for name in names]
+    rng = np.random.default_rng(random_state)
+    D, B = _blocks(D, B, rng)
+    counts = _resample_counts(len(B), n_bootstrap, rng)
+    alpha = (1.0 - confidence) / m
+    return {name: tuple(_bca(d, B, counts, [alpha / 2, 1 - alpha / 2])) for name, d in zip(names, D)}

@@ -1,0 +1,257 @@
+"""Grid search of one hyper-parameter on a click log that says what it did: the choice, the grid, the scores.
+
+:func:`grid_search` cross-validates every value of the grid over the same
+folds of queries (``GroupKFold`` over the log's sessions), keeps the best (the
+first of ties, i.e. the smallest value) and refits it on the whole log. A
+choice at an end of the grid whose mean score is strictly above its
+neighbour's is a **binding edge**: the criterion was still improving there, so
+a wider grid might choose otherwise. (A tie with the neighbour is not: at small
+``C`` the weights are proportional to ``C`` and both values rank alike.) A
+binding edge warns (:class:`GridEdgeWarning`); with ``extend=True`` the grid is
+first extended in that direction by factors of 10, at most ``max_extensions``
+values, until the choice is interior. The record of the search (grid,
+cross-validated scores, choice, edge, extensions) is kept on the returned
+estimator as ``selection_``, which :func:`~counterfactual_ltr.persistence.save_model`
+writes into the model file. :func:`check_grid_edge` applies the same check to
+a user's own fitted ``GridSearchCV``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ._validation import check_int
+
+__all__ = ["GridEdgeWarning", "grid_search", "check_grid_edge", "selection_lines"]
+
+
+class GridEdgeWarning(UserWarning):
+    """The chosen hyper-parameter value is at a binding edge of its grid: a wider grid might choose otherwise.
+
+    Issued by :func:`grid_search` (when its grid was not, or could not be,
+    extended far enough) and :func:`check_grid_edge`.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> issubclass(GridEdgeWarning, UserWarning)
+    True
+    """
+
+
+def _binding_edge(grid, means) -> str | None:
+    """``"low"``/``"high"`` when the best (first of ties) is an end of ``grid`` strictly above its neighbour."""
+    means = np.asarray(means, dtype=np.float64)
+    if len(means) < 2:
+        return None
+    best = int(np.argmax(means))
+    if 0 < best < len(means) - 1:
+        return None
+    neighbour = 1 if best == 0 else best - 1
+    return ("low" if best == 0 else "high") if means[best] > means[neighbour] else None
+
+
+def _cross_validate(estimator, log, parameter, values, splits, scoring, error_score):
+    from sklearn.model_selection import GridSearchCV
+
+    search = GridSearchCV(estimator, {parameter: list(values)}, cv=splits, scoring=scoring, refit=False,
+                          error_score=error_score)
+    search.fit(log)
+    res = search.cv_results_
+    return {float(v): (float(m), float(s)) for v, m, s in zip(res[f"param_{parameter}"], res["mean_test_score"],
+                                                             res["std_test_score"])}
+
+
+def grid_search(estimator, log, parameter: str, values, *, cv: int = 3, scoring=None, scoring_name=None,
+                extend: bool = False, max_extensions: int = 3, error_score="raise"):
+    """Choose ``parameter`` from ``values`` by cross-validation over queries; refit; record and report edges.
+
+    Parameters
+    ----------
+    estimator : scikit-learn ranker
+        Its other parameters stay as set; a clone is fitted for every value and fold.
+    log : ClickLog
+        The training log; folds are ``GroupKFold(cv)`` over its sessions' queries.
+    parameter : str
+        Name of the hyper-parameter (e.g. ``"C"``).
+    values : sequence of float > 0 (>= 0 allowed for a low end)
+        The grid; searched in increasing order.
+    cv : int >= 2, default 3
+        Number of folds.
+    scoring : None or scikit-learn scorer, default None
+        ``None``: the estimator's ``score`` (SNIPS-DCG on a log); e.g.
+        :func:`~counterfactual_ltr.evaluation.snips_scorer`.
+    scoring_name : str, optional
+        How the record names the criterion (default: the scorer's ``repr``).
+    extend : bool, default False
+        Extend the grid at a binding edge by factors of 10 until the choice is
+        interior (what ``cltr fit`` does).
+    max_extensions : int >= 0, default 3
+        At most this many values are added.
+    error_score : "raise" or float, default "raise"
+        As for ``GridSearchCV``.
+
+    Returns
+    -------
+    estimator
+        A clone fitted on the whole log with the chosen value; ``selection_``
+        holds the record (a dict: ``parameter``, ``grid``, ``mean_test_score``,
+        ``std_test_score``, ``chosen``, ``best_score``, ``edge``, ``extended``,
+        ``max_extensions``, ``scoring``, ``n_folds``).
+
+    Warns
+    -----
+    GridEdgeWarning
+        When the final choice is at a binding edge of the (extended) grid.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> from counterfactual_ltr.estimators import SVMPropRank
+    >>> data = make_ranking(n_queries=40, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=5, random_state=0)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     model = grid_search(SVMPropRank(), log, "C", [0.1, 1, 10], cv=2)
+    >>> model.selection_["chosen"] in model.selection_["grid"], len(model.selection_["mean_test_score"]) >= 3
+    (True, True)
+    """
+    from sklearn.base import clone
+    from sklearn.model_selection import GroupKFold
+
+    grid = sorted({float(v) for v in values})
+    if not grid or not all(np.isfinite(grid)):
+        raise ValueError(f"the grid of {parameter} must hold finite numbers, got {list(values)!r}")
+    cv = check_int(cv, "cv", min_value=2)
+    max_extensions = check_int(max_extensions, "max_extensions", min_value=0)
+    splits = list(GroupKFold(cv).split(np.arange(len(log)), groups=log.groups))  # the same folds every round
+    scores = _cross_validate(estimator, log, parameter, grid, splits, scoring, error_score)
+    added = []
+    while True:
+        grid = sorted(scores)
+        edge = _binding_edge(grid, [scores[v][0] for v in grid])
+        nxt = None if edge is None else (grid[-1] * 10 if edge == "high" else grid[0] / 10)
+        if not extend or nxt is None or nxt <= 0 or len(added) >= max_extensions or nxt in scores:
+            break
+        added.append(nxt)
+        scores.update(_cross_validate(estimator, log, parameter, [nxt], splits, scoring, error_score))
+    means = [scores[v][0] for v in grid]
+    chosen = grid[int(np.argmax(means))]
+    record = {"parameter": parameter, "grid": grid, "mean_test_score": means,
+              "std_test_score": [scores[v][1] for v in grid], "chosen": chosen, "best_score": max(means),
+              "edge": edge, "extended": added, "max_extensions": max_extensions if extend else 0,
+              "scoring": scoring_name or ("estimator.score" if scoring is None else repr(scoring)), "n_folds": cv}
+    if edge is not None:
+        warnings.warn(_edge_message(record, extend), GridEdgeWarning, stacklevel=2)
+    model = clone(estimator).set_params(**{parameter: chosen}).fit(log)
+    model.selection_ = record
+    return model
+
+
+def _edge_message(record, extended: bool) -> str:
+    p, grid, means = record["parameter"], record["grid"], record["mean_test_score"]
+    high = record["edge"] == "high"
+    neighbour = grid[-2] if high else grid[1]
+    where = "upper" if high else "lower"
+    text = (f"{p}={record['chosen']:g} is at the {where} edge of the grid {_values(grid)}: its cross-validated "
+            f"score {max(means):.5g} is above {p}={neighbour:g}'s, so a {'larger' if high else 'smaller'} {p} "
+            "might be better")
+    if extended and len(record["extended"]) < record["max_extensions"]:
+        return text + f" (the grid cannot be extended below {grid[0]:g})"
+    if extended:
+        return text + f" (the grid was extended {len(record['extended'])} times, the limit)"
+    return text + f"; extend the grid (e.g. {p}={record['chosen'] * (10 if high else 0.1):g})"
+
+
+def _values(grid) -> str:
+    return "[" + ", ".join(f"{v:g}" for v in grid) + "]"
+
+
+def selection_lines(record: dict) -> list:
+    """The record of :func:`grid_search` as lines for a terminal: one row per value, the choice marked.
+
+    Parameters
+    ----------
+    record : dict
+        A ``selection_`` record.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> record = {"parameter": "C", "grid": [1.0, 10.0], "mean_test_score": [0.4, 0.5], "std_test_score": [0.01, 0.02],
+    ...           "chosen": 10.0, "edge": None, "extended": [], "scoring": "snips-dcg", "n_folds": 3}
+    >>> print("\\n".join(selection_lines(record)))
+      C        snips-dcg (3-fold CV)   std
+      1        0.40000                 0.01000
+      10       0.50000                 0.02000   <- chosen
+    """
+    p = record["parameter"]
+    lines = [f"  {p:<8} {record['scoring'] + ' (' + str(record['n_folds']) + '-fold CV)':<23} std"]
+    for v, m, s in zip(record["grid"], record["mean_test_score"], record["std_test_score"]):
+        mark = ("   <- chosen" if v == record["chosen"] else "") + ("   (added)" if v in record["extended"] else "")
+        lines.append(f"  {v:<8g} {m:<23.5f} {s:.5f}{mark}")
+    return lines
+
+
+def check_grid_edge(search) -> dict:
+    """Warn when a fitted ``GridSearchCV``'s choice is at a binding edge of a numeric parameter's grid.
+
+    For each parameter with at least two numeric values, the candidates that
+    share the best candidate's other values are compared: the choice binds at
+    an edge when it is the smallest or largest value and its mean score is
+    strictly above its neighbour's.
+
+    Parameters
+    ----------
+    search : fitted sklearn.model_selection.GridSearchCV
+        The search to check.
+
+    Returns
+    -------
+    dict
+        Parameter name -> ``"low"``, ``"high"`` or ``None``.
+
+    Warns
+    -----
+    GridEdgeWarning
+        For each parameter at a binding edge.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> search = SimpleNamespace(best_index_=2, cv_results_={"params": [{"C": 1}, {"C": 10}, {"C": 100}],
+    ...                                                      "mean_test_score": [0.1, 0.2, 0.3]})
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     check_grid_edge(search)
+    {'C': 'high'}
+    >>> caught[0].category.__name__
+    'GridEdgeWarning'
+    """
+    params, means = search.cv_results_["params"], np.asarray(search.cv_results_["mean_test_score"], dtype=float)
+    best = params[search.best_index_]
+    out = {}
+    for name, value in best.items():
+        same = [i for i, p in enumerate(params) if all(p[k] == v for k, v in best.items() if k != name)]
+        try:
+            values = [float(params[i][name]) for i in same]
+        except (TypeError, ValueError):
+            continue
+        if len(set(values)) < 2:
+            continue
+        order = np.argsort(values, kind="stable")
+        grid = [values[i] for i in order]
+        edge = _binding_edge(grid, means[[same[i] for i in order]])
+        out[name] = edge
+        if edge is not None:
+            record = {"parameter": name, "grid": grid, "mean_test_score": list(means[[same[i] for i in order]]),
+                      "chosen": float(value), "edge": edge, "extended": []}
+            warnings.warn(_edge_message(record, False), GridEdgeWarning, stacklevel=2)
+    return out
