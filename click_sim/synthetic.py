@@ -6,7 +6,6 @@ import numpy as np
 import scipy.sparse
 import scipy.special
 
-from counterfactual_ltr._segments import offsets_from_lengths
 from counterfactual_ltr._validation import check_int, check_random_state, check_real
 from counterfactual_ltr.datasets import RankingDataset
 
@@ -117,10 +116,35 @@ def _features(rng, n: int, n_features: int, correlation: float, density: float) 
     return X
 
 
+def _draw(rng, n_queries, length_range, n_features, correlation, density, noise, interactions):
+    """``(lengths, X, w*, latent relevance)`` of :func:`make_ranking`, in its order of random draws."""
+    if interactions > 0 and n_features < 2:
+        raise ValueError(f"interactions needs n_features >= 2 (pairs of features), got {n_features}")
+    lengths = rng.integers(length_range[0], length_range[1] + 1, size=n_queries)
+    n = int(lengths.sum())
+    w = rng.standard_normal(n_features)
+    w /= np.linalg.norm(w)
+    X = _features(rng, n, n_features, correlation, density)
+    query_shift = np.repeat(rng.standard_normal(n_queries) * 0.5, lengths)
+    latent = X @ w + query_shift + noise * rng.standard_normal(n)
+    if interactions > 0:                 # drawn last: the default's stream is unchanged
+        latent += _interaction_term(rng, X, interactions, w)
+    return lengths, X, w, latent
+
+
+def _interaction_term(rng, X, share: float, w) -> np.ndarray:
+    """What turns ``X w`` into ``sqrt(1 - share) X w + sqrt(share) g(X)`` (see :func:`make_ranking`)."""
+    k = X.shape[1] // 2
+    signs = rng.choice([-1.0, 1.0], size=k)
+    products = X[:, 0:2 * k:2] * X[:, 1:2 * k:2]
+    linear = X @ w
+    return (np.sqrt(1.0 - share) - 1.0) * linear + np.sqrt(share) * (products @ signs) / np.sqrt(k)
+
+
 def make_ranking(n_queries: int = 200, n_docs=(5, 40), n_features: int = 10, n_levels: int = 3,
                  noise: float = 1.0, level_shares=(0.65, 0.22, 0.13), random_state=None,
                  return_ranker: bool = False, *, density: float = 1.0, correlation: float = 0.0,
-                 sparse: bool = False):
+                 sparse: bool = False, interactions: float = 0.0):
     """Non-separable graded ranking data with varying list lengths.
 
     Features are standard Gaussian; a hidden unit-norm linear model ``w*``
@@ -142,6 +166,12 @@ def make_ranking(n_queries: int = 200, n_docs=(5, 40), n_features: int = 10, n_l
       features have correlation ``correlation`` (ill-conditioned ``X^T X``).
 
     Long candidate lists are ``n_docs=1000`` (an int fixes the length).
+
+    ``interactions = a > 0``: relevance from feature interactions, which no linear ranker can follow.
+    The latent relevance is ``sqrt(1 - a) X w* + sqrt(a) g(X)`` (plus offset and noise), ``g(X) =
+    sum_k sign_k x_{2k} x_{2k+1} / sqrt(K)`` over ``K = n_features // 2`` disjoint feature pairs
+    (random signs): with Gaussian features each product has variance 1 and no correlation with any
+    feature. The signs are drawn last, so ``a = 0`` (the default) gives the same data as before.
 
     Parameters
     ----------
@@ -167,6 +197,9 @@ def make_ranking(n_queries: int = 200, n_docs=(5, 40), n_features: int = 10, n_l
         Correlation of any two features through one shared factor.
     sparse : bool, default False
         Return ``X`` as a scipy.sparse CSR matrix (same values).
+    interactions : float in [0, 1], default 0
+        Share ``a`` of the latent relevance (before noise) that comes from products of feature
+        pairs (see above); needs ``n_features >= 2`` when positive.
 
     Returns
     -------
@@ -183,6 +216,9 @@ def make_ranking(n_queries: int = 200, n_docs=(5, 40), n_features: int = 10, n_l
     >>> csr = make_ranking(n_queries=20, n_docs=15, n_features=300, density=0.3, random_state=0, sparse=True)
     >>> csr.is_sparse, bool((csr.X.toarray() == sparse.X).all())
     (True, True)
+    >>> nonlinear = make_ranking(n_queries=10, interactions=1.0, random_state=0)
+    >>> bool((nonlinear.X == data.X).all()), bool((nonlinear.y == data.y).all())    # same features, new grades
+    (True, False)
     """
     n_queries = _positive_int(n_queries, "n_queries")
     n_features = _positive_int(n_features, "n_features")
@@ -192,17 +228,11 @@ def make_ranking(n_queries: int = 200, n_docs=(5, 40), n_features: int = 10, n_l
     lo, hi = _length_bounds(n_docs)
     density = check_real(density, "density", min_value=0.0, max_value=1.0, include_min=False)
     correlation = check_real(correlation, "correlation", min_value=0.0, max_value=1.0, include_max=False)
+    interactions = check_real(interactions, "interactions", min_value=0.0, max_value=1.0)
     if hi < lo:
         raise ValueError(f"n_docs range is empty: {n_docs}")
-    rng = check_random_state(random_state)
-    lengths = rng.integers(lo, hi + 1, size=n_queries)
-    offsets = offsets_from_lengths(lengths)
-    n = int(offsets[-1])
-    w = rng.standard_normal(n_features)
-    w /= np.linalg.norm(w)
-    X = _features(rng, n, n_features, correlation, density)
-    query_shift = np.repeat(rng.standard_normal(n_queries) * 0.5, lengths)
-    latent = X @ w + query_shift + noise * rng.standard_normal(n)
+    lengths, X, w, latent = _draw(check_random_state(random_state), n_queries, (lo, hi), n_features, correlation,
+                                  density, noise, interactions)
     thresholds = np.quantile(latent, np.cumsum(shares / shares.sum())[:-1])
     y = np.searchsorted(thresholds, latent, side="right")
     qid = np.repeat(np.arange(n_queries), lengths)

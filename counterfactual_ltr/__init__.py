@@ -19,7 +19,7 @@ from ._version import __version__
 from .aggregate import ClickAggregate, aggregate_clicks
 from .clicklog import ClickLog
 from .datasets import RankingDataset, binarize
-from .estimators import DeepPropDCG, RankSVM, SLAMRanker, SVMPropDCG, SVMPropRank, SVMPropRBP
+from .estimators import DeepPropDCG, GBDTPropDCG, RankSVM, SLAMRanker, SVMPropDCG, SVMPropRank, SVMPropRBP
 from .evaluation import (Comparison, Estimate, ValidationReport, clipped_ips_estimate, clipped_ips_scorer,
                          compare_rankers, dr_estimate, dr_scorer, fit_relevance, ips_estimate, ips_scorer,
                          policy_aware_estimate, policy_aware_scorer, snips_estimate, snips_scorer, validation_report)
@@ -34,7 +34,7 @@ __all__ = [
     "PositionBasedPropensity", "TabularPropensity", "TrustBiasPropensity", "estimate_propensities",
     "EstimatedPropensity", "EstimatedTrustBias",
     # rankers
-    "RankSVM", "SVMPropRank", "SVMPropDCG", "SVMPropRBP", "SLAMRanker", "DeepPropDCG",
+    "RankSVM", "SVMPropRank", "SVMPropDCG", "SVMPropRBP", "SLAMRanker", "DeepPropDCG", "GBDTPropDCG",
     # off-policy evaluation
     "ips_estimate", "snips_estimate", "clipped_ips_estimate", "dr_estimate", "policy_aware_estimate", "Estimate",
     "fit_relevance", "ips_scorer", "snips_scorer", "clipped_ips_scorer", "dr_scorer", "policy_aware_scorer",

@@ -111,10 +111,15 @@ _DEEP = {"preprocessor_": _preprocessor, "converged_": _flag, "initial_loss_": l
          "t_": _count, "epoch_seconds_": _reals, "validation_scores_": _optional(_reals),
          "best_validation_score_": _optional(_real), "best_epoch_": _count, "n_train_clicks_": _count,
          "n_train_queries_": _count}
+_GBDT = {"preprocessor_": _preprocessor, "n_features_in_": _n_features,
+         "booster_": lambda v, c: v,   # the trees: parsed by LightGBM and checked as they are rebuilt
+         "fit_seconds_": lambda v, c: _real(v, c, finite=True), "n_estimators_": _count, "best_iteration_": _count,
+         "objective_history_": _reals, "validation_scores_": _optional(_reals), "n_train_clicks_": _count,
+         "n_train_rows_": _count, "n_train_queries_": _count, "n_pairs_": _count}
 
 #: Fitted attributes (name -> check) of every class a model file may hold.
 STATE = {"RankSVM": _LINEAR, "SLAMRanker": _LINEAR, "SVMPropRank": _PROPENSITY_SVM, "SVMPropDCG": _PROPENSITY_SVM,
-         "SVMPropRBP": _PROPENSITY_SVM, "DeepPropDCG": _DEEP}
+         "SVMPropRBP": _PROPENSITY_SVM, "DeepPropDCG": _DEEP, "GBDTPropDCG": _GBDT}
 
 #: Keys of the record ``model_selection.grid_search`` stores as ``selection_``, each with its check.
 _SELECTION = {"parameter": lambda v, c: _text(v), "grid": _reals, "mean_test_score": _reals,

@@ -38,7 +38,13 @@ __all__ = ["cli", "main", "MODELS"]
 
 #: ``--model`` names of ``cltr fit`` and the estimator class each builds.
 MODELS = {"svm-propdcg": "SVMPropDCG", "svm-proprank": "SVMPropRank", "svm-proprbp": "SVMPropRBP",
-          "svm-rank": "RankSVM", "slam": "SLAMRanker", "deep": "DeepPropDCG"}
+          "svm-rank": "RankSVM", "slam": "SLAMRanker", "deep": "DeepPropDCG", "gbdt-propdcg": "GBDTPropDCG"}
+#: Grid options of ``--model gbdt-propdcg``: option -> (GBDTPropDCG parameter, whole numbers?, least value
+#: (a float: exclusive), default grid).
+GBDT_GRID = {"--n-estimators": ("n_estimators", True, 1, "100"),
+             "--learning-rate": ("learning_rate", False, 0.0, "0.1"),
+             "--num-leaves": ("num_leaves", True, 2, "31"),
+             "--min-child-samples": ("min_child_samples", True, 1, "20")}
 SCALERS = {"none": None, "standard": "StandardScaler", "minmax": "MinMaxScaler", "maxabs": "MaxAbsScaler",
            "robust": "RobustScaler"}
 #: ``cltr fit`` extends a grid whose choice binds at an edge by at most this many values (factors of 10).
@@ -337,9 +343,18 @@ def _estimation_payload(result, method) -> dict:
                    "which must match how the log was collected.")
 @click.option("--scale", default="none", show_default=True, type=click.Choice(list(SCALERS)),
               help="Feature preprocessor fitted on each training fold's documents (the estimators' preprocessor=).")
-@click.option("--seed", default=0, show_default=True, type=int, help="Random seed (deep).")
+@click.option("--seed", default=0, show_default=True, type=int, help="Random seed (deep, gbdt-propdcg).")
+@click.option("--n-estimators", "n_estimators", default=None,
+              help="Comma-separated grid of trees (gbdt-propdcg only)  [default: 100]")
+@click.option("--learning-rate", "learning_rate", default=None,
+              help="Comma-separated grid of learning rates (gbdt-propdcg only)  [default: 0.1]")
+@click.option("--num-leaves", "num_leaves", default=None,
+              help="Comma-separated grid of leaves per tree (gbdt-propdcg only)  [default: 31]")
+@click.option("--min-child-samples", "min_child_samples", default=None,
+              help="Comma-separated grid of rows per leaf at least (gbdt-propdcg only)  [default: 20]")
 @_quiet_option
-def fit(log, data, output, model_name, C, alpha, epochs, hidden, cv, scoring, propensity, scale, seed, quiet):
+def fit(log, data, output, model_name, C, alpha, epochs, hidden, cv, scoring, propensity, scale, seed, quiet,
+        **tree_grid):
     """Fit a ranker on the click LOG over DATA, choosing hyper-parameters by grid search.
 
     Calls counterfactual_ltr.model_selection.grid_search: GroupKFold(--cv) over
@@ -362,10 +377,12 @@ def fit(log, data, output, model_name, C, alpha, epochs, hidden, cv, scoring, pr
 
     prop = _propensity(propensity)
     scorer = _scorer(scoring, prop)
-    estimator, grid = _make_estimator(model_name, C, alpha, epochs, hidden, prop, scale, seed)
-    (parameter, values), = grid.items()
+    estimator, grid = _make_estimator(model_name, C, alpha, epochs, hidden, prop, scale, seed, tree_grid)
     dataset = _load_data(data)
     click_log = _load_log(log, dataset)
+    if len(grid) > 1:
+        return _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, output, quiet)
+    (parameter, values), = grid.items()
     with show_progress(_progress_setting(quiet)):
         bar = progress(total=len(values) * cv, desc=f"grid search {model_name}", unit="fit")
         try:
@@ -382,6 +399,29 @@ def fit(log, data, output, model_name, C, alpha, epochs, hidden, cv, scoring, pr
                  f"{grown}); wrote {output}")
     for line in selection_lines(record):
         _echo(quiet, line)
+
+
+def _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, output, quiet):
+    """``cltr fit`` over a grid of several parameters (the tree options): GridSearchCV, edges warned, no extension."""
+    from sklearn.model_selection import GridSearchCV, GroupKFold
+
+    from ._progress import progress, show_progress
+    from .model_selection import check_grid_edge
+    from .persistence import save_model
+
+    n_fits = int(np.prod([len(v) for v in grid.values()])) * cv
+    with show_progress(_progress_setting(quiet)):
+        bar = progress(total=n_fits, desc=f"grid search {model_name}", unit="fit")
+        search = GridSearchCV(estimator, grid, cv=GroupKFold(cv), scoring=_CountingScorer(scorer, bar),
+                              error_score="raise")
+        try:
+            search.fit(click_log, groups=click_log.groups)
+        finally:
+            bar.close()
+    check_grid_edge(search)
+    save_model(search.best_estimator_, output)
+    chosen = ", ".join(f"{k}={v:g}" for k, v in search.best_params_.items())
+    _echo(quiet, f"chose {chosen} (cross-validated {scoring} {search.best_score_:.5f}); wrote {output}")
 
 
 def _ranks_everything_equal(model, data) -> bool:
@@ -410,10 +450,14 @@ def _degenerate_message(model, model_name, record) -> str:
     return f"the fitted {name} ranks every document equal ({tried}); no model was written: {why}"
 
 
-def _make_estimator(model_name, C, alpha, epochs, hidden, prop, scale, seed):
+def _make_estimator(model_name, C, alpha, epochs, hidden, prop, scale, seed, tree_grid=None):
     from . import estimators
 
     cls = getattr(estimators, MODELS[model_name])
+    tree_grid = {k: v for k, v in (tree_grid or {}).items() if v is not None}
+    if tree_grid and model_name != "gbdt-propdcg":
+        option = "--" + next(iter(tree_grid)).replace("_", "-")
+        raise click.BadParameter(f"{model_name} has no {option[2:]}: tree options are for gbdt-propdcg", param_hint=option)
     params = {}
     if model_name != "svm-rank":
         params["propensity"] = prop
@@ -421,6 +465,8 @@ def _make_estimator(model_name, C, alpha, epochs, hidden, prop, scale, seed):
         import sklearn.preprocessing as pre
 
         params["preprocessor"] = getattr(pre, SCALERS[scale])()
+    if model_name == "gbdt-propdcg":
+        return _gbdt_estimator(cls, params, C, alpha, seed, tree_grid)
     if model_name == "deep":
         if C is not None:
             raise click.BadParameter("deep has no C; use --alpha", param_hint="--C")
@@ -436,6 +482,31 @@ def _make_estimator(model_name, C, alpha, epochs, hidden, prop, scale, seed):
                 raise click.BadParameter(f"{value:g} is out of range ({'> 0' if name == 'C' else '>= 0'})",
                                          param_hint=f"--{name}")
     return cls(**params), grid
+
+
+def _gbdt_estimator(cls, params, C, alpha, seed, tree_grid):
+    """GBDTPropDCG and its grid from the tree options (``GBDT_GRID``): positive values only."""
+    from .estimators.gbdt import lightgbm_or_raise
+
+    try:
+        lightgbm_or_raise()                  # a missing extra is named before any data is read
+    except ImportError as err:
+        raise InputError(str(err)) from None
+    for name, value in (("--C", C), ("--alpha", alpha)):
+        if value is not None:
+            raise click.BadParameter(f"gbdt-propdcg has no {name[2:]}; use the tree options "
+                                     f"({', '.join(GBDT_GRID)})", param_hint=name)
+    grid = {}
+    for option, (name, whole, least, default) in GBDT_GRID.items():
+        values = _floats(tree_grid.get(name) or default, option)
+        if whole and any(v != int(v) for v in values if np.isfinite(v)):
+            raise click.BadParameter(f"{tree_grid.get(name)!r} must hold whole numbers", param_hint=option)
+        bad = [v for v in values if not (np.isfinite(v) and (v >= least if whole else v > least))]
+        if bad:
+            raise click.BadParameter(f"{bad[0]:g} is out of range ({'>=' if whole else '>'} {least:g})",
+                                     param_hint=option)
+        grid[name] = [int(v) if whole else v for v in values]
+    return cls(random_state=seed, **params), grid
 
 
 def _load_models(paths):

@@ -45,9 +45,10 @@ SAFE_TRANSFORMERS = ("StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustSc
 
 
 def _estimator_classes() -> dict:
-    from .estimators import DeepPropDCG, RankSVM, SLAMRanker, SVMPropDCG, SVMPropRank, SVMPropRBP
+    from .estimators import DeepPropDCG, GBDTPropDCG, RankSVM, SLAMRanker, SVMPropDCG, SVMPropRank, SVMPropRBP
 
-    return {c.__name__: c for c in (RankSVM, SVMPropRank, SVMPropDCG, SVMPropRBP, SLAMRanker, DeepPropDCG)}
+    return {c.__name__: c for c in (RankSVM, SVMPropRank, SVMPropDCG, SVMPropRBP, SLAMRanker, DeepPropDCG,
+                                    GBDTPropDCG)}
 
 
 def _transformer_classes() -> dict:
@@ -433,7 +434,7 @@ def save_model(model, path) -> None:
 
     Parameters
     ----------
-    model : fitted RankSVM, SVMPropRank, SVMPropDCG, SVMPropRBP, SLAMRanker or DeepPropDCG
+    model : fitted RankSVM, SVMPropRank, SVMPropDCG, SVMPropRBP, SLAMRanker, DeepPropDCG or GBDTPropDCG
         Its hyper-parameters must be numbers, strings, propensity models or a
         ``preprocessor`` among :data:`SAFE_TRANSFORMERS`; anything else (a
         callable, a ``Generator`` as ``random_state``) raises ``ValueError``
@@ -477,6 +478,8 @@ def save_model(model, path) -> None:
             encoded[k] = {"__mlp__": {"hidden_layer_sizes": list(v.hidden_layer_sizes), "activation": v.activation,
                                       "dtype": v.dtype.name, "n_features": int(v.params[0].shape[0]),
                                       "params": [writer.array(p, f"{name}.model_") for p in v.params]}}
+        elif k == "booster_":  # GBDTPropDCG's trees: LightGBM's own text model, as bytes (no code)
+            encoded[k] = {"__booster__": writer.array(model.booster_to_array(), f"{name}.booster_")}
         else:
             encoded[k] = writer.value(v, f"{name}.{k}")
     meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "library_version": __version__,
@@ -568,10 +571,12 @@ def _rebuild(meta: dict, arrays: dict):
         raise ValueError(f"params: {unknown[0]!r} is not a parameter of {name}")
     model = cls(**{k: reader.value(v, f"params.{k}") for k, v in params.items()})
     raw = _plain_dict(meta["state"], "state")
-    state = {k: v for k, v in raw.items() if k != "model_"}
+    state = {k: v for k, v in raw.items() if k not in ("model_", "booster_")}
     state = {k: reader.value(v, k) for k, v in state.items()}
     if "model_" in raw:
         state["model_"] = _rebuild_mlp(raw["model_"], reader, state.get("n_features_in_"))
+    if "booster_" in raw:
+        state["booster_"] = _rebuild_booster(cls, raw["booster_"], reader, state.get("n_features_in_"))
     state = check_state(name, state)
     unused = sorted(set(arrays) - reader.used)
     if unused:
@@ -616,6 +621,18 @@ def _rebuild_mlp(spec, reader: "_Reader", n_features):
     net.initialize(n_features)
     net.set_parameters(arrays)
     return net
+
+
+def _rebuild_booster(cls, spec, reader: "_Reader", n_features):
+    """GBDTPropDCG's LightGBM booster from its text model (parsed by LightGBM, never executed)."""
+    spec = _plain_dict(spec, "booster_")
+    if set(spec) != {"__booster__"}:
+        raise ValueError("booster_: expected a LightGBM text model")
+    booster = cls.booster_from_array(reader.value(spec["__booster__"], "booster_"))
+    if booster.num_feature() != n_features or not isinstance(n_features, int):
+        raise ValueError(f"booster_: the trees take {booster.num_feature()} features but n_features_in_ is "
+                         f"{n_features!r}")
+    return booster
 
 
 def _probe(model, n_features: int) -> None:

@@ -236,13 +236,14 @@ LAMBDARANK_GRID = ((0.01, 4), (0.1, 4), (0.1, 64))
 QUICK_LAMBDARANK_GRID = ((0.1, 4), (0.1, 64))
 
 
-def click_label_groups(log):
+def click_label_groups(log, with_positions: bool = False):
     """LambdaRank training data from a click log: clicks as labels, one group per distinct session.
 
     Sessions without clicks give LambdaRank no gradient and are left out; sessions of one query
     with the same click pattern are the same group, kept once with their count as weight (the
     objective's per-document gradients scale with the weight, so this equals repeating them).
-    Returns ``(rows, labels, group_lengths, weights)``.
+    Returns ``(rows, labels, group_lengths, weights)``, and the 0-based shown position of every
+    row after them with ``with_positions`` (LightGBM's ``Dataset(position=...)``).
     """
     lengths = np.diff(log.session_offsets)
     per_session = np.add.reduceat(log.clicks.astype(np.int64), log.session_offsets[:-1])
@@ -255,8 +256,9 @@ def click_label_groups(log):
                            np.packbits(padded, axis=1)])
     _, first, counts = np.unique(key, axis=0, return_index=True, return_counts=True)
     keep = log[first]
-    return keep.docs, keep.clicks.astype(np.float64), np.diff(keep.session_offsets), \
-        np.repeat(counts.astype(np.float64), np.diff(keep.session_offsets))
+    out = (keep.docs, keep.clicks.astype(np.float64), np.diff(keep.session_offsets),
+           np.repeat(counts.astype(np.float64), np.diff(keep.session_offsets)))
+    return out + (keep.positions - 1,) if with_positions else out
 
 
 class _Booster:

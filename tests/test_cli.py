@@ -278,7 +278,8 @@ def test_evaluate_markdown_names_every_model(small_files, monkeypatch):
 @pytest.mark.parametrize("model", sorted(MODELS))
 def test_fit_builds_every_model(model, small_files, monkeypatch):
     monkeypatch.chdir(small_files)
-    extra = ["--alpha", "1e-6,1e-3", "--epochs", "2", "--hidden", "3"] if model == "deep" else ["--C", "1,10"]
+    extra = {"deep": ["--alpha", "1e-6,1e-3", "--epochs", "2", "--hidden", "3"],
+             "gbdt-propdcg": ["--n-estimators", "5,10", "--num-leaves", "4"]}.get(model, ["--C", "1,10"])
     assert main(["fit", "log.parquet", "data.txt", "--model", model, "--cv", "2", "--scale", "maxabs", "-q",
                  "-o", f"{model}.npz", *extra]) == 0
     loaded = load_model(small_files / f"{model}.npz")

@@ -28,6 +28,7 @@ EXPECTED_FIELDS = {
     "slam_batch_table": {"rows"},
     "topk_fig1_mq2008": {"aistats", "early"},
     "propensity_estimation": {"recovery", "sessions_for_10pct", "table", "runs", "trust_training"},
+    "trees": {"summary", "claims", "runs"},
     "paired_comparison": {"first_logs", "per_log", "must_hold"},
     "report_screenshot": {"report", "verdicts", "data", "rankers"},
 }

@@ -409,7 +409,7 @@ def test_random_frames_give_a_clear_error_or_the_frame_itself(small, edits, as_d
         row = row % len(frame)
         try:
             frame = _edit_frame(frame, kind, column, row, delta)
-        except (TypeError, ValueError):  # pandas refused the edit itself (test harness): skip it
+        except (TypeError, ValueError, OverflowError):  # pandas refused the edit itself (test harness): skip it
             continue
     given_frame = {c: frame[c].to_numpy() for c in frame.columns} if as_dict else frame
     try:

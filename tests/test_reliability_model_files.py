@@ -22,7 +22,7 @@ from sklearn.preprocessing import MinMaxScaler, QuantileTransformer, StandardSca
 
 from click_sim import make_ranking, simulate_clicks
 from counterfactual_ltr._model_state import STATE
-from counterfactual_ltr.estimators import DeepPropDCG, RankSVM, SLAMRanker, SVMPropDCG, SVMPropRank, SVMPropRBP
+from counterfactual_ltr.estimators import DeepPropDCG, GBDTPropDCG, RankSVM, SLAMRanker, SVMPropDCG, SVMPropRank, SVMPropRBP
 from counterfactual_ltr.persistence import (_estimator_classes, load_model, load_propensity, propensity_from_dict,
                                             propensity_to_dict, save_model)
 from counterfactual_ltr.propensity import (EstimatedPropensity, EstimatedTrustBias, PositionBasedPropensity,
@@ -44,10 +44,11 @@ def _fit(kind, data, log):
                 "proprbp": lambda: SVMPropRBP(C=1.0, preprocessor=QuantileTransformer(n_quantiles=20)).fit(log),
                 "slam": lambda: SLAMRanker(C=10.0).fit(data),
                 "deep": lambda: DeepPropDCG(hidden_layer_sizes=(3,), max_epochs=2, random_state=0,
-                                            preprocessor=StandardScaler()).fit(log)}[kind]()
+                                            preprocessor=StandardScaler()).fit(log),
+                "gbdt": lambda: GBDTPropDCG(n_estimators=3, num_leaves=4, preprocessor=StandardScaler()).fit(log)}[kind]()
 
 
-KINDS = ("ranksvm", "propdcg", "proprank", "proprbp", "slam", "deep")
+KINDS = ("ranksvm", "propdcg", "proprank", "proprbp", "slam", "deep", "gbdt")
 
 
 @pytest.fixture(scope="module")
@@ -467,3 +468,46 @@ def test_bad_propensity_files_are_clear_errors(text, needle, tmp_path):
 def test_a_bad_eta_is_named_as_such(value):
     with pytest.raises(ValueError, match="not a valid eta"):
         load_propensity(value)
+
+
+# ----------------------------------------------------------------------------- GBDTPropDCG's trees
+
+def _booster_text(path) -> tuple[dict, dict, str, str]:
+    entries, meta = _entries(path)
+    key = meta["state"]["booster_"]["__booster__"]["__array__"]
+    return entries, meta, key, entries[key].tobytes().decode("utf-8")
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (lambda text: text.replace("max_feature_idx=4", "max_feature_idx=6"), "booster"),
+    (lambda text: "not a model", "booster"),
+])
+def test_a_tampered_booster_is_refused(edit, needle, saved, data_and_log, tmp_path):
+    entries, meta, key, text = _booster_text(saved["gbdt"])
+    assert "max_feature_idx=4" in text
+    entries[key] = np.frombuffer(edit(text).encode("utf-8"), dtype=np.uint8)
+    _refused(_write(tmp_path / "bad.npz", entries, meta), needle)
+
+
+def test_trees_of_another_width_are_refused(saved, tmp_path):
+    other = make_ranking(n_queries=25, n_docs=(4, 9), n_features=3, random_state=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        narrow = GBDTPropDCG(n_estimators=3, num_leaves=4).fit(simulate_clicks(other, other.X[:, 0], n_passes=4,
+                                                                                random_state=1))
+    entries, meta, key, _ = _booster_text(saved["gbdt"])
+    entries[key] = narrow.booster_to_array()
+    _refused(_write(tmp_path / "bad.npz", entries, meta), "booster_", "3 features", "n_features_in_ is 5")
+
+
+def test_a_booster_that_is_not_text_is_refused(saved, tmp_path):
+    entries, meta, key, _ = _booster_text(saved["gbdt"])
+    entries[key] = np.full(8, 0xFF, dtype=np.uint8)
+    _refused(_write(tmp_path / "bad.npz", entries, meta), "UTF-8")
+    entries[key] = np.zeros(8)
+    _refused(_write(tmp_path / "bad.npz", entries, meta), "uint8")
+
+
+def test_the_saved_trees_score_as_the_fitted_ones(saved, data_and_log):
+    data, log = data_and_log
+    np.testing.assert_array_equal(load_model(saved["gbdt"]).predict(data), _fit("gbdt", data, log).predict(data))

@@ -14,3 +14,4 @@ from .pairwise import *  # noqa: F401,F403
 from .slam import *  # noqa: F401,F403
 from .listnet import *  # noqa: F401,F403
 from .topk_losses import *  # noqa: F401,F403
+from .smoothed import *  # noqa: F401,F403

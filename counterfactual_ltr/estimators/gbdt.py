@@ -1,0 +1,520 @@
+"""Gradient-boosted trees on the counterfactual objective: PropDCG with LightGBM as the engine.
+
+:class:`GBDTPropDCG` fits LightGBM trees (an optional extra, ``pip install 'counterfactual-ltr[trees]'``)
+to a custom objective over the click log's aggregate (``W_j``: the summed inverse propensity of
+the clicks on document ``j``; the cost does not grow with the number of sessions):
+
+* ``objective="propdcg"``: the propensity-weighted rank bound of Agarwal et al. (2019, Eq. 7),
+  ``J(s) = (1/n) sum_j W_j lambda(1 + H_j(s))`` (``n`` clicks, ``lambda`` the rank weight of
+  ``metric``), with every pair's hinge smoothed by a softplus of temperature ``temperature``
+  (:func:`~counterfactual_ltr.surrogates.smooth_lambda_bound`): an upper bound of the hinge, so
+  ``J`` still bounds the IPS risk of the ranking for ``W >= 0``; ``temperature=0`` would be the SVM
+  PropDCG bound itself, whose curvature is 0 almost everywhere. Every pair (clicked document x
+  other document of its query) is evaluated each round; for long lists ``smoothing="huber"``
+  takes the shifted Huber smoothing from sorted scores instead (one sort per round).
+* ``objective="ips_lambdarank"``: LambdaMART's gradients with each clicked document's pairs
+  weighted by its inverse propensity (:func:`~counterfactual_ltr.surrogates.ips_lambdarank`).
+
+Non-convexity. ``lambda`` is concave for DCG and RBP: ``J`` is a difference of convex functions
+in the scores. Every boosting round is one Newton step, and it is taken on the convex-concave
+procedure's majoriser *at that round's scores*: the gradient is ``J``'s own (the majoriser touches
+``J`` with the same gradient), the curvature the majoriser's diagonal, with the CCP weights
+``W_j lambda'(1 + H_j)`` of :func:`counterfactual_ltr.ccp.linearised_weights` re-computed each
+round. Re-linearising every round costs nothing extra (the hinge sums come from the same pass
+as the gradient), while a linearisation kept for ``k`` rounds would boost towards a stale
+majoriser; the dropped ``lambda''`` term is negative, so the curvature is the conservative one.
+A document whose curvature falls below ``1e-6`` of the round's largest gets that floor (a round
+with an underflowing curvature would otherwise make a leaf value ``-g / h`` explode).
+
+Scale: LightGBM receives the gradient and curvature of ``n_rows * J`` (``n_rows`` training rows),
+so that per-row values are of order one as for LightGBM's own objectives and ``min_child_weight``
+and ``reg_lambda`` mean the same whatever the number of clicks. The training rows are the rows of
+the queries with a click (the others carry no gradient). Trust bias (an affine ``propensity``)
+gives negative ``W_j``: their gradient is kept and their curvature (negative) left out.
+
+Reproducibility: ``random_state`` seeds LightGBM (``seed``) and the validation split;
+``deterministic=True`` and ``force_row_wise=True`` are always set, with ``n_jobs`` threads, so the
+same seed and data give bit-identical trees. Safe model files hold the booster's own text model
+(:meth:`GBDTPropDCG.booster_to_array`); opening one runs no code.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted
+
+from .._segments import offsets_from_lengths
+from .._validation import check_int, check_real
+from ..aggregate import ClickAggregate
+from ..clicklog import ClickLog
+from ..propensity import as_propensity_model
+from ._base import RankerMixin, click_aggregate, transform_log
+
+__all__ = ["GBDTPropDCG", "lightgbm_or_raise"]
+
+OBJECTIVES = ("propdcg", "ips_lambdarank")
+# A document's curvature is at least this share of the round's largest (see the module docstring).
+_CURVATURE_FLOOR = 1e-6
+# LightGBM parameters set from this class's own; lgb_params may not repeat them.
+_OWN_LGB_KEYS = {"objective", "num_iterations", "n_estimators", "learning_rate", "num_leaves", "max_depth",
+                 "min_child_samples", "min_data_in_leaf", "min_child_weight", "min_sum_hessian_in_leaf",
+                 "subsample", "bagging_fraction", "subsample_freq", "bagging_freq", "colsample_bytree",
+                 "feature_fraction", "reg_alpha", "lambda_l1", "reg_lambda", "lambda_l2", "seed", "random_state",
+                 "num_threads", "n_jobs", "deterministic", "force_row_wise", "verbose", "verbosity"}
+_FITTED = ("booster_", "n_estimators_", "objective_history_", "validation_scores_", "best_iteration_",
+           "n_features_in_", "preprocessor_", "n_train_clicks_", "n_train_rows_", "n_train_queries_",
+           "n_pairs_", "fit_seconds_")
+
+
+def lightgbm_or_raise():
+    """The ``lightgbm`` module, or an ``ImportError`` naming the extra that installs it.
+
+    Returns
+    -------
+    module
+
+    Examples
+    --------
+    >>> lightgbm_or_raise().__name__
+    'lightgbm'
+    """
+    try:
+        import lightgbm
+    except ImportError:
+        raise ImportError("GBDTPropDCG needs LightGBM: pip install 'counterfactual-ltr[trees]' "
+                          "(or pip install 'lightgbm>=4')") from None
+    return lightgbm
+
+
+class GBDTPropDCG(RankerMixin, BaseEstimator):
+    """Gradient-boosted trees (LightGBM) trained on clicks by the propensity-weighted DCG bound (see module doc).
+
+    Parameters
+    ----------
+    objective : {"propdcg", "ips_lambdarank"}, default "propdcg"
+        ``"propdcg"``: the softplus-smoothed rank bound of Agarwal et al. (2019, Eq. 7) for the
+        rank weight of ``metric``; ``"ips_lambdarank"``: LambdaMART's gradients with each clicked
+        document's pairs weighted by its inverse propensity.
+    metric : str or LambdaWeight, default "dcg"
+        The rank weight ``lambda``: "dcg", "avg_rank", "rbp" (differentiable, for "propdcg"; "prec@k"
+        also for "ips_lambdarank"); extra parameters in ``metric_params``. The validation SNIPS
+        estimate (early stopping) is of the same metric.
+    metric_params : dict or None, default None
+        Extra parameters of ``metric`` (e.g. ``{"p": 0.8}`` for "rbp").
+    temperature : float > 0, default 1.0
+        Softplus temperature of the smoothed hinges ("propdcg"), in score units as the margin: each
+        pair's term exceeds its hinge by at most ``temperature * log 2``. Smaller is a tighter bound
+        but flatter curvature away from the margin (slower, noisier leaves); see ``docs/trees.md``.
+        With ``smoothing="huber"``: the Huber band, in ``(0, margin]``.
+    smoothing : {"softplus", "huber"}, default "softplus"
+        "softplus" evaluates every pair (clicked document x other document of its query) each
+        round; "huber", the Huber-smoothed hinge shifted by half its band (also an upper bound of
+        the hinge), comes from sorted scores without forming pairs: one sort per round whatever
+        the list length, for long lists. Its curvature is 0 outside the band, so every document's
+        curvature is raised to at least ``|gradient| / margin`` (no document's own Newton step
+        exceeds a margin).
+    margin : float > 0, default 1.0
+        Hinge margin ("propdcg"; >= 1 keeps the bound on the rank).
+    sigma : float > 0, default 1.0
+        Scale of LambdaMART's logistic ("ips_lambdarank").
+    n_estimators : int >= 1, default 100
+        Boosting rounds (trees).
+    learning_rate : float > 0, default 0.1
+        Shrinkage of every tree.
+    num_leaves : int >= 2, default 31
+        Leaves per tree at most.
+    max_depth : int, default -1
+        Depth per tree at most (-1: no limit).
+    min_child_samples : int >= 1, default 20
+        Rows per leaf at least (LightGBM's ``min_data_in_leaf``).
+    min_child_weight : float >= 0, default 1e-3
+        Summed curvature per leaf at least (``min_sum_hessian_in_leaf``).
+    subsample : float in (0, 1], default 1.0
+        Share of the rows bagged for each tree (with ``subsample_freq > 0``).
+    subsample_freq : int >= 0, default 0
+        Bag every ``subsample_freq`` rounds (0: no bagging).
+    colsample_bytree : float in (0, 1], default 1.0
+        Share of the features each tree may use.
+    reg_alpha : float >= 0, default 0.0
+        L1 penalty on the leaf values.
+    reg_lambda : float >= 0, default 0.0
+        L2 penalty on the leaf values.
+    lgb_params : dict or None, default None
+        Further LightGBM parameters (e.g. ``{"max_bin": 63}``); the ones above may not be repeated.
+    propensity : None, float (eta) or propensity model, default None
+        Examination propensities of the clicks (default position-based with eta = 1); a
+        trust-bias model gives the affine correction (negative weights allowed).
+    early_stopping : bool, default False
+        Stop when the validation SNIPS estimate of ``metric`` has not improved by more than ``tol``
+        for ``n_iter_no_change`` rounds, and keep the trees of the best round. The validation
+        clicks are the ``validation_log`` given to :meth:`fit`, or else the sessions of a random
+        ``validation_fraction`` of the log's queries (held out of training).
+    validation_fraction : float in (0, 1), default 0.1
+        Share of the log's queries held out when ``early_stopping`` and no ``validation_log``.
+    n_iter_no_change : int >= 1, default 10
+        Rounds without an improvement of more than ``tol`` before early stopping.
+    tol : float >= 0, default 0.0
+        Improvement of the validation estimate that counts as one.
+    n_jobs : int >= 1, default 1
+        LightGBM threads.
+    random_state : int, Generator or None, default None
+        Seeds LightGBM (bagging, feature sampling) and the validation split; ``None`` keeps
+        LightGBM's fixed default seeds.
+    preprocessor : scikit-learn transformer, optional
+        Fitted (a clone) on the documents of the log's queries in ``fit`` and applied in
+        ``predict``; tunable as ``preprocessor__<param>`` (trees rarely need one).
+
+    Attributes
+    ----------
+    booster_ : lightgbm.Booster
+        The trees (those of the best round with early stopping).
+    n_estimators_ : int
+        Trees kept.
+    objective_history_ : array
+        The training objective (per click) at the scores every round started from. For "propdcg" a
+        ``ConvergenceWarning`` says so when its last value is above its first (a learning rate that
+        overshoots the Newton steps); "ips_lambdarank"'s loss is re-weighted by each round's ranks.
+    validation_scores_ : array or None
+        Validation SNIPS estimate of ``metric`` after every round (when validation clicks exist).
+    best_iteration_ : int
+        Rounds kept (the best validation round with early stopping, else all).
+    n_train_clicks_, n_train_rows_, n_train_queries_, n_pairs_ : int
+        What training used (rows of the queries with clicks; explicit pairs).
+    fit_seconds_ : float
+        Wall time of the boosting.
+    preprocessor_ : the fitted preprocessor or None
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> data = make_ranking(n_queries=60, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=5, random_state=0)
+    >>> model = GBDTPropDCG(n_estimators=30, num_leaves=7, random_state=0).fit(log)
+    >>> model.predict(data).shape == (data.n_docs,), bool(model.objective_history_[-1] < model.objective_history_[0])
+    (True, True)
+    """
+
+    def __init__(self, objective: str = "propdcg", metric="dcg", metric_params=None, temperature: float = 1.0,
+                 smoothing: str = "softplus", margin: float = 1.0, sigma: float = 1.0, n_estimators: int = 100, learning_rate: float = 0.1,
+                 num_leaves: int = 31, max_depth: int = -1, min_child_samples: int = 20,
+                 min_child_weight: float = 1e-3, subsample: float = 1.0, subsample_freq: int = 0,
+                 colsample_bytree: float = 1.0, reg_alpha: float = 0.0, reg_lambda: float = 0.0, lgb_params=None,
+                 propensity=None, early_stopping: bool = False, validation_fraction: float = 0.1,
+                 n_iter_no_change: int = 10, tol: float = 0.0, n_jobs: int = 1, random_state=None,
+                 preprocessor=None):
+        self.objective = objective
+        self.metric = metric
+        self.metric_params = metric_params
+        self.temperature = temperature
+        self.smoothing = smoothing
+        self.margin = margin
+        self.sigma = sigma
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.num_leaves = num_leaves
+        self.max_depth = max_depth
+        self.min_child_samples = min_child_samples
+        self.min_child_weight = min_child_weight
+        self.subsample = subsample
+        self.subsample_freq = subsample_freq
+        self.colsample_bytree = colsample_bytree
+        self.reg_alpha = reg_alpha
+        self.reg_lambda = reg_lambda
+        self.lgb_params = lgb_params
+        self.propensity = propensity
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.preprocessor = preprocessor
+
+    # ------------------------------------------------------------------ checks
+    def _lambda(self):
+        from ..metrics import LambdaWeight, get_lambda
+
+        if self.metric_params is not None and not isinstance(self.metric_params, dict):
+            raise TypeError(f"metric_params must be a dict or None, got {type(self.metric_params).__name__}")
+        if isinstance(self.metric, LambdaWeight):
+            return self.metric
+        return get_lambda(self.metric, **(self.metric_params or {}))
+
+    def _check_params(self, n_features=None):
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {OBJECTIVES}, got {self.objective!r}")
+        lam = self._lambda()
+        if self.objective == "propdcg" and lam.derivative is None:
+            raise ValueError(f"metric {lam.name!r} is not differentiable: objective='propdcg' needs a "
+                             "differentiable rank weight (use objective='ips_lambdarank')")
+        from ..surrogates import SMOOTHINGS, check_width
+
+        if self.smoothing not in SMOOTHINGS:
+            raise ValueError(f"smoothing must be one of {SMOOTHINGS}, got {self.smoothing!r}")
+        check_width(self.margin, self.temperature, self.smoothing)
+        for name in ("temperature", "margin", "sigma", "learning_rate"):
+            check_real(getattr(self, name), name, min_value=0.0, include_min=False)
+        for name in ("min_child_weight", "reg_alpha", "reg_lambda", "tol"):
+            check_real(getattr(self, name), name, min_value=0.0)
+        for name in ("subsample", "colsample_bytree"):
+            check_real(getattr(self, name), name, min_value=0.0, max_value=1.0, include_min=False)
+        check_real(self.validation_fraction, "validation_fraction", min_value=0.0, max_value=1.0,
+                   include_min=False, include_max=False)
+        for name, low in (("n_estimators", 1), ("num_leaves", 2), ("min_child_samples", 1), ("subsample_freq", 0),
+                          ("n_iter_no_change", 1), ("n_jobs", 1)):
+            check_int(getattr(self, name), name, min_value=low)
+        check_int(self.max_depth, "max_depth", min_value=-1)
+        if self.lgb_params is not None:
+            if not isinstance(self.lgb_params, dict):
+                raise TypeError(f"lgb_params must be a dict or None, got {type(self.lgb_params).__name__}")
+            repeated = sorted(set(self.lgb_params) & _OWN_LGB_KEYS)
+            if repeated:
+                raise ValueError(f"lgb_params repeats {repeated}: set them as GBDTPropDCG's own parameters")
+        return lam
+
+    def _seed(self):
+        from ..models import _rng
+
+        if self.random_state is None:
+            return None
+        if isinstance(self.random_state, (int, np.integer)) and not isinstance(self.random_state, bool):
+            check_int(self.random_state, "random_state", min_value=0)
+            return int(self.random_state)
+        return int(_rng(self.random_state).integers(0, 2**31 - 1))
+
+    def _lgb_params(self, seed) -> dict:
+        params = {"learning_rate": float(self.learning_rate), "num_leaves": int(self.num_leaves),
+                  "max_depth": int(self.max_depth), "min_data_in_leaf": int(self.min_child_samples),
+                  "min_sum_hessian_in_leaf": float(self.min_child_weight), "bagging_fraction": float(self.subsample),
+                  "bagging_freq": int(self.subsample_freq), "feature_fraction": float(self.colsample_bytree),
+                  "lambda_l1": float(self.reg_alpha), "lambda_l2": float(self.reg_lambda),
+                  "num_threads": int(self.n_jobs), "deterministic": True, "force_row_wise": True, "verbose": -1,
+                  "metric": "None"}
+        if seed is not None:
+            params["seed"] = seed
+        params.update(self.lgb_params or {})
+        return params
+
+    # --------------------------------------------------------------------- fit
+    def fit(self, log, y=None, validation_log=None):
+        """Boost trees on a :class:`ClickLog` or :class:`ClickAggregate` (propensities from ``propensity``).
+
+        Parameters
+        ----------
+        log : ClickLog or ClickAggregate
+            The training clicks (early stopping without ``validation_log`` needs a ``ClickLog``).
+        y : ignored
+            Present for scikit-learn's model selection.
+        validation_log : ClickLog or ClickAggregate, optional
+            Clicks for the per-round validation SNIPS estimate (and early stopping).
+
+        Returns
+        -------
+        self
+        """
+        lgb = lightgbm_or_raise()
+        for name in _FITTED:  # a failed fit must not leave an older model behind
+            self.__dict__.pop(name, None)
+        if not isinstance(log, (ClickLog, ClickAggregate)):
+            raise ValueError(f"{type(self).__name__}.fit needs a ClickLog or a ClickAggregate, got {type(log).__name__}")
+        if validation_log is not None and not isinstance(validation_log, (ClickLog, ClickAggregate)):
+            raise ValueError(f"validation_log must be a ClickLog or a ClickAggregate, got {type(validation_log).__name__}")
+        lam = self._check_params()
+        seed = self._seed()
+        propensity = as_propensity_model(self.propensity)
+        log, _, _ = self._begin_fit(log)
+        if validation_log is not None and self.preprocessor_ is not None:
+            validation_log = _transformed_clicks(validation_log, self.preprocessor_)
+        if validation_log is None and self.early_stopping:
+            log, validation_log = self._held_out(log, seed)
+        rows = _TrainingRows(click_aggregate(log, propensity, type(self).__name__, allow_affine=True),
+                             self.smoothing if self.objective == "propdcg" else "softplus")
+        history = []
+        params = self._lgb_params(seed)
+        params["objective"] = self._objective_function(rows, lam, history)
+        train_set = lgb.Dataset(rows.X, label=np.zeros(rows.n_rows), params={"verbose": -1})
+        fit_kw, validation = {}, None
+        if validation_log is not None:
+            validation = _SnipsValidation(validation_log, propensity, self._validation_metric())
+            fit_kw = validation.train_arguments(lgb, train_set, self)
+        started = time.perf_counter()
+        booster = lgb.train(params, train_set, num_boost_round=int(self.n_estimators), **fit_kw)
+        self.fit_seconds_ = time.perf_counter() - started
+        best = booster.best_iteration if (self.early_stopping and booster.best_iteration > 0) else booster.num_trees()
+        # A booster rebuilt from its text holds no reference to the objective function (pickle-safe).
+        self.booster_ = lgb.Booster(model_str=booster.model_to_string(num_iteration=best))
+        self.n_estimators_ = self.booster_.num_trees()
+        self.best_iteration_ = int(best)
+        self.objective_history_ = np.asarray(history)
+        self.validation_scores_ = None if validation is None else np.asarray(validation.record["validation"]["snips"])
+        self.n_features_in_ = rows.X.shape[1]
+        self.n_train_clicks_, self.n_train_rows_ = rows.n_clicks, rows.n_rows
+        self.n_train_queries_, self.n_pairs_ = rows.n_queries, rows.pairs.n_pairs
+        if self.objective == "propdcg" and len(history) > 1 and history[-1] > history[0]:
+            warnings.warn(f"{type(self).__name__}: the training objective rose from {history[0]:.4g} to "
+                          f"{history[-1]:.4g} over the rounds (learning_rate={self.learning_rate!r} overshoots); "
+                          "lower learning_rate", ConvergenceWarning, stacklevel=2)
+        return self._end_fit()
+
+    def _validation_metric(self):
+        return self.metric if isinstance(self.metric, str) else "dcg"
+
+    def _held_out(self, log, seed):
+        from .deep import _split_by_query
+
+        if not isinstance(log, ClickLog):
+            raise ValueError("early_stopping without a validation_log holds out queries of a ClickLog; with a "
+                             "ClickAggregate give validation_log=...")
+        rng = np.random.default_rng(None if seed is None else seed + 1)
+        return _split_by_query(log, float(self.validation_fraction), rng)
+
+    def _objective_function(self, rows, lam, history):
+        """LightGBM's custom objective: ``(grad, hess)`` of ``n_rows * J`` at the current raw scores."""
+        scale = rows.n_rows / rows.n_clicks
+        margin, temperature, sigma = float(self.margin), float(self.temperature), float(self.sigma)
+        propdcg = self.objective == "propdcg"
+        step_bound = propdcg and self.smoothing == "huber"
+
+        def objective(scores, _dataset):
+            if propdcg:
+                per_query, grad, hess = rows.pairs.bound(scores, lam, margin, temperature, True)
+            else:
+                per_query, grad, hess = rows.pairs.lambdarank(scores, lam, sigma, True)
+            history.append(float(per_query.sum()) / rows.n_clicks)
+            if step_bound:      # Huber: no curvature outside the band; no document's own step above a margin
+                np.maximum(hess, np.abs(grad) / margin, out=hess)
+            top = float(hess.max())
+            np.maximum(hess, _CURVATURE_FLOOR * top if top > 0 else 1.0, out=hess)
+            return grad * scale, hess * scale
+
+        return objective
+
+    # ----------------------------------------------------------------- predict
+    def predict(self, X, num_iteration=None):
+        """Scores of the rows of ``X`` (array, sparse matrix, RankingDataset or ClickLog's data); higher is better.
+
+        Parameters
+        ----------
+        X : array (n_docs, n_features), scipy.sparse matrix, RankingDataset or ClickLog
+            The rows to score.
+        num_iteration : int, optional
+            Score with the first ``num_iteration`` trees only (default: all kept trees), e.g. to
+            choose the number of trees on validation clicks from one fit.
+
+        Returns
+        -------
+        scores : array (n_docs,)
+            Through ``preprocessor_`` first when a preprocessor was given.
+        """
+        check_is_fitted(self, "booster_")
+        X = self._prediction_features(X, self.booster_.num_feature())
+        if num_iteration is not None:
+            num_iteration = check_int(num_iteration, "num_iteration", min_value=1)
+        return self.booster_.predict(X, num_iteration=num_iteration, num_threads=int(self.n_jobs))
+
+    def booster_to_array(self) -> np.ndarray:
+        """The booster's own text model as a ``uint8`` array (what a safe model file stores).
+
+        Returns
+        -------
+        array of uint8
+            The UTF-8 bytes of ``booster_.model_to_string()``: tree structure and numbers, no code.
+        """
+        check_is_fitted(self, "booster_")
+        return np.frombuffer(self.booster_.model_to_string().encode("utf-8"), dtype=np.uint8).copy()
+
+    @staticmethod
+    def booster_from_array(array):
+        """A LightGBM booster from the ``uint8`` array of :meth:`booster_to_array`.
+
+        Parameters
+        ----------
+        array : array of uint8
+            The UTF-8 bytes of a LightGBM text model.
+
+        Returns
+        -------
+        lightgbm.Booster
+
+        Examples
+        --------
+        >>> from click_sim import make_ranking, simulate_clicks
+        >>> data = make_ranking(n_queries=30, random_state=0)
+        >>> log = simulate_clicks(data, data.X[:, 0], n_passes=3, random_state=0)
+        >>> model = GBDTPropDCG(n_estimators=5, num_leaves=4).fit(log)
+        >>> booster = GBDTPropDCG.booster_from_array(model.booster_to_array())
+        >>> bool((booster.predict(data.X) == model.predict(data)).all())
+        True
+        """
+        lgb = lightgbm_or_raise()
+        array = np.asarray(array)
+        if array.dtype != np.uint8 or array.ndim != 1:
+            raise ValueError(f"a booster is stored as a 1-D uint8 array, got {array.dtype} of shape {array.shape}")
+        try:
+            text = array.tobytes().decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise ValueError(f"the stored booster is not UTF-8 text ({err})") from None
+        try:
+            return lgb.Booster(model_str=text)
+        except lgb.basic.LightGBMError as err:
+            raise ValueError(f"the stored booster is not a LightGBM model ({err})") from None
+
+
+def _transformed_clicks(log, pre):
+    """A validation log or aggregate with its features through the fitted preprocessor."""
+    from ._base import transform_aggregate
+
+    return transform_log(log, pre)[0] if isinstance(log, ClickLog) else transform_aggregate(log, pre)[0]
+
+
+class _TrainingRows:
+    """The rows of the queries with a non-zero click weight: features, weights, pairs (built once per fit)."""
+
+    def __init__(self, agg: ClickAggregate, smoothing: str):
+        from ..surrogates import anchor_pairs
+
+        data = agg.data
+        queries = agg.queries
+        rows = data.rows_of(queries)
+        self.X = data.X[rows] if not sp.issparse(data.X) else data.X[rows].tocsr()
+        self.W = np.asarray(agg.weights[rows], dtype=np.float64)
+        offsets = offsets_from_lengths(data.query_lengths[queries])
+        self.pairs = anchor_pairs(self.W, offsets, smoothing)
+        if self.pairs.n_pairs == 0:
+            raise ValueError("every click is on a query with a single candidate document: no pair to rank, "
+                             "nothing to learn")
+        self.n_rows, self.n_queries, self.n_clicks = int(rows.size), int(queries.size), int(agg.n_clicks)
+
+
+class _SnipsValidation:
+    """The SNIPS estimate of a metric on validation clicks, as a LightGBM evaluation function."""
+
+    def __init__(self, log, propensity, metric: str):
+        agg = log.aggregate(propensity) if isinstance(log, ClickLog) else log.reweight(propensity)
+        if agg.n_clicks == 0:
+            raise ValueError("the validation clicks are empty: the SNIPS estimate is undefined")
+        self.agg, self.metric = agg, metric
+        self.rows = agg.data.rows_of(agg.queries)
+        self.scores = np.zeros(agg.data.n_docs)
+        self.record = {}
+
+    def __call__(self, preds, _dataset):
+        self.scores[self.rows] = preds
+        return "snips", float(self.agg.snips_value(self.scores, metric=self.metric)), True
+
+    def train_arguments(self, lgb, train_set, est) -> dict:
+        X = self.agg.data.X[self.rows]
+        valid = lgb.Dataset(X, label=np.zeros(self.rows.size), reference=train_set, params={"verbose": -1})
+        callbacks = [lgb.record_evaluation(self.record)]
+        if est.early_stopping:
+            callbacks.append(lgb.early_stopping(int(est.n_iter_no_change), first_metric_only=True, verbose=False,
+                                                min_delta=float(est.tol)))
+        return {"valid_sets": [valid], "valid_names": ["validation"], "feval": self, "callbacks": callbacks}
