@@ -628,8 +628,13 @@ def _rebuild_booster(cls, spec, reader: "_Reader", n_features):
     spec = _plain_dict(spec, "booster_")
     if set(spec) != {"__booster__"}:
         raise ValueError("booster_: expected a LightGBM text model")
-    booster = cls.booster_from_array(reader.value(spec["__booster__"], "booster_"))
-    if booster.num_feature() != n_features or not isinstance(n_features, int):
+    if not isinstance(n_features, int):
+        raise ValueError(f"booster_: n_features_in_ is {n_features!r}, not a number of features")
+    try:
+        booster = cls.booster_from_array(reader.value(spec["__booster__"], "booster_"), n_features)
+    except ValueError as err:
+        raise ValueError(f"booster_: {err}") from None
+    if booster.num_feature() != n_features:
         raise ValueError(f"booster_: the trees take {booster.num_feature()} features but n_features_in_ is "
                          f"{n_features!r}")
     return booster

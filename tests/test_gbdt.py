@@ -283,3 +283,14 @@ def test_the_package_exports_it():
     from counterfactual_ltr.estimators import gbdt
 
     assert counterfactual_ltr.GBDTPropDCG is gbdt.GBDTPropDCG is GBDTPropDCG
+
+
+def test_a_leaf_size_no_split_can_meet_gives_a_constant_ranker(small):
+    """min_child_samples above the rows (reachable in a cross-validated grid on small folds): trees of one
+    leaf, not LightGBM's internal error that no feature is left."""
+    _, log = small
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = GBDTPropDCG(n_estimators=3, min_child_samples=10**6).fit(log)
+    scores = model.predict(log.data)
+    assert np.all(scores == scores[0])

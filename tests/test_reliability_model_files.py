@@ -481,6 +481,10 @@ def _booster_text(path) -> tuple[dict, dict, str, str]:
 @pytest.mark.parametrize("edit, needle", [
     (lambda text: text.replace("max_feature_idx=4", "max_feature_idx=6"), "booster"),
     (lambda text: "not a model", "booster"),
+    (lambda text: text[: text.index("end of trees") // 2], "booster_"),   # crashes LightGBM's own parser
+    (lambda text: text.replace("tree_sizes=", "tree_sizes=1"), "tree_sizes"),
+    (lambda text: text.replace("left_child=1 ", "left_child=0 ", 1), "node 0 has the child node 0"),  # a cycle
+    (lambda text: text.replace("num_cat=0", "num_cat=1"), "categorical"),
 ])
 def test_a_tampered_booster_is_refused(edit, needle, saved, data_and_log, tmp_path):
     entries, meta, key, text = _booster_text(saved["gbdt"])
@@ -497,7 +501,7 @@ def test_trees_of_another_width_are_refused(saved, tmp_path):
                                                                                 random_state=1))
     entries, meta, key, _ = _booster_text(saved["gbdt"])
     entries[key] = narrow.booster_to_array()
-    _refused(_write(tmp_path / "bad.npz", entries, meta), "booster_", "3 features", "n_features_in_ is 5")
+    _refused(_write(tmp_path / "bad.npz", entries, meta), "booster_", "take 3 features", "n_features_in_ is 5")
 
 
 def test_a_booster_that_is_not_text_is_refused(saved, tmp_path):
@@ -511,3 +515,26 @@ def test_a_booster_that_is_not_text_is_refused(saved, tmp_path):
 def test_the_saved_trees_score_as_the_fitted_ones(saved, data_and_log):
     data, log = data_and_log
     np.testing.assert_array_equal(load_model(saved["gbdt"]).predict(data), _fit("gbdt", data, log).predict(data))
+
+
+_MUTATION_CHARS = "0123456789-.e \n=Tabc"
+
+
+@settings(max_examples=150, deadline=None)
+@given(edits=st.lists(st.tuples(st.integers(0, 4), st.floats(0, 1, exclude_max=True),
+                                st.integers(0, len(_MUTATION_CHARS) - 1)), min_size=1, max_size=3))
+def test_an_edited_booster_text_is_refused_or_scores_finitely(edits, saved, data_and_log):
+    """Truncations, edited, deleted and repeated characters and lines: a ValueError or a model whose scores
+    are finite, never a crash (LightGBM's parser alone segfaults on some)."""
+    data, _ = data_and_log
+    _, _, _, text = _booster_text(saved["gbdt"])
+    for kind, where, char in edits:
+        p, c = int(where * len(text)), _MUTATION_CHARS[char]
+        lines, j = text.split("\n"), int(where * text.count("\n"))
+        text = [text[:p], text[:p] + c + text[p + 1:], "\n".join(lines[:j] + lines[j + 1:]),
+                "\n".join(lines[:j] + [lines[j]] + lines[j:]), text[:p] + c + text[p:]][kind]
+    try:
+        booster = GBDTPropDCG.booster_from_array(np.frombuffer(text.encode("utf-8"), dtype=np.uint8), 5)
+    except ValueError:
+        return
+    assert np.all(np.isfinite(booster.predict(data.X)))

@@ -55,6 +55,7 @@ from ..aggregate import ClickAggregate
 from ..clicklog import ClickLog
 from ..propensity import as_propensity_model
 from ._base import RankerMixin, click_aggregate, transform_log
+from ._booster_text import check_booster_text
 
 __all__ = ["GBDTPropDCG", "lightgbm_or_raise"]
 
@@ -340,7 +341,9 @@ class GBDTPropDCG(RankerMixin, BaseEstimator):
         history = []
         params = self._lgb_params(seed)
         params["objective"] = self._objective_function(rows, lam, history)
-        train_set = lgb.Dataset(rows.X, label=np.zeros(rows.n_rows), params={"verbose": -1})
+        # feature_pre_filter off: a min_child_samples that no split can meet gives trees of one leaf (a constant
+        # ranker), not LightGBM's error that no feature is left.
+        train_set = lgb.Dataset(rows.X, label=np.zeros(rows.n_rows), params={"verbose": -1, "feature_pre_filter": False})
         fit_kw, validation = {}, None
         if validation_log is not None:
             validation = _SnipsValidation(validation_log, propensity, self._validation_metric())
@@ -432,13 +435,17 @@ class GBDTPropDCG(RankerMixin, BaseEstimator):
         return np.frombuffer(self.booster_.model_to_string().encode("utf-8"), dtype=np.uint8).copy()
 
     @staticmethod
-    def booster_from_array(array):
+    def booster_from_array(array, n_features=None):
         """A LightGBM booster from the ``uint8`` array of :meth:`booster_to_array`.
 
         Parameters
         ----------
         array : array of uint8
-            The UTF-8 bytes of a LightGBM text model.
+            The UTF-8 bytes of a LightGBM text model, checked by
+            :func:`~counterfactual_ltr.estimators._booster_text.check_booster_text` before
+            LightGBM parses it (LightGBM's parser trusts its input).
+        n_features : int, optional
+            The number of features the trees must take.
 
         Returns
         -------
@@ -462,6 +469,7 @@ class GBDTPropDCG(RankerMixin, BaseEstimator):
             text = array.tobytes().decode("utf-8")
         except UnicodeDecodeError as err:
             raise ValueError(f"the stored booster is not UTF-8 text ({err})") from None
+        text = check_booster_text(text, n_features)
         try:
             return lgb.Booster(model_str=text)
         except lgb.basic.LightGBMError as err:
