@@ -284,22 +284,9 @@ def propensity(log, data, output, method, max_position, bootstrap, seed, quiet):
     _echo(quiet, f"wrote {output}")
 
 
-def _jsonable(value):
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (np.floating, float)):
-        return float(value) if np.isfinite(value) else None
-    if isinstance(value, np.integer):
-        return int(value)
-    return value
-
-
 def _estimation_payload(result, method) -> dict:
     """The JSON of ``cltr propensity``: the model (readable by ``--propensity``) and the estimates."""
+    from .evaluation.report import json_ready
     from .persistence import propensity_to_dict
 
     payload = {"method": method}
@@ -315,9 +302,9 @@ def _estimation_payload(result, method) -> dict:
     for name in ("relative_", "lower_", "upper_", "confidence_", "n_sessions_", "values_", "propensities_",
                  "intervals_", "ci_low_", "ci_high_", "stderr_", "eta_", "values", "intervals", "eta"):
         if hasattr(result, name) and not callable(getattr(result, name)):
-            payload[name] = _jsonable(getattr(result, name))
+            payload[name] = json_ready(getattr(result, name))
     if isinstance(result, dict):
-        payload.update(_jsonable(result))
+        payload.update(json_ready(result))
     return payload
 
 
