@@ -1,6 +1,6 @@
 """Random edits of a GBDTPropDCG booster text: refused, or loaded with finite scores, never a crash?
 
-    python -m experiments.fuzz_model_trees [--edits 3000] [--batches 6] [--seed 0]
+    python -m experiments.bench_fuzz_trees [--edits 3000] [--batches 6] [--seed 0]
 
 A model file is untrusted and LightGBM's parser is not: a text cut inside the trees crashes the
 process. ``GBDTPropDCG.booster_from_array`` checks the text first
