@@ -135,9 +135,9 @@ class PositionBasedModel(_ClickModel):
         Pseudo-impressions of the Beta prior on every attractiveness, at the pooled
         attractiveness of the documents shown around the same position (0: plain EM, which
         overfits rarely shown documents: see the module docstring).
-    max_iter : int, default 2000
+    max_iter : int, default 10000
         Most EM iterations (a warning if they do not converge).
-    tol : float, default 1e-6
+    tol : float, default 1e-8
         Stop when the mean log-likelihood per impression changes by less than this.
 
     Attributes
@@ -174,7 +174,7 @@ class PositionBasedModel(_ClickModel):
     True
     """
 
-    def __init__(self, prior_strength: float = 5.0, max_iter: int = 2000, tol: float = 1e-6):
+    def __init__(self, prior_strength: float = 5.0, max_iter: int = 10000, tol: float = 1e-8):
         self.prior_strength = prior_strength
         self.max_iter = max_iter
         self.tol = tol

@@ -346,8 +346,8 @@ class ClickLog:
 
         sessions = self.item_session
         if self.data is None:
-            return pd.DataFrame({"session": self.session_ids[sessions], "query": self.query_ids[self.row_query[self.docs]],
-                                 "doc": self.doc_ids[self.docs], "position": self.positions.astype(np.int64),
+            return pd.DataFrame({"session": self.session_ids[sessions],
+                                 "query": self.query_ids[self.row_query[self.docs]], "doc": self.doc_ids[self.docs], "position": self.positions.astype(np.int64),
                                  "click": self.clicks})
         return pd.DataFrame({
             "session": self.session_ids[sessions],
@@ -515,7 +515,8 @@ class ClickLog:
     def _kept_ids(self, keep):
         """Session ids of the kept sessions (a log over a data set holds integer session ids)."""
         ids = self.session_ids[keep]
-        if np.issubdtype(ids.dtype, np.signedinteger) or (ids.dtype.kind == "u" and (ids.size == 0 or ids.max() < 2**63)):
+        if np.issubdtype(ids.dtype, np.signedinteger) or (ids.dtype.kind == "u"
+                                                          and (ids.size == 0 or ids.max() < 2**63)):
             return ids
         return np.flatnonzero(keep)
 

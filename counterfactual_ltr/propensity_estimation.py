@@ -858,12 +858,12 @@ def _check_options(method, K, options) -> dict:
         "confidence": check_probability(options.get("confidence", 0.95), "confidence", include_zero=False,
                                         include_one=False),
         "min_clicks": check_int(options.get("min_clicks", 10), "min_clicks", min_value=1),
-        "max_iter": check_int(options.get("max_iter", {"em": 100, "pbm": 2000}.get(method, 500)), "max_iter",
+        "max_iter": check_int(options.get("max_iter", {"em": 100, "pbm": 10000}.get(method, 500)), "max_iter",
                               min_value=1),
         # EM with a user's relevance model refits it every step: a looser default there. The
         # position-based model's tolerance is on the mean log-likelihood per impression.
         "tol": check_real(options.get("tol", 1e-4 if options.get("relevance_model") is not None
-                                      else 1e-6 if method == "pbm" else 1e-8), "tol", min_value=0, include_min=False),
+                                      else 1e-8), "tol", min_value=0, include_min=False),
         "prior_strength": check_real(options.get("prior_strength", PBM_PRIOR_STRENGTH), "prior_strength",
                                      min_value=0),
         "min_support": check_int(options.get("min_support", MIN_SUPPORT), "min_support", min_value=0),

@@ -67,7 +67,7 @@ def event_arrays(frame, *, query="query", doc="doc", position="position", click=
     def locate(i):
         return f"frame row {frame.index[i]!r}"
 
-    order, offsets = cut_pages(query_code, positions, session_code, locate)
+    order, offsets = cut_pages(query_code, positions, session_code, locate, names=(query, position))
     ids, rows = IdTable.from_codes(query_code, query_ids, doc_code, doc_ids)
     rows, query_code = rows[order], query_code[order]
     starts = offsets[:-1]

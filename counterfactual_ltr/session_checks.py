@@ -241,7 +241,7 @@ def check_sessions(data: RankingDataset, rows: dict, locate=None, session_column
             "intervention": intervention}
 
 
-def cut_pages(query, position, session=None, locate=None) -> tuple[np.ndarray, np.ndarray]:
+def cut_pages(query, position, session=None, locate=None, names=("query", "position")) -> tuple[np.ndarray, np.ndarray]:
     """``(order, offsets)`` of raw events: the rows of each page (result list), in position order.
 
     With ``session`` (a code per row naming its page), rows are sorted by (session, position), in
@@ -259,6 +259,8 @@ def cut_pages(query, position, session=None, locate=None) -> tuple[np.ndarray, n
         Page code of every row (codes sorted like the page ids).
     locate : callable, optional
         ``locate(i) -> str``: where input row ``i`` came from, for messages.
+    names : tuple of two str
+        The names of the query and position columns in messages.
 
     Returns
     -------
@@ -281,10 +283,11 @@ def cut_pages(query, position, session=None, locate=None) -> tuple[np.ndarray, n
     ([0, 1, 2, 3], [0, 2, 3, 4])
     """
     locate = locate or (lambda i: f"row {i}")
+    query_name, position_name = names
     position = np.asarray(position)
     bad = np.flatnonzero(position < 1)
     if bad.size:
-        raise ValueError(f"column 'position' must hold 1-based positions (>= 1); {locate(bad[0])} holds "
+        raise ValueError(f"column {position_name!r} must hold 1-based positions (>= 1); {locate(bad[0])} holds "
                          f"{position[bad[0]]}")
     if session is None:
         order = np.arange(len(position))
@@ -296,11 +299,11 @@ def cut_pages(query, position, session=None, locate=None) -> tuple[np.ndarray, n
         same = np.flatnonzero(~start[1:] & (position[1:] == position[:-1])) + 1
         if same.size:
             i = same[0]
-            raise ValueError(f"column 'position': a page holds position {position[i]} twice ({locate(order[i - 1])} "
-                             f"and {locate(order[i])})")
+            raise ValueError(f"column {position_name!r}: a page holds position {position[i]} twice "
+                             f"({locate(order[i - 1])} and {locate(order[i])})")
         mixed = np.flatnonzero(~start[1:] & (query[1:] != query[:-1])) + 1
         if mixed.size:
             i = mixed[0]
-            raise ValueError(f"column 'query': a page's rows carry two queries ({locate(order[i - 1])} and "
+            raise ValueError(f"column {query_name!r}: a page's rows carry two queries ({locate(order[i - 1])} and "
                              f"{locate(order[i])})")
     return order.astype(np.int64), np.r_[np.flatnonzero(start), len(position)].astype(np.int64)
