@@ -71,7 +71,7 @@ def id_column(frame, name: str) -> np.ndarray:
 
     Returns
     -------
-    ndarray
+    ndarray, or a pandas string array
         ``ValueError`` naming the column and a frame row for a missing value, a float or boolean
         column (ids are never rounded), or a column mixing strings with numbers.
 
@@ -100,9 +100,10 @@ def id_column(frame, name: str) -> np.ndarray:
         return column.to_numpy(dtype=np.uint64)
     if pd.api.types.is_integer_dtype(dtype):
         return column.to_numpy(dtype=np.int64)
+    if dtype != object:
+        return column.array        # a string column: factorized as it is (no Python object per row)
     values = column.to_numpy(dtype=object)
-    is_str = np.fromiter((type(v) is str for v in values), dtype=bool, count=len(values)) \
-        if dtype == object else np.ones(len(values), dtype=bool)
+    is_str = np.fromiter((type(v) is str for v in values), dtype=bool, count=len(values))
     if not is_str.all():
         i = int(np.argmin(is_str))
         raise ValueError(f"column {name!r} mixes strings with other values (frame row {frame.index[i]!r} holds "
@@ -115,7 +116,7 @@ def factorize(values, *, sort: bool = False) -> tuple[np.ndarray, np.ndarray]:
 
     Parameters
     ----------
-    values : 1-D array of ids (int64, uint64 or object of str)
+    values : 1-D array of ids (int64, uint64, object of str, or a pandas string array)
         The ids.
     sort : bool, default False
         Number the distinct ids in sorted order instead of first appearance.
@@ -134,9 +135,11 @@ def factorize(values, *, sort: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """
     import pandas as pd
 
-    values = np.asarray(values)
+    if not isinstance(values, pd.api.extensions.ExtensionArray):
+        values = np.asarray(values)
     codes, uniques = pd.factorize(values, sort=sort)
-    return codes.astype(np.int64, copy=False), np.asarray(uniques, dtype=values.dtype)
+    dtype = values.dtype if isinstance(values, np.ndarray) else object
+    return codes.astype(np.int64, copy=False), np.asarray(uniques, dtype=dtype)
 
 
 def _common(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
