@@ -16,14 +16,13 @@ for ``GroupKFold``.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 
 import numpy as np
 
 from ._segments import check_offsets, offsets_from_lengths, segment_gather, segment_ids
 from .aggregate import ClickAggregate, count_table
 from .datasets import RankingDataset, _check_integer
-from .ids import IdTable
+from .ids import IdTable, as_dataframe
 from .raw_events import event_arrays, join_rows, warn_dropped
 from .log_integrity import read_log_frame, write_log_frame
 from .session_checks import FRAME_COLUMNS, check_session_codes, check_sessions, first_repeated_item, \
@@ -591,15 +590,7 @@ class ClickLog:
 
 def _log_frame(frame):
     """``frame`` (a DataFrame or a mapping of columns) as a DataFrame holding each column of a log once, and rows."""
-    import pandas as pd
-
-    if isinstance(frame, Mapping):
-        try:
-            frame = pd.DataFrame(dict(frame))
-        except (ValueError, TypeError) as err:
-            raise ValueError(f"cannot build a frame from the mapping of columns: {err}") from err
-    if not isinstance(frame, pd.DataFrame):
-        raise TypeError(f"frame must be a pandas DataFrame or a mapping of columns, got {type(frame).__name__}")
+    frame = as_dataframe(frame)
     missing = [c for c in FRAME_COLUMNS if c not in frame.columns]
     if missing:
         raise ValueError(f"the frame lacks the columns {missing}")

@@ -14,7 +14,36 @@ from collections.abc import Mapping
 
 import numpy as np
 
-__all__ = ["id_column", "factorize", "IdTable", "format_id", "frame_of", "match"]
+__all__ = ["id_column", "factorize", "IdTable", "format_id", "as_dataframe", "frame_of", "match"]
+
+
+def as_dataframe(frame):
+    """A pandas DataFrame, or a mapping of column name to values made one; ``TypeError`` for anything else.
+
+    Parameters
+    ----------
+    frame : pandas DataFrame or mapping of column name to values
+        The table.
+
+    Returns
+    -------
+    pandas DataFrame
+
+    Examples
+    --------
+    >>> as_dataframe({"a": [1, 2]}).shape
+    (2, 1)
+    """
+    import pandas as pd
+
+    if isinstance(frame, Mapping):
+        try:
+            frame = pd.DataFrame(dict(frame))
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"cannot build a frame from the mapping of columns: {err}") from err
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"frame must be a pandas DataFrame or a mapping of columns, got {type(frame).__name__}")
+    return frame
 
 
 def frame_of(frame, columns: dict):
@@ -38,15 +67,7 @@ def frame_of(frame, columns: dict):
     ...
     ValueError: the frame has no column 'doc' (the doc column); it has ['query']
     """
-    import pandas as pd
-
-    if isinstance(frame, Mapping):
-        try:
-            frame = pd.DataFrame(dict(frame))
-        except (ValueError, TypeError) as err:
-            raise ValueError(f"cannot build a frame from the mapping of columns: {err}") from err
-    if not isinstance(frame, pd.DataFrame):
-        raise TypeError(f"frame must be a pandas DataFrame or a mapping of columns, got {type(frame).__name__}")
+    frame = as_dataframe(frame)
     for role, name in columns.items():
         if name is None:
             continue
