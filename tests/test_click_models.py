@@ -7,6 +7,8 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from click_sim.raw import simulate_raw_events
 from counterfactual_ltr import ClickLog, estimate_propensities
@@ -138,3 +140,28 @@ def test_trec_log_both_methods_run_and_say_how_well_positions_are_identified():
     assert harvest.support_.shape == (4,)
     with pytest.raises(ValueError, match="position 5 is 0.0"):
         estimate_propensities(log, "harvest", n_bootstrap=0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 6), st.integers(2, 4), st.floats(0.0, 20.0), st.integers(0, 2**32 - 1))
+def test_em_parameters_and_perplexity_stay_in_bounds(n_rows, K, prior_strength, seed):
+    rng = np.random.default_rng(seed)
+    row = np.repeat(np.arange(n_rows), K)
+    k = np.tile(np.arange(1, K + 1), n_rows)
+    n = rng.integers(1, 5, size=row.size).astype(float)
+    c = np.floor(rng.random(row.size) * (n + 1))
+    fit = pbm_em(row, k, n, c, n_rows, K, prior_strength=prior_strength, max_iter=200)
+    for values in (fit["theta"], fit["alpha"], fit["mu"]):
+        assert np.all((values > 0) & (values <= 1))
+    assert fit["loglik"] <= 0
+    positions = np.tile(np.arange(1, K + 1), n_rows)
+    clicks = rng.random(positions.size) < 0.3
+    log = ClickLog.from_events({"query": np.repeat(np.arange(n_rows), K), "doc": rng.permutation(positions.size),
+                                "position": positions, "click": clicks})
+    for model in (PositionBasedModel(prior_strength=prior_strength, max_iter=200), RankOnlyModel(),
+                  DocumentOnlyModel(prior_strength=prior_strength)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(log)
+        per = model.perplexity(log, by_position=True)
+        assert np.all(per >= 1 - 1e-12) and model.log_likelihood(log) <= 0

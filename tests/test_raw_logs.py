@@ -187,3 +187,29 @@ def test_trec_log_loads_as_it_comes():
     assert (len(log), log.n_items, log.n_clicks) == (2872, 28720, 1293)
     assert log.n_queries == frame["query"].nunique()
     assert log.to_frame()["doc"].tolist() == frame.sort_values(["page", "position"])["doc"].tolist()
+
+
+def test_raw_log_files_round_trip_with_their_digest(tmp_path):
+    from counterfactual_ltr.files import read_click_log, write_click_log
+
+    log = ClickLog.from_events(_events(), session="page")
+    for name in ("raw.parquet", "raw.csv"):
+        write_click_log(log, tmp_path / name)
+        back = read_click_log(tmp_path / name, session="session")
+        pd.testing.assert_frame_equal(back.to_frame(), log.to_frame())
+    frame = pd.read_csv(tmp_path / "raw.csv")
+    frame.loc[1, "query"] = "98435_2"          # an edited id: the digest beside the file no longer matches
+    frame.to_csv(tmp_path / "raw.csv", index=False)
+    with pytest.raises(ValueError, match="column 'query' does not match its digest"):
+        read_click_log(tmp_path / "raw.csv", session="session")
+
+
+def test_gbdt_learner_takes_a_joined_log(letor_path):
+    pytest.importorskip("lightgbm")
+    from counterfactual_ltr import GBDTPropDCG
+
+    data, log, events, table = letor_path
+    joined = _raw(events).with_data(RankingDataset.from_frame(table, query="q", doc="d", label="grade"))
+    a = GBDTPropDCG(n_estimators=5, random_state=0).fit(log).predict(data)
+    b = GBDTPropDCG(n_estimators=5, random_state=0).fit(joined).predict(joined.data)
+    np.testing.assert_array_equal(a, b)
