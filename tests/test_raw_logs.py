@@ -213,3 +213,10 @@ def test_gbdt_learner_takes_a_joined_log(letor_path):
     a = GBDTPropDCG(n_estimators=5, random_state=0).fit(log).predict(data)
     b = GBDTPropDCG(n_estimators=5, random_state=0).fit(joined).predict(joined.data)
     np.testing.assert_array_equal(a, b)
+
+
+def test_on_policy_value_of_a_raw_log_counts_clicks_at_their_recorded_positions():
+    from counterfactual_ltr.evaluation.click_value import on_policy_value
+
+    log = ClickLog.from_events({"query": ["q", "q"], "doc": ["a", "b"], "position": [1, 4], "click": [0, 1]})
+    assert on_policy_value(log, metric="dcg") == pytest.approx(1 / np.log2(5))
