@@ -614,6 +614,7 @@ def _warn_if_unvaried(imp: "_Impressions") -> None:
 
 
 def _em(log, K, options):
+    log._need_data("'em' (its relevance model reads the documents' features)")
     plain = log.intervention == 0
     imp = _Impressions(log, K, plain)
     imp.check_positions("em", options["min_clicks"], "in sessions without intervention")

@@ -165,3 +165,11 @@ def test_em_parameters_and_perplexity_stay_in_bounds(n_rows, K, prior_strength, 
             model.fit(log)
         per = model.perplexity(log, by_position=True)
         assert np.all(per >= 1 - 1e-12) and model.log_likelihood(log) <= 0
+
+
+def test_em_on_a_raw_log_asks_for_features_and_trust_em_runs(drifting):
+    log, *_ = drifting
+    with pytest.raises(ValueError, match="'em' .* needs document features: this log has none"):
+        estimate_propensities(log[:2000], "em", n_bootstrap=0)
+    est = estimate_propensities(log[:20000], "trust_em", n_bootstrap=0)
+    assert est.relative_.shape == (10,) and np.all(np.isfinite(est.relative_))
