@@ -569,6 +569,8 @@ class ClickLog:
     def equals(self, other: "ClickLog") -> bool:
         """Same sessions, shown rows, positions, clicks, loggers and interventions (and the same data set object).
 
+        Logs without a data set compare their ids (two loads of the same raw log are equal).
+
         Parameters
         ----------
         other : ClickLog
@@ -578,8 +580,16 @@ class ClickLog:
         -------
         bool
         """
-        return (isinstance(other, ClickLog) and other.data is self.data and other.ids is self.ids
-                and np.array_equal(self.positions, other.positions)
+        if not (isinstance(other, ClickLog) and other.data is self.data):
+            return False
+        if self.data is None:   # the same events: ids per shown result, not the codes (which follow input order)
+            return (other.data is None and self.n_items == other.n_items
+                    and np.array_equal(self.session_offsets, other.session_offsets)
+                    and all(x.dtype == y.dtype and np.array_equal(x, y) for x, y in zip(
+                        (self.session_ids, self.query_ids[self.row_query[self.docs]], self.doc_ids[self.docs]),
+                        (other.session_ids, other.query_ids[other.row_query[other.docs]], other.doc_ids[other.docs])))
+                    and np.array_equal(self.positions, other.positions) and np.array_equal(self.clicks, other.clicks))
+        return (np.array_equal(self.positions, other.positions)
                 and np.array_equal(self.session_ids, other.session_ids)
                 and np.array_equal(self.session_offsets, other.session_offsets)
                 and np.array_equal(self.docs, other.docs) and np.array_equal(self.clicks, other.clicks)
@@ -637,3 +647,4 @@ def _check_positions(positions, offsets) -> np.ndarray | None:
         raise ValueError(f"position {positions.max()} is beyond the int32 range positions are stored in")
     consecutive = np.arange(n) - np.repeat(offsets[:-1], np.diff(offsets)) + 1
     return None if np.array_equal(positions, consecutive) else positions.astype(np.int32)
+

@@ -59,6 +59,9 @@ def test_shuffled_rows_give_the_same_log():
     a = ClickLog.from_events(events, session="page").to_frame()
     b = ClickLog.from_events(shuffled, session="page").to_frame()
     pd.testing.assert_frame_equal(a, b)
+    assert ClickLog.from_events(shuffled, session="page").equals(ClickLog.from_events(events, session="page"))
+    changed = events.assign(click=[0, 1, 0, 1, 0, 1])
+    assert not ClickLog.from_events(changed, session="page").equals(ClickLog.from_events(events, session="page"))
 
 
 def test_pages_without_session_column_are_cut_where_query_changes_or_position_does_not_increase():
