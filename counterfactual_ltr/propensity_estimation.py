@@ -439,10 +439,15 @@ def _harvest(log, K, options):
     return estimate, int(plain.sum())
 
 
-def _position_support(imp: "_Impressions") -> np.ndarray:
-    """Per position: how many (query, document) pairs shown there were also shown at another position."""
+def _position_support(imp: "_Impressions", clicks: bool = False) -> np.ndarray:
+    """Per position: how many (query, document) pairs shown there were also shown at another position.
+
+    With ``clicks``: how many clicks those pairs got there.
+    """
     positions_of_row = np.bincount(imp.doc, minlength=int(imp.doc.max()) + 1 if imp.doc.size else 0)
     varied = positions_of_row[imp.doc] > 1
+    if clicks:
+        return np.bincount(imp.k[varied] - 1, weights=imp.c[varied], minlength=imp.K)
     return np.bincount(imp.k[varied] - 1, minlength=imp.K).astype(np.int64)
 
 
@@ -468,6 +473,13 @@ def _pbm(log, K, options):
     imp.check_positions("pbm", options["min_clicks"], "in sessions without intervention")
     options["support"] = _position_support(imp)
     _warn_if_weak("pbm", options["support"], options["min_support"])
+    varied_clicks = _position_support(imp, clicks=True)
+    few = np.flatnonzero(varied_clicks < options["min_clicks"])
+    if few.size:
+        warnings.warn(f"'pbm': positions {', '.join(str(k + 1) for k in few)} have fewer than "
+                      f"min_clicks={options['min_clicks']} clicks on (query, document) pairs also shown at another "
+                      "position: theta there rests on the prior on attractiveness more than on the log",
+                      IdentificationWarning, stacklevel=3)
     fits = []
 
     def estimate(W):
@@ -790,7 +802,7 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
     -----
     IdentificationWarning
         ``"pbm"``/``"harvest"`` at positions with fewer than ``min_support``
-        identifying pairs (or, for ``"harvest"``, fewer than ``min_clicks`` clicks on them).
+        identifying pairs, or fewer than ``min_clicks`` clicks on them.
         ``"em"`` on a log where (nearly) every document was shown at one position only,
         as a deterministic logger shows them: the estimate then rests on the relevance
         model's form and its intervals cannot be trusted.
