@@ -223,3 +223,17 @@ def test_on_policy_value_of_a_raw_log_counts_clicks_at_their_recorded_positions(
 
     log = ClickLog.from_events({"query": ["q", "q"], "doc": ["a", "b"], "position": [1, 4], "click": [0, 1]})
     assert on_policy_value(log, metric="dcg") == pytest.approx(1 / np.log2(5))
+
+
+def test_grid_search_and_the_aggregate_take_a_joined_log(letor_path):
+    from sklearn.model_selection import GridSearchCV, GroupKFold
+
+    from counterfactual_ltr import snips_scorer
+
+    data, log, events, table = letor_path
+    joined = _raw(events).with_data(RankingDataset.from_frame(table, query="q", doc="d"))
+    assert joined.groups.dtype == object and joined.groups[0].startswith("query-")
+    search = GridSearchCV(SVMPropRank(), {"C": [0.1, 1.0]}, cv=GroupKFold(2), scoring=snips_scorer())
+    search.fit(joined, groups=joined.groups)
+    assert search.best_params_["C"] in (0.1, 1.0)
+    np.testing.assert_array_equal(joined.aggregate().weights, log.aggregate().weights)
