@@ -396,11 +396,11 @@ def _harvest(log, K, options):
     offsets = np.r_[starts, len(imp.doc)]
     a, b = within_query_pairs(offsets)
     ctr = imp.c / imp.n
-    Q = log.n_queries
     cell = (imp.k[a] - 1) * K + (imp.k[b] - 1)
-    qa = imp.query[a]
-    C = np.zeros((Q, K * K))
-    M = np.zeros((Q, K * K))
+    # Only the queries with a pair enter the statistics (a real log's millions of one-off queries do not).
+    paired, qa = np.unique(imp.query[a], return_inverse=True)
+    C = np.zeros((paired.size, K * K))
+    M = np.zeros((paired.size, K * K))
     np.add.at(C, (qa, cell), ctr[a])
     np.add.at(M, (qa, cell), 1.0)
     clicks = np.bincount(imp.k[a] - 1, weights=imp.c[a], minlength=K)
@@ -430,6 +430,7 @@ def _harvest(log, K, options):
 
     def estimate(W):
         B = W.shape[0]
+        W = W[:, paired]
         rel, ok = _fit_pairwise((W @ C).reshape(B, K, K), (W @ M).reshape(B, K, K), max_iter, tol)
         if not ok:
             warnings.warn(f"'harvest': the pairwise fit did not converge in max_iter={max_iter} iterations",
