@@ -325,7 +325,7 @@ def test_bad_input_says_what_the_method_needs(ranked):
     one = simulate_clicks(data, scores, n_passes=5, random_state=0)
     with pytest.raises(ValueError, match="needs sessions with a swap intervention"):
         estimate_propensities(one, "swap")
-    with pytest.raises(ValueError, match="at least two loggers"):
+    with pytest.raises(ValueError, match="is never shown for a \(query, document\) that is also shown at another"):
         estimate_propensities(one, "harvest")
     short = simulate_clicks(data, scores, n_passes=5, random_state=0, max_shown=5)
     with pytest.raises(ValueError, match="position 6 is never shown"):
