@@ -23,7 +23,7 @@ from ._segments import check_offsets, offsets_from_lengths, segment_gather, segm
 from .aggregate import ClickAggregate, count_table
 from .datasets import RankingDataset, _check_integer
 from .ids import IdTable, as_dataframe
-from .raw_events import event_arrays, join_rows, warn_dropped
+from .raw_events import event_arrays, join_rows, kept_after_join, warn_dropped
 from .log_integrity import read_log_frame, write_log_frame
 from .session_checks import FRAME_COLUMNS, check_session_codes, check_sessions, first_repeated_item, \
     frame_arrays
@@ -493,13 +493,8 @@ class ClickLog:
             raise TypeError(f"data must be a RankingDataset, got {type(data).__name__}")
         data_row, known = join_rows(self.row_keys(), data, missing)
         shown_known = known[self.docs]
-        keep_items = np.ones(self.n_items, dtype=bool)
-        keep_sessions = np.ones(self.n_sessions, dtype=bool)
+        keep_items, keep_sessions = kept_after_join(self.item_session, shown_known, self.n_sessions, missing)
         if not shown_known.all():
-            lost = np.bincount(self.item_session, weights=~shown_known, minlength=self.n_sessions) > 0
-            keep_sessions = ~lost if missing == "drop_sessions" else np.ones(self.n_sessions, dtype=bool)
-            keep_items = shown_known & keep_sessions[self.item_session]
-            keep_sessions &= np.bincount(self.item_session, weights=keep_items, minlength=self.n_sessions) > 0
             warn_dropped(missing, int((~keep_items).sum()), int((~keep_sessions).sum()), self.n_items,
                          self.n_sessions)
         session = self.item_session[keep_items]

@@ -440,8 +440,11 @@ def iter_log_batches(path, columns=None, batch_size: int | None = 1 << 20, kind:
     names = handle.schema_arrow.names if handle is not None else None
     if names is not None and columns is not None and any(c not in names for c in columns):
         raise ValueError(f"{path}: the log lacks the columns {[c for c in columns if c not in names]}")
+    # A CSV does not say that "00123" or "123" is a string id: the digest does, and such columns are
+    # read as text (nothing turned into a missing value), so the ids come back as they were written.
+    text = [c for c, (dt, _) in digest["columns"].items() if dt == _STR] if digest is not None else []
     batches = _parquet_batches(handle, path, columns, batch_size) if kind == "parquet" \
-        else _csv_batches(path, columns, batch_size)
+        else _csv_batches(path, columns, batch_size, text)
     hashes = None
     if digest is not None:
         wanted = columns if columns is not None else list(digest["columns"])
@@ -479,14 +482,17 @@ def _parquet_batches(handle, path, columns, batch_size):
         raise ValueError(f"{path}: corrupted Parquet data ({type(err).__name__}: {_first_line(err)})") from None
 
 
-def _csv_batches(path, columns, batch_size):
+def _csv_batches(path, columns, batch_size, text=()):
     import pandas as pd
 
+    options = {"usecols": columns}
+    if text:
+        options |= {"dtype": {c: str for c in text}, "keep_default_na": False, "na_values": []}
     try:
         if batch_size is None:
-            yield pd.read_csv(path, usecols=columns)
+            yield pd.read_csv(path, **options)
             return
-        for chunk in pd.read_csv(path, usecols=columns, chunksize=batch_size):
+        for chunk in pd.read_csv(path, chunksize=batch_size, **options):
             yield chunk
     except (FileNotFoundError, IsADirectoryError, PermissionError):
         raise

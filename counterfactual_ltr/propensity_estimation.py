@@ -430,8 +430,8 @@ def _harvest(log, K, options):
 
     def estimate(W):
         B = W.shape[0]
-        W = W[:, paired]
-        rel, ok = _fit_pairwise((W @ C).reshape(B, K, K), (W @ M).reshape(B, K, K), max_iter, tol)
+        WC, WM = _products(W, paired, C, M)
+        rel, ok = _fit_pairwise(WC.reshape(B, K, K), WM.reshape(B, K, K), max_iter, tol)
         if not ok:
             warnings.warn(f"'harvest': the pairwise fit did not converge in max_iter={max_iter} iterations",
                           ConvergenceWarning)
@@ -762,6 +762,56 @@ def _trust_em(log, K, options):
 # ----------------------------------------------------------------------------- entry point
 
 
+class _BootstrapWeights:
+    """The queries' bootstrap multiplicities, ``(n_bootstrap, n_queries)``, drawn in blocks when used.
+
+    Replicate ``b`` resamples the present queries with replacement (multinomial counts). As one
+    dense matrix they would cost ``n_bootstrap x n_queries`` doubles (1.6 GB at 200 replicates of
+    a log with a million queries); every method takes rows one at a time, columns of a subset or
+    products, so blocks of about 2**23 entries suffice. Each pass draws the same numbers again from
+    the saved generator state, the numbers a single draw of the whole matrix would give.
+    """
+
+    _BLOCK = 1 << 23
+
+    def __init__(self, rng, n_bootstrap: int, n_queries: int, queries: np.ndarray):
+        self.shape = (n_bootstrap, n_queries)
+        self._state, self._kind = rng.bit_generator.state, type(rng.bit_generator)
+        self._queries = queries
+
+    def blocks(self):
+        """Consecutive blocks of rows, as dense arrays."""
+        bit_generator = self._kind()
+        bit_generator.state = self._state
+        rng = np.random.Generator(bit_generator)
+        n, (B, Q) = self._queries.size, self.shape
+        step = max(1, self._BLOCK // max(Q, 1))
+        for start in range(0, B, step):
+            block = np.zeros((min(step, B - start), Q))
+            block[:, self._queries] = rng.multinomial(n, np.full(n, 1.0 / n), size=block.shape[0])
+            yield block
+
+    def __iter__(self):
+        for block in self.blocks():
+            yield from block
+
+    def __getitem__(self, key):
+        rows, columns = key
+        if rows != slice(None):
+            raise IndexError("bootstrap weights are taken by columns: W[:, columns]")
+        return np.vstack([block[:, columns] for block in self.blocks()])
+
+    def __matmul__(self, other):
+        return np.vstack([block @ other for block in self.blocks()])
+
+
+def _products(W, columns, *matrices) -> list:
+    """``[W[:, columns] @ m for m in matrices]``, a block of rows of ``W`` at a time."""
+    blocks = W.blocks() if isinstance(W, _BootstrapWeights) else [W]
+    parts = [[block[:, columns] @ m for m in matrices] for block in blocks]
+    return [np.vstack(column) for column in zip(*parts)]
+
+
 def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10, n_bootstrap: int = 200,
                           random_state=None, **options):
     """Estimate the position bias (and trust bias) of a click log, with bootstrap intervals.
@@ -841,11 +891,7 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
     point = estimate(present[None, :].astype(np.float64))
     boot = None
     if B:
-        rng = np.random.default_rng(random_state)
-        queries = np.flatnonzero(present)
-        W = np.zeros((B, Q))
-        W[:, queries] = rng.multinomial(queries.size, np.full(queries.size, 1.0 / queries.size), size=B)
-        boot = estimate(W)
+        boot = estimate(_BootstrapWeights(np.random.default_rng(random_state), B, Q, np.flatnonzero(present)))
     if method == "trust_em":
         return _trust_bias_model(point, boot, opts["confidence"], n_sessions)
     model = _propensity_model(method, point, boot, opts["confidence"], n_sessions)

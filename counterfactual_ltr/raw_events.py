@@ -16,7 +16,7 @@ from .datasets import _frame_column
 from .ids import IdTable, factorize, format_id, frame_of, id_column, match
 from .session_checks import cut_pages
 
-__all__ = ["event_arrays", "join_rows", "MissingFeaturesWarning"]
+__all__ = ["event_arrays", "join_rows", "kept_after_join", "missing_features_error", "MissingFeaturesWarning"]
 
 
 class MissingFeaturesWarning(UserWarning):
@@ -109,15 +109,77 @@ def join_rows(keys: tuple, data, missing: str = "raise") -> tuple[np.ndarray, np
     known = data_row >= 0
     if not known.all() and missing == "raise":
         unknown = np.flatnonzero(~known)
-        examples = ", ".join(f"(query {format_id(keys[0][i])}, doc {format_id(keys[1][i])})" for i in unknown[:3])
-        raise ValueError(f"{unknown.size} shown (query, document) pairs of the log have no features in the data "
-                         f"set, e.g. {examples}; give them features or pass missing='drop_sessions' or "
-                         "'drop_rows'")
+        raise missing_features_error(unknown.size, keys[0][unknown[:3]], keys[1][unknown[:3]])
     return data_row, known
 
 
-def warn_dropped(missing: str, n_rows: int, n_sessions: int, total_rows: int, total_sessions: int) -> None:
+def missing_features_error(count: int, query_ids, doc_ids) -> ValueError:
+    """The error of a join that meets ``count`` distinct shown (query, document) pairs without features.
+
+    Parameters
+    ----------
+    count : int
+        How many distinct pairs have no features.
+    query_ids, doc_ids : sequences of ids
+        A few of them, for the message.
+
+    Returns
+    -------
+    ValueError
+
+    Examples
+    --------
+    >>> print(str(missing_features_error(1, ["q"], [7])).split(";")[0])
+    1 shown (query, document) pairs of the log have no features in the data set, e.g. (query 'q', doc 7)
+    """
+    examples = ", ".join(f"(query {format_id(q)}, doc {format_id(d)})" for q, d in zip(query_ids, doc_ids))
+    return ValueError(f"{count} shown (query, document) pairs of the log have no features in the data set, "
+                      f"e.g. {examples}; give them features or pass missing='drop_sessions' or 'drop_rows'")
+
+
+def kept_after_join(item_session: np.ndarray, shown_known: np.ndarray, n_sessions: int,
+                    missing: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(keep_items, keep_sessions)`` of a join whose shown results ``shown_known`` have features.
+
+    ``"drop_sessions"`` drops every session that shows a document without features;
+    ``"drop_rows"`` drops those rows only. Either way a session left without rows is dropped.
+
+    Parameters
+    ----------
+    item_session : int array (n_items,)
+        Session index of every shown result.
+    shown_known : bool array (n_items,)
+        Whether each shown result has features.
+    n_sessions : int
+        Number of sessions.
+    missing : {"raise", "drop_sessions", "drop_rows"}
+        The join's option (``"raise"`` keeps everything: the caller has raised already).
+
+    Returns
+    -------
+    keep_items : bool array (n_items,), keep_sessions : bool array (n_sessions,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> items, sessions = kept_after_join(np.array([0, 0, 1]), np.array([True, False, True]), 2, "drop_sessions")
+    >>> items.tolist(), sessions.tolist()
+    ([False, False, True], [False, True])
+    """
+    keep_items = np.ones(len(item_session), dtype=bool)
+    keep_sessions = np.ones(n_sessions, dtype=bool)
+    if missing == "raise" or shown_known.all():
+        return keep_items, keep_sessions
+    lost = np.bincount(item_session, weights=~shown_known, minlength=n_sessions) > 0
+    keep_sessions = ~lost if missing == "drop_sessions" else keep_sessions
+    keep_items = shown_known & keep_sessions[item_session]
+    keep_sessions &= np.bincount(item_session, weights=keep_items, minlength=n_sessions) > 0
+    return keep_items, keep_sessions
+
+
+def warn_dropped(missing: str, n_rows: int, n_sessions: int, total_rows: int, total_sessions: int, *,
+                 stacklevel: int = 3) -> None:
     """The warning of a join that dropped shown documents without features."""
     warnings.warn(f"with_data(missing={missing!r}): dropped {n_rows} of {total_rows} shown results and "
                   f"{n_sessions} of {total_sessions} sessions whose documents have no features",
-                  MissingFeaturesWarning, stacklevel=3)
+                  MissingFeaturesWarning, stacklevel=stacklevel)

@@ -237,3 +237,14 @@ def test_grid_search_and_the_aggregate_take_a_joined_log(letor_path):
     search.fit(joined, groups=joined.groups)
     assert search.best_params_["C"] in (0.1, 1.0)
     np.testing.assert_array_equal(joined.aggregate().weights, log.aggregate().weights)
+
+
+def test_string_ids_that_look_like_numbers_or_missing_values_round_trip_through_csv(tmp_path):
+    from counterfactual_ltr.files import read_click_log, write_click_log
+
+    log = ClickLog.from_events({"query": ["007", "NA", "NA", "7"], "doc": ["123", "", "4.5", "nan"],
+                                "position": [1, 1, 2, 1], "click": [1, 0, 1, 0]})
+    write_click_log(log, tmp_path / "ids.csv")
+    back = read_click_log(tmp_path / "ids.csv", session="session")
+    pd.testing.assert_frame_equal(back.to_frame(), log.to_frame())
+    assert back.to_frame()["doc"].tolist() == ["123", "", "4.5", "nan"]
