@@ -111,14 +111,19 @@ def count_pages(piece: dict, data, names: dict, missing: str) -> PageCounts:
                                              "drop_rows" if missing == "raise" else missing)
     docs = data_row[rows[keep_items]]
     page = (np.cumsum(keep_pages) - 1)[item_page[keep_items]]
-    _check_no_repeat(data, docs, page, a, keep_pages)
+    _check_no_repeat(data, docs, page, a, keep_pages, None if names["session"] is not None
+                     else piece["_row"][keep_items])
     return PageCounts(count_table(docs, a["positions"][keep_items], a["clicks"][keep_items]),
                       int(keep_pages.sum()), n_pages, len(rows), int((~keep_items).sum()),
                       int((~keep_pages).sum()), unknown)
 
 
-def _check_no_repeat(data, docs, page, arrays, keep_pages) -> None:
-    """``ValueError`` for a kept page that shows one document twice (a learner's session shows it once)."""
+def _check_no_repeat(data, docs, page, arrays, keep_pages, row_codes=None) -> None:
+    """``ValueError`` for a kept page that shows one document twice (a learner's session shows it once).
+
+    The page is named by its id, or (``row_codes``: pages without ids, rows in input order) by the
+    row that shows the document again.
+    """
     from .session_checks import first_repeated_item
 
     if docs.size == 0:
@@ -126,9 +131,11 @@ def _check_no_repeat(data, docs, page, arrays, keep_pages) -> None:
     starts = np.flatnonzero(np.r_[True, page[1:] != page[:-1]])
     repeated = first_repeated_item(data, data.query_index[docs[starts]], page, docs)
     if repeated is not None:
-        page_id = arrays["session_ids"][np.flatnonzero(keep_pages)[page[repeated]]]
-        raise ValueError(f"page {format_id(page_id)} shows document {format_id(data.doc_keys[docs[repeated]])} twice: "
-                         "a log joined to features shows each document at most once per page")
+        doc = format_id(data.doc_keys[docs[repeated]])
+        where = f"the page of frame row {row_codes[repeated]}" if row_codes is not None else \
+            f"page {format_id(arrays['session_ids'][np.flatnonzero(keep_pages)[page[repeated]]])}"
+        raise ValueError(f"{where} shows document {doc} twice: a log joined to features shows each document at "
+                         "most once per page")
 
 
 # ------------------------------------------------------------------------ pieces of a stream

@@ -26,9 +26,9 @@ position-only methods estimate ``theta_r / theta_1``):
     (query, document) shown at both; ``c_k^kk' = sum_S CTR(d at k)`` has
     expectation ``theta_k r_kk'`` with ``r_kk' = sum_S c(d)`` shared by both
     positions. ``theta`` and ``r`` are fitted to these pairwise statistics by
-    the closed-form Poisson estimating equations (AllPairs' model; its
-    binomial likelihood is replaced by the Poisson one, which has the same
-    expectations and closed-form alternating updates).
+    closed-form Poisson estimating equations (AllPairs' model with the
+    Poisson likelihood: same expectations, closed-form alternating updates),
+    with a weak prior (``prior_strength``) so no position is put at 0.
 ``"pbm"`` (position-based click model): ``theta_k alpha(query, document)`` by EM,
     no features (:class:`~counterfactual_ltr.click_models.PositionBasedModel`).
 ``"em"`` (regression EM, Wang et al., WSDM 2018)
@@ -80,6 +80,8 @@ __all__ = ["estimate_propensities", "EstimatedPropensity", "EstimatedTrustBias",
 METHODS = ("swap", "harvest", "em", "trust_em", "pbm")
 #: Default pseudo-impressions of the Beta prior on every attractiveness of ``"pbm"`` (see ``click_models``).
 PBM_PRIOR_STRENGTH = 5.0
+#: Default pseudo-pairs of ``"harvest"``'s prior on every linked position pair (clicked at the pooled rate).
+HARVEST_PRIOR_STRENGTH = 1.0
 #: ``"pbm"`` and ``"harvest"`` warn (``IdentificationWarning``) at a position that fewer (query, document)
 #: pairs, shown there and at another position, identify.
 MIN_SUPPORT = 20
@@ -426,11 +428,17 @@ def _harvest(log, K, options):
     if not reached.all():
         raise ValueError(f"'harvest': position {np.flatnonzero(~reached)[0] + 1} is never linked to position 1 "
                          "through (query, document) pairs shown at both; the ratio is not identified")
-    max_iter, tol = options["max_iter"], options["tol"]
+    max_iter, tol, strength = options["max_iter"], options["tol"], options["prior_strength"]
 
     def estimate(W):
         B = W.shape[0]
         WC, WM = _products(W, paired, C, M)
+        # The prior: every linked position pair gets ``strength`` pseudo-pairs clicked at the pooled rate of
+        # the varied pairs (no position effect). It keeps a position with no clicks on its few pairs at a
+        # small positive estimate instead of 0, and fades as the pairs grow in number.
+        linked_w = WM > 0
+        pooled = WC.sum(1, keepdims=True) / np.maximum(WM.sum(1, keepdims=True), 1e-300)
+        WC, WM = WC + strength * pooled * linked_w, WM + strength * linked_w
         rel, ok = _fit_pairwise(WC.reshape(B, K, K), WM.reshape(B, K, K), max_iter, tol)
         if not ok:
             warnings.warn(f"'harvest': the pairwise fit did not converge in max_iter={max_iter} iterations",
@@ -841,7 +849,9 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
         the built-in logistic regression),
         ``eps_plus`` ("trust_em": known eps+, scalar or per position),
         ``prior_strength`` ("pbm": pseudo-impressions of the prior on every
-        attractiveness, default 5), ``min_support`` ("pbm", "harvest": warn
+        attractiveness, default 5; "harvest": pseudo-pairs on every linked
+        position pair, clicked at the pooled rate of the varied pairs,
+        default 1, 0 for the maximum-likelihood fit), ``min_support`` ("pbm", "harvest": warn
         at a position that fewer (query, document) pairs shown there and at
         another position identify, default 20).
 
@@ -910,8 +920,8 @@ def _check_options(method, K, options) -> dict:
         raise TypeError("relevance_model is an option of method 'em' only")
     if "eps_plus" in options and method != "trust_em":
         raise TypeError("eps_plus is an option of method 'trust_em' only")
-    if "prior_strength" in options and method != "pbm":
-        raise TypeError("prior_strength is an option of method 'pbm' only")
+    if "prior_strength" in options and method not in ("pbm", "harvest"):
+        raise TypeError("prior_strength is an option of methods 'pbm' and 'harvest' only")
     if "min_support" in options and method not in ("pbm", "harvest"):
         raise TypeError("min_support is an option of methods 'pbm' and 'harvest' only")
     opts = {
@@ -924,7 +934,8 @@ def _check_options(method, K, options) -> dict:
         # position-based model's tolerance is on the mean log-likelihood per impression.
         "tol": check_real(options.get("tol", 1e-4 if options.get("relevance_model") is not None
                                       else 1e-8), "tol", min_value=0, include_min=False),
-        "prior_strength": check_real(options.get("prior_strength", PBM_PRIOR_STRENGTH), "prior_strength",
+        "prior_strength": check_real(options.get("prior_strength", HARVEST_PRIOR_STRENGTH if method == "harvest"
+                                                 else PBM_PRIOR_STRENGTH), "prior_strength",
                                      min_value=0),
         "min_support": check_int(options.get("min_support", MIN_SUPPORT), "min_support", min_value=0),
     }

@@ -124,8 +124,25 @@ def test_harvest_needs_no_logger_and_pbm_takes_its_options(drifting):
     assert np.all(log.logger == 0)
     est = estimate_propensities(log[:3000], "harvest", n_bootstrap=0, min_support=10**6)
     assert est.pair_support_.shape == (10, 10) and np.all(est.pair_support_ == est.pair_support_.T)
-    with pytest.raises(TypeError, match="prior_strength is an option of method 'pbm'"):
-        estimate_propensities(log, "harvest", prior_strength=1.0)
+    with pytest.raises(TypeError, match="prior_strength is an option of methods 'pbm' and 'harvest'"):
+        estimate_propensities(log, "em", prior_strength=1.0)
+
+
+def test_harvest_prior_keeps_a_position_without_clicks_positive_and_fades_with_the_pairs():
+    """Position 2 never clicked on documents seen at both positions: the MLE is 0, the prior's estimate is
+    positive and falls towards 0 as more (query, document) pairs are seen at both positions."""
+    pages = pd.DataFrame({"page": [0, 0, 1, 1], "query": ["q"] * 4, "doc": ["x", "y", "y", "x"],
+                          "position": [1, 2, 1, 2], "click": [1, 0, 1, 0]})
+    ratios = []
+    for n in (1, 4, 16):    # n queries, each with two documents swapped between two pages
+        log = ClickLog.from_events(pd.concat([pages.assign(page=pages["page"] + 2 * k, query=f"q{k}")
+                                              for k in range(n)]), session="page")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(ValueError, match="position 2 is 0.0"):
+                estimate_propensities(log, "harvest", max_position=2, n_bootstrap=0, prior_strength=0.0)
+            ratios.append(estimate_propensities(log, "harvest", max_position=2, n_bootstrap=0).relative_[1])
+    assert 0 < ratios[2] < ratios[1] < ratios[0] < 1
 
 
 @requires_trec
@@ -138,8 +155,14 @@ def test_trec_log_both_methods_run_and_say_how_well_positions_are_identified():
     with pytest.warns(IdentificationWarning, match="fewer than min_clicks"):
         harvest = estimate_propensities(log, "harvest", max_position=4, n_bootstrap=3, random_state=0)
     assert harvest.support_.shape == (4,)
-    with pytest.raises(ValueError, match="position 5 is 0.0"):
-        estimate_propensities(log, "harvest", n_bootstrap=0)
+    # at every position: no clicks on position 5's pairs make its maximum-likelihood estimate 0; the
+    # default prior keeps it small and positive, with a wide interval
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match="position 5 is 0.0"):
+            estimate_propensities(log, "harvest", n_bootstrap=0, prior_strength=0.0)
+        full = estimate_propensities(log, "harvest", n_bootstrap=5, random_state=0)
+    assert np.all(full.relative_ > 0) and full.relative_[4] < 0.1 and np.all(full.upper_[1:] > full.lower_[1:])
 
 
 @settings(max_examples=40, deadline=None)

@@ -163,3 +163,12 @@ def test_ids_of_both_64_bit_kinds_across_csv_batches_are_kept_exactly(tmp_path):
     agg = aggregate_clicks(tmp_path / "log.csv", data, batch_size=2, doc="doc")
     _same(agg, ClickLog.from_events(frame).with_data(data).aggregate())
     assert agg.table[0].tolist() == [0, 1, 2, 3] and agg.n_sessions == 2
+
+
+def test_a_page_without_id_showing_a_document_twice_is_named_by_its_row(tmp_path):
+    frame = _page_log().drop(columns="page").assign(doc=[1, 2, 2, 2, 1, 3], position=[1, 2, 1, 2, 1, 2])
+    data = RankingDataset.from_frame(pd.DataFrame({"query": ["q", "q", "r", "r"], "doc": [1, 2, 1, 3],
+                                                   "f": [0.0, 1.0, 2.0, 3.0]}), features=["f"])
+    frame.to_parquet(tmp_path / "log.parquet", index=False)
+    with pytest.raises(ValueError, match=r"the page of row 3 of .*log\.parquet shows document 2 twice"):
+        aggregate_clicks(tmp_path / "log.parquet", data, doc="doc")
