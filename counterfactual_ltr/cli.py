@@ -354,7 +354,7 @@ def propensity(log, data, output, method, holdout, max_position, bootstrap, seed
     for line in _curve_lines(result):
         _echo(quiet, line)
     if holdout is not None:
-        payload["held_out_perplexity"] = _held_out(train, held_out)
+        payload["held_out_perplexity"] = _held_out(train, held_out, result, method)
         _echo(quiet, f"held-out click perplexity ({len(held_out)} of {len(click_log)} pages; lower is better): "
                      + ", ".join(f"{name} {value:.5f}" for name, value in payload["held_out_perplexity"].items()))
     if output is not None:
@@ -380,12 +380,19 @@ def _curve_lines(result) -> list[str]:
     return lines
 
 
-def _held_out(train, held_out) -> dict:
-    """Held-out click perplexity of the three click models fitted on ``train``."""
+def _held_out(train, held_out, result=None, method=None) -> dict:
+    """Held-out click perplexity of the click models fitted on ``train``.
+
+    The position-based model fitted freely, with its theta kept at the estimate's (a
+    position-only estimate: how well that estimate of the bias predicts held-out clicks), and
+    the rank-only and document-only baselines.
+    """
     from .click_models import DocumentOnlyModel, PositionBasedModel, RankOnlyModel
 
-    models = {"position-based": PositionBasedModel(), "rank-only": RankOnlyModel(),
-              "document-only": DocumentOnlyModel()}
+    models = {"position-based": PositionBasedModel()}
+    if getattr(result, "relative_", None) is not None:
+        models[f"position-based with the {method} estimate"] = PositionBasedModel(propensity=result)
+    models |= {"rank-only": RankOnlyModel(), "document-only": DocumentOnlyModel()}
     return {name: model.fit(train).perplexity(held_out) for name, model in models.items()}
 
 

@@ -39,6 +39,7 @@ from ._validation import check_int, check_real
 from .clicklog import ClickLog
 from .ids import match
 from .propensity_estimation import EstimatedPropensity
+from .propensity_models import as_propensity_model, propensities_at
 
 __all__ = ["PositionBasedModel", "RankOnlyModel", "DocumentOnlyModel"]
 
@@ -139,6 +140,10 @@ class PositionBasedModel(_ClickModel):
         Most EM iterations (a warning if they do not converge).
     tol : float, default 1e-8
         Stop when the mean log-likelihood per impression changes by less than this.
+    propensity : propensity model, optional
+        Keep ``theta`` at this model's propensities (e.g. an ``estimate_propensities`` result,
+        divided by their maximum over ``1..K``) and fit only ``alpha``: the held-out perplexity
+        then scores that estimate of the position bias against the others.
 
     Attributes
     ----------
@@ -174,10 +179,11 @@ class PositionBasedModel(_ClickModel):
     True
     """
 
-    def __init__(self, prior_strength: float = 5.0, max_iter: int = 10000, tol: float = 1e-8):
+    def __init__(self, prior_strength: float = 5.0, max_iter: int = 10000, tol: float = 1e-8, propensity=None):
         self.prior_strength = prior_strength
         self.max_iter = max_iter
         self.tol = tol
+        self.propensity = propensity
 
     def fit(self, log, y=None):
         """Fit ``theta`` and ``alpha`` to the log's clicks.
@@ -198,7 +204,12 @@ class PositionBasedModel(_ClickModel):
         max_iter = check_int(self.max_iter, "max_iter", min_value=1)
         tol = check_real(self.tol, "tol", min_value=0, include_min=False)
         row, k, n, c, K = _cells(log)
-        fit = pbm_em(row, k, n, c, log.n_rows, K, prior_strength=s, max_iter=max_iter, tol=tol)
+        start = None
+        if self.propensity is not None:    # theta given: EM fits alpha only, from its usual start
+            theta = propensities_at(as_propensity_model(self.propensity), np.arange(1, K + 1))
+            start = {"theta": theta / theta.max(), "alpha": np.full(log.n_rows, min(max(c.sum() / n.sum(), 1e-3), 0.5))}
+        fit = pbm_em(row, k, n, c, log.n_rows, K, prior_strength=s, max_iter=max_iter, tol=tol, start=start,
+                     fix_theta=start is not None)
         if not fit["converged"]:
             warnings.warn(f"PositionBasedModel did not converge in max_iter={max_iter} iterations",
                           ConvergenceWarning, stacklevel=2)

@@ -412,7 +412,8 @@ def test_raw_log_commands_match_the_api(small_files, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "position  2:" in out and "held-out click perplexity" in out and "rank-only" in out
     payload = json.loads((small_files / "raw_pbm.json").read_text())
-    assert set(payload["held_out_perplexity"]) == {"position-based", "rank-only", "document-only"}
+    assert set(payload["held_out_perplexity"]) == {"position-based", "position-based with the pbm estimate",
+                                                   "rank-only", "document-only"}
     assert len(payload["support_"]) == 2
     assert main(["fit", "raw.csv", "--features", "features.csv", "--C", "1", "--cv", "2", "-q", "-o", "raw.npz"]
                 + columns) == 0

@@ -196,3 +196,21 @@ def test_em_on_a_raw_log_asks_for_features_and_trust_em_runs(drifting):
         estimate_propensities(log[:2000], "em", n_bootstrap=0)
     est = estimate_propensities(log[:20000], "trust_em", n_bootstrap=0)
     assert est.relative_.shape == (10,) and np.all(np.isfinite(est.relative_))
+
+
+def test_position_based_model_with_a_given_propensity_scores_that_estimate(drifting):
+    """theta kept at a propensity model's values (alpha fitted): the true theta predicts held-out clicks
+    better than no position effect or a too steep one, and the free fit's own theta reproduces the free fit."""
+    from counterfactual_ltr import PositionBasedPropensity
+
+    _, train, test, truth = drifting
+    small = train[:20000]
+    scores = {eta: PositionBasedModel(propensity=PositionBasedPropensity(eta)).fit(small).perplexity(test)
+              for eta in (0.0, 1.0, 2.0)}                      # the truth is theta_r = 1 / r: eta = 1
+    assert scores[1.0] < scores[0.0] and scores[1.0] < scores[2.0]
+    given = PositionBasedModel(propensity=PositionBasedPropensity(1.0)).fit(small)
+    np.testing.assert_allclose(given.theta_, 1.0 / np.arange(1, 11))
+    free = PositionBasedModel().fit(small)
+    again = PositionBasedModel(propensity=free.propensity_).fit(small)
+    np.testing.assert_allclose(again.theta_, free.theta_ / free.theta_.max(), rtol=1e-12)
+    assert again.perplexity(test) == pytest.approx(free.perplexity(test), rel=1e-5)
