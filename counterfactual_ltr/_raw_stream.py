@@ -150,6 +150,11 @@ def piece_of(frame, names: dict, source: int, first_row: int) -> dict:
 def _concat_values(parts: list, role: str, names: dict) -> np.ndarray:
     """Column parts put together; 64-bit signed and unsigned ids exactly (NumPy would make floats)."""
     kinds = {p.dtype.kind for p in parts}
+    if role in _ID_ROLES and kinds & {"i", "u"} and kinds - {"i", "u"}:
+        raise ValueError(f"column {names[role]!r} holds integers in one part of the log and other values in "
+                         "another: a CSV's types are read batch by batch, so ids that look like numbers in one "
+                         "batch are integers there; give a batch_size of at least the file's rows, or write the "
+                         "log as Parquet with the ids as strings")
     if kinds == {"i", "u"} and role in _ID_ROLES:
         if all(p.min(initial=0) >= 0 for p in parts if p.dtype.kind == "i"):
             parts = [p.astype(np.uint64) for p in parts]

@@ -485,7 +485,7 @@ def _parquet_batches(handle, path, columns, batch_size):
 def _csv_batches(path, columns, batch_size, text=()):
     import pandas as pd
 
-    options = {"usecols": columns}
+    options = {"usecols": columns, "low_memory": False}   # each batch's types from the whole batch
     if text:
         options |= {"dtype": {c: str for c in text}, "keep_default_na": False, "na_values": []}
     try:

@@ -248,3 +248,23 @@ def test_string_ids_that_look_like_numbers_or_missing_values_round_trip_through_
     back = read_click_log(tmp_path / "ids.csv", session="session")
     pd.testing.assert_frame_equal(back.to_frame(), log.to_frame())
     assert back.to_frame()["doc"].tolist() == ["123", "", "4.5", "nan"]
+
+
+def test_csv_ids_that_look_like_numbers_until_a_late_row_are_all_strings(tmp_path):
+    """pandas types a CSV column per internal chunk by default: ids numeric for 300,000 rows and then 'abc'
+    would come back as a mixture of ints and strings; the reader types the whole column."""
+    from counterfactual_ltr.aggregate import aggregate_clicks
+    from counterfactual_ltr.files import read_click_log
+
+    n = 300_000
+    doc = np.arange(n).astype(str).astype(object)
+    doc[-1] = "abc"
+    frame = pd.DataFrame({"query": np.repeat(np.arange(n // 10), 10), "doc": doc,
+                          "position": np.tile(np.arange(1, 11), n // 10), "click": np.arange(n) % 7 == 0})
+    frame.to_csv(tmp_path / "mixed.csv", index=False)
+    log = read_click_log(tmp_path / "mixed.csv")
+    assert log.doc_ids.dtype == object and log.doc_ids[log.docs][[0, -1]].tolist() == ["0", "abc"]
+    data = RankingDataset.from_frame(frame[["query", "doc"]].assign(f=0.0), features=["f"])
+    with pytest.raises(ValueError, match="column 'doc' holds integers in one part of the log and other values"):
+        aggregate_clicks(tmp_path / "mixed.csv", data, batch_size=100_000, doc="doc")
+    assert aggregate_clicks(tmp_path / "mixed.csv", data, batch_size=n, doc="doc").n_clicks == log.n_clicks
