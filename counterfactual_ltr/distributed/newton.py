@@ -70,8 +70,13 @@ def _weights(part, doc_w):
     return part.c if doc_w is None else doc_w[part.owner]
 
 
-def _evaluate(part, doc_w, w, C, margin, mu):
-    """``(state, summary)`` at ``w``: the hinge, the dual point's ``X^T g``, the preconditioner's diagonal."""
+def _evaluate(part, doc_w, w, C, margin, mu, width):
+    """``(state, summary)`` at ``w``: the hinge, the dual point's ``X^T g``, the Newton model's gradient part
+    and the preconditioner's diagonal.
+
+    ``width > mu`` (the first step after ``mu`` shrank): the Newton model follows the path, as in
+    memory -- the last level's band ``0 < z < width`` keeps its quadratic piece with slope ``1 / mu``.
+    """
     X, i, j = part.X, part.i, part.j
     n = X.shape[0]
     Cc = C * _weights(part, doc_w)
@@ -81,12 +86,17 @@ def _evaluate(part, doc_w, w, C, margin, mu):
     a = np.clip(z / mu, 0.0, 1.0)
     alpha = Cc * a
     v = np.asarray(X.T @ aggregate_pairs(i, j, alpha, n)).ravel()
-    band = (a > 0.0) & (a < 1.0)
+    if width > mu:
+        band = (z > 0.0) & (z < width)
+        model_a = np.where(band, z / mu, (z >= width).astype(np.float64))
+        v_model = np.asarray(X.T @ aggregate_pairs(i, j, Cc * model_a, n)).ravel()
+    else:
+        band, v_model = (a > 0.0) & (a < 1.0), v
     ib, jb, h = i[band], j[band], Cc[band] / mu
     degree = np.bincount(ib, h, minlength=n) + np.bincount(jb, h, minlength=n)
     precond = _squared_product(X, degree)
     state = (z, Cc, ib, jb, h)
-    return state, (hinge, float(alpha.sum()), float(alpha @ z), v, precond)
+    return state, (hinge, float(alpha.sum()), float(alpha @ z), v, v_model, precond)
 
 
 def _squared_product(X, degree):
@@ -212,7 +222,7 @@ class _Solver:
         self.d = int(cluster.gather([cluster.client.submit(_width, cluster.parts[0], pure=False)])[0])
         warm = w0 is not None and np.any(w0)
         self.w = np.zeros(self.d) if w0 is None else np.asarray(w0, dtype=np.float64).copy()
-        self.mu = initial_mu(margin, bool(warm))
+        self.mu = self.width = initial_mu(margin, bool(warm))
         if warm:
             self._start_on_the_ray()
         self.best_P, self.best_w, self.best_D, self.ref = np.inf, self.w.copy(), -np.inf, None
@@ -237,11 +247,11 @@ class _Solver:
 
     def evaluate(self):
         c, w = self.cluster, self.w
-        out = c.map(_evaluate, [c.parts, c.doc_weights], w, self.C, self.margin, self.mu)
+        out = c.map(_evaluate, [c.parts, c.doc_weights], w, self.C, self.margin, self.mu, self.width)
         self.states = [c.client.submit(itemgetter(0), o, pure=False) for o in out]
-        hinge, alpha_sum, alpha_z, v, precond = c.summed(itemgetter(1), [out])
+        hinge, alpha_sum, alpha_z, v, v_model, precond = c.summed(itemgetter(1), [out])
         self.hinge, self.P = hinge, 0.5 * float(w @ w) + hinge
-        self.v, self.precond = v, 1.0 + precond
+        self.v, self.model_grad, self.precond = v, w - v_model, 1.0 + precond
         self.D = self.margin * alpha_sum - 0.5 * float(v @ v)
         if self.P < self.best_P:
             self.best_P, self.best_w = self.P, w.copy()
@@ -267,6 +277,7 @@ class _Solver:
     def shrink_smoothing(self) -> bool:
         if not smoothing_dominates(self.smooth_gap, self.gap):
             return False
+        self.width = self.mu
         self.mu = shrunk_mu(self.mu, self.target, self.gap)
         self.it += 1
         if below_resolution(self.mu, self.margin):
@@ -278,7 +289,8 @@ class _Solver:
     def newton_step(self):
         c, w = self.cluster, self.w
         grad = w - self.v
-        b = -grad
+        b = -self.model_grad                     # the path-following model's after a shrink, else grad
+        self.width = self.mu
         b_norm = float(np.linalg.norm(b))
         rtol = _hf.forcing(self.smooth_gap, self.P)
 
