@@ -158,7 +158,7 @@ def test_gradient_and_hessian_products_match_finite_differences(small, client):
     d = mem.n_features
 
     def smoothed(w):
-        states = [client.submit(newton._evaluate, p, None, w, C, margin, mu) for p in parts]
+        states = [client.submit(newton._evaluate, p, None, w, C, margin, mu, mu) for p in parts]
         out = client.gather(states)
         # smoothed hinge: a z - mu a^2 / 2 summed; value from the state's z and weights
         value = 0.5 * w @ w

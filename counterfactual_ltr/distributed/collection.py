@@ -29,12 +29,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Partition", "DistributedDataset", "DistributedAggregate", "from_dask", "default_client"]
+__all__ = ["DistributedDataset", "DistributedAggregate"]
 
 
 @dataclass
 class Partition:
-    """The rows of whole queries: ``data`` (query codes ``0..n_queries-1``) and the original ids."""
+    """The rows of whole queries: ``data`` (query codes ``0..n_queries-1``) and the original ids.
+
+    Parameters
+    ----------
+    data : RankingDataset
+        The partition's rows, sorted by query id then document id.
+    query_ids : array (n_queries,)
+        The id of every query, as given.
+    doc_ids : array (n_docs,)
+        The id of every row, as given.
+    """
 
     data: object               # RankingDataset
     query_ids: np.ndarray      # (n_queries,) the id of every query, as given
@@ -42,7 +52,17 @@ class Partition:
 
 
 def default_client(client=None):
-    """``client``, else the active ``dask.distributed`` client (``ValueError`` if there is none)."""
+    """``client``, else the active ``dask.distributed`` client (``ValueError`` if there is none).
+
+    Parameters
+    ----------
+    client : dask.distributed.Client or None
+        The client to use.
+
+    Returns
+    -------
+    dask.distributed.Client
+    """
     if client is not None:
         return client
     try:
@@ -57,7 +77,19 @@ def default_client(client=None):
 
 def from_dask(cls, frame, *, query, doc, features, label=None, sparse=False, shuffle=True, npartitions=None,
               client=None):
-    """A :class:`DistributedDataset` of ``frame`` (see :meth:`RankingDataset.from_dask`, which calls this)."""
+    """A :class:`DistributedDataset` of ``frame`` (see :meth:`RankingDataset.from_dask`, which calls this).
+
+    Parameters
+    ----------
+    cls : type
+        The data-set class of the partitions (:class:`~counterfactual_ltr.datasets.RankingDataset`).
+    frame, query, doc, features, label, sparse, shuffle, npartitions, client
+        As in :meth:`RankingDataset.from_dask`.
+
+    Returns
+    -------
+    DistributedDataset
+    """
     if not hasattr(frame, "to_delayed"):
         raise TypeError(f"frame must be a Dask DataFrame, got {type(frame).__name__}")
     features = [features] if isinstance(features, str) else list(features)
@@ -81,7 +113,8 @@ def from_dask(cls, frame, *, query, doc, features, label=None, sparse=False, shu
     if not keep:
         raise ValueError("the frame has no rows")
     futures = [futures[k] for k in keep]
-    split = client.submit(_first_split_query, futures).result()
+    # Only the query ids meet on one worker (never the features).
+    split = client.submit(_first_split_query, [client.submit(_query_ids, f, pure=False) for f in futures]).result()
     if split is not None:
         qid, a, b = split
         raise ValueError(f"query {_plain(qid)!r} has rows in partitions {keep[a]} and {keep[b]} of the frame: a query "
@@ -128,12 +161,16 @@ def _shape(part):
     return (part.data.n_docs, part.data.n_queries, part.data.n_features)
 
 
-def _first_split_query(parts):
+def _query_ids(part):
+    return part.query_ids
+
+
+def _first_split_query(query_ids):
     """``(query id, a, b)`` of a query found in partitions ``a`` and ``b``, or None."""
     import pandas as pd
 
-    ids = pd.Series(np.concatenate([p.query_ids for p in parts]))
-    owner = np.repeat(np.arange(len(parts)), [p.query_ids.size for p in parts])
+    ids = pd.Series(np.concatenate(query_ids))
+    owner = np.repeat(np.arange(len(query_ids)), [q.size for q in query_ids])
     repeated = ids.duplicated(keep=False).to_numpy()
     if not repeated.any():
         return None
@@ -146,7 +183,9 @@ class DistributedDataset:
     """A ranking data set whose partitions (whole queries each) live on Dask workers.
 
     Built by :meth:`RankingDataset.from_dask`. Products with the features run where the
-    partitions are; only vectors of length ``n_features`` and scalars come back.
+    partitions are; only vectors of length ``n_features`` and scalars come back. Indexing by
+    partition positions (``data[[0, 2]]``, what scikit-learn's splitters do) gives the data set of
+    those partitions, with the same futures.
 
     Parameters
     ----------
@@ -160,6 +199,24 @@ class DistributedDataset:
         The feature columns, in order.
     sparse : bool
         Whether the partitions hold CSR features.
+
+    Examples
+    --------
+    >>> import pandas as pd, dask.dataframe as dd
+    >>> from dask.distributed import Client
+    >>> from counterfactual_ltr import RankingDataset
+    >>> client = Client(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None)
+    >>> table = pd.DataFrame({"query": ["a", "b", "a", "b"], "doc": [1, 1, 2, 3], "f": [0.5, 2.0, 1.0, 0.0],
+    ...                       "label": [1, 0, 0, 1]})
+    >>> data = RankingDataset.from_dask(dd.from_pandas(table, npartitions=2), query="query", doc="doc",
+    ...                                 features=["f"], label="label")
+    >>> data.n_docs, data.n_queries, data.n_features
+    (4, 2, 1)
+    >>> from counterfactual_ltr.estimators import RankSVM
+    >>> model = RankSVM(C=1.0).fit(data)             # products with the features on the workers
+    >>> bool(model.converged_), model.predict(data).shape
+    (True, (4,))
+    >>> client.close()
     """
 
     is_distributed = True
@@ -205,15 +262,52 @@ class DistributedDataset:
                 f"n_partitions={self.n_partitions}{', sparse' if self.is_sparse else ''})")
 
     def map(self, func, *args, others=(), **kwargs):
-        """Futures of ``func(partition, *other[k], *args, **kwargs)`` per partition (``others``: lists of futures)."""
+        """Futures of ``func(partition, *other[k], *args, **kwargs)`` per partition.
+
+        Parameters
+        ----------
+        func : callable
+            Run on the worker of each partition.
+        *args
+            Further arguments, the same for every partition.
+        others : sequence of lists of Future
+            Per-partition arguments, after the partition.
+        **kwargs
+            Keyword arguments of ``func``.
+
+        Returns
+        -------
+        list of Future
+        """
         columns = [self.parts] + [list(o) for o in others]
         return [self.client.submit(func, *row, *args, pure=False, **kwargs) for row in zip(*columns)]
 
     def gather(self, futures):
+        """The results of ``futures`` on this machine.
+
+        Parameters
+        ----------
+        futures : list of Future
+            E.g. from :meth:`map`.
+
+        Returns
+        -------
+        list
+        """
         return self.client.gather(futures)
 
     def predict(self, ranker):
-        """Scores of every row (a dask array, partition after partition), computed on the workers."""
+        """Scores of every row (a dask array, partition after partition), computed on the workers.
+
+        Parameters
+        ----------
+        ranker : object with ``predict``
+            Scores a partition's feature matrix.
+
+        Returns
+        -------
+        dask.array.Array (n_docs,)
+        """
         import dask.array as da
 
         blocks = [da.from_delayed(f, shape=(s[0],), dtype=np.float64)
@@ -238,10 +332,23 @@ class DistributedDataset:
     def aggregate(self, log, propensity=None, *, local):
         """The click log reduced per partition: a :class:`DistributedAggregate`.
 
-        ``log`` is a Dask DataFrame with the :meth:`ClickLog.to_frame` columns whose ``qid`` and
-        ``doc`` hold this data set's query and document ids; ``local(frame, data, propensity,
-        where)`` reduces one partition's rows (local row numbers) to its ClickAggregate
-        (:func:`~counterfactual_ltr.aggregate.aggregate_clicks` passes its own).
+        Use ``aggregate_clicks(log, data, engine="dask")``, which calls this.
+
+        Parameters
+        ----------
+        log : dask DataFrame
+            The :meth:`ClickLog.to_frame` columns, ``qid`` and ``doc`` holding this data set's
+            query and document ids. Each log partition is cut by the data-set partition of its
+            queries; the pieces meet on the workers of those partitions.
+        propensity : propensity model, eta, or None
+            As in :func:`~counterfactual_ltr.aggregate.aggregate_clicks`.
+        local : callable
+            ``local(frame, data, propensity, where)``: one partition's rows (local row numbers)
+            reduced to its ClickAggregate (:func:`~counterfactual_ltr.aggregate.frame_aggregate`).
+
+        Returns
+        -------
+        DistributedAggregate
         """
         if not hasattr(log, "to_delayed"):
             raise ValueError("a distributed data set aggregates a Dask DataFrame of the log (read log files with "
@@ -251,11 +358,15 @@ class DistributedDataset:
             raise ValueError(f"the log lacks the columns {missing}")
         import dask
 
-        directory = self.client.submit(_directory, self.parts, pure=False)
+        directory = self.client.submit(_directory, [self.client.submit(_query_ids, f, pure=False)
+                                                    for f in self.parts], pure=False)
         split = dask.delayed(_split_log, pure=True)
         pieces = self.client.compute([split(piece, directory, self.n_partitions, k)
                                       for k, piece in enumerate(log.to_delayed())])
-        aggs = [self.client.submit(_aggregate_partition, part, p, pieces, local, propensity, pure=False)
+        # Each data-set partition fetches only its own piece of every log partition.
+        aggs = [self.client.submit(_aggregate_partition, part, p,
+                                   [self.client.submit(_piece, cut, p, pure=False) for cut in pieces], local,
+                                   propensity, pure=False)
                 for p, part in enumerate(self.parts)]
         counts = self.client.gather(self.client.map(_counts, aggs, pure=False))
         return DistributedAggregate(self, aggs, [c[0] for c in counts], [c[1] for c in counts], propensity)
@@ -273,12 +384,12 @@ def _scores(part, ranker):
     return np.asarray(ranker.predict(part.data.X), dtype=np.float64)
 
 
-def _directory(parts):
+def _directory(query_ids):
     """Query id -> partition position, for routing the log."""
     import pandas as pd
 
-    ids = np.concatenate([p.query_ids for p in parts])
-    owner = np.repeat(np.arange(len(parts)), [p.query_ids.size for p in parts])
+    ids = np.concatenate(query_ids)
+    owner = np.repeat(np.arange(len(query_ids)), [q.size for q in query_ids])
     return pd.Series(owner, index=pd.Index(ids))
 
 
@@ -299,7 +410,7 @@ def _aggregate_partition(part, p, pieces, local, propensity):
     """The log's rows of partition ``p`` translated to local rows, reduced by ``local``."""
     import pandas as pd
 
-    frame = pd.concat([pieces_k[p] for pieces_k in pieces], ignore_index=True)
+    frame = pd.concat(pieces, ignore_index=True)
     keys = pd.MultiIndex.from_arrays([part.query_ids[part.data.qid], part.doc_ids])
     rows = keys.get_indexer(pd.MultiIndex.from_arrays([frame["qid"].to_numpy(), frame["doc"].to_numpy()]))
     if (rows < 0).any():
@@ -308,6 +419,10 @@ def _aggregate_partition(part, p, pieces, local, propensity):
                          "which is not in the data set")
     frame = frame.assign(doc=rows, qid=part.data.qid[rows])
     return local(frame, part.data, propensity, f"the log rows of data-set partition {p}")
+
+
+def _piece(cut, p):
+    return cut[p]
 
 
 def _counts(agg):
@@ -336,6 +451,26 @@ class DistributedAggregate:
         Per partition.
     propensity : propensity model or None
         The model the weights were computed under.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, dask.dataframe as dd
+    >>> from dask.distributed import Client
+    >>> from counterfactual_ltr import RankingDataset, aggregate_clicks
+    >>> client = Client(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None)
+    >>> table = pd.DataFrame({"query": ["a", "a", "b", "b"], "doc": ["x", "y", "x", "z"], "f": [1.0, 0.0, 0.0, 1.0]})
+    >>> data = RankingDataset.from_dask(dd.from_pandas(table, npartitions=2), query="query", doc="doc",
+    ...                                 features=["f"])
+    >>> log = pd.DataFrame({"session": [1, 1, 2, 2], "qid": ["a", "a", "b", "b"], "doc": ["y", "x", "x", "z"],
+    ...                     "position": [1, 2, 1, 2], "click": [0, 1, 0, 1]})
+    >>> agg = aggregate_clicks(dd.from_pandas(log, npartitions=1), data, engine="dask")
+    >>> agg.n_sessions, agg.n_clicks
+    (2, 2)
+    >>> class ByFeature:
+    ...     def predict(self, X): return X[:, 0]
+    >>> agg.snips_value(ByFeature(), metric="dcg")    # both clicked documents ranked first
+    1.0
+    >>> client.close()
     """
 
     is_distributed = True
@@ -376,7 +511,17 @@ class DistributedAggregate:
                 f"n_partitions={len(self.parts)})")
 
     def reweight(self, propensity) -> "DistributedAggregate":
-        """The same clicks weighted under another position-based propensity model (on the workers)."""
+        """The same clicks weighted under another position-based propensity model (on the workers).
+
+        Parameters
+        ----------
+        propensity : None, float or propensity model
+            The new examination model.
+
+        Returns
+        -------
+        DistributedAggregate
+        """
         parts = [self.client.submit(_reweighted, a, propensity, pure=False) for a in self.parts]
         return DistributedAggregate(self.dataset, parts, self.partition_sessions, self.partition_clicks, propensity)
 
@@ -386,11 +531,43 @@ class DistributedAggregate:
         return float(sum(s[0] for s in sums)), float(sum(s[1] for s in sums))
 
     def ips_value(self, ranker, *, metric="dcg", propensity=None, **metric_params) -> float:
-        """IPS point estimate ``(1/N) sum_d m(rank(d)) W_d``, summed over the partitions (see ClickAggregate)."""
+        """IPS point estimate ``(1/N) sum_d m(rank(d)) W_d``, summed over the partitions.
+
+        Parameters
+        ----------
+        ranker : object with ``predict``
+            Scores each partition's rows on its worker.
+        metric : str, default "dcg"
+            The metric of the clicked documents' ranks.
+        propensity : propensity model, optional
+            Resolved as in :meth:`ClickAggregate.ips_value`.
+        **metric_params
+            Parameters of the metric.
+
+        Returns
+        -------
+        float
+        """
         return self._sums(ranker, metric, propensity, metric_params)[0] / self.n_sessions
 
     def snips_value(self, ranker, *, metric="dcg", propensity=None, **metric_params) -> float:
-        """SNIPS point estimate ``sum_d m(rank(d)) W_d / sum_d W_d``, summed over the partitions."""
+        """SNIPS point estimate ``sum_d m(rank(d)) W_d / sum_d W_d``, summed over the partitions.
+
+        Parameters
+        ----------
+        ranker : object with ``predict``
+            Scores each partition's rows on its worker.
+        metric : str, default "dcg"
+            The metric of the clicked documents' ranks.
+        propensity : propensity model, optional
+            Resolved as in :meth:`ClickAggregate.snips_value`.
+        **metric_params
+            Parameters of the metric.
+
+        Returns
+        -------
+        float
+        """
         x, w = self._sums(ranker, metric, propensity, metric_params)
         if w == 0:
             raise ValueError("the aggregate has no clicks: SNIPS is undefined")

@@ -47,6 +47,12 @@ def fit_linear(est, source, click_pairs, *, traffic=None, on_iteration=None):
     Returns
     -------
     est
+
+    Examples
+    --------
+    The estimators call it when given a distributed input (see
+    :class:`~counterfactual_ltr.distributed.collection.DistributedDataset` for a whole example):
+    ``SVMPropRank(C=10).fit(aggregate_clicks(log, data, engine="dask"))``.
     """
     _refuse_options(est)
     checked = est._check_params()

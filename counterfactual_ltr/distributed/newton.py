@@ -33,7 +33,7 @@ from .. import hessian_free as _hf
 from ..solvers.common import SolverResult, aggregate_pairs, make_result
 from ..solvers.smoothing import below_resolution, best_dual_on_segment, initial_mu, shrunk_mu, smoothing_dominates
 
-__all__ = ["PairPart", "Traffic", "solve_distributed"]
+__all__ = ["Traffic", "solve_distributed"]
 
 # Line searches stop at a strong Wolfe slope (|phi'(t)| <= 0.1 |phi'(0)|): every evaluation of the
 # slope is a round trip to every partition (as on the implicit path, where each is a sort).
@@ -44,7 +44,19 @@ _CHUNK_BYTES = 1 << 24
 
 @dataclass
 class PairPart:
-    """One partition's features and pairs: rows ``i`` over ``j`` with weights ``c`` (``owner``: the clicked document)."""
+    """One partition's features and pairs: rows ``i`` over ``j`` with weights ``c`` (``owner``: the clicked document).
+
+    Parameters
+    ----------
+    X : array or CSR matrix (n_rows, d)
+        The partition's features.
+    i, j : int arrays (n_pairs,)
+        The preferred and the other row of every pair.
+    c : array (n_pairs,)
+        Pair weights.
+    owner : int array (n_pairs,), optional
+        The clicked document of every pair (for per-document weights).
+    """
 
     X: object
     i: np.ndarray
@@ -55,7 +67,23 @@ class PairPart:
 
 @dataclass
 class Traffic:
-    """Bytes the driver sent to and gathered from the workers (pickled sizes), and the round trips."""
+    """Bytes the driver sent to and gathered from the workers (pickled sizes), and the round trips.
+
+    Parameters
+    ----------
+    sent, gathered : int
+        Bytes so far.
+    round_trips : int
+        Maps over the partitions so far.
+    per_iteration : list of int
+        ``sent + gathered`` after every Newton evaluation.
+
+    Examples
+    --------
+    >>> t = Traffic(sent=800, gathered=1600)
+    >>> t.total()
+    2400
+    """
 
     sent: int = 0
     gathered: int = 0
@@ -152,12 +180,21 @@ class _Cluster:
     def __init__(self, client, parts, doc_weights, traffic):
         self.client, self.parts, self.traffic = client, parts, traffic
         self.doc_weights = doc_weights if doc_weights is not None else [None] * len(parts)
+        # Every task of a partition is asked to run where the partition is (the scheduler's work
+        # stealing would otherwise move per-pair states between workers); elsewhere if it is lost.
+        holders = client.who_has(parts)
+        self.where = [list(holders.get(f.key, ())) or None for f in parts]
 
     def map(self, func, columns, *args):
         """Futures of ``func(*column_k, *args)``; ``args`` (``d``-vectors, scalars) are what is sent."""
         self.traffic.sent += len(pickle.dumps(args, protocol=5)) * len(self.parts)
         self.traffic.round_trips += 1
-        return [self.client.submit(func, *row, *args, pure=False) for row in zip(*columns)]
+        return [self.client.submit(func, *row, *args, **self._placed(k)) for k, row in enumerate(zip(*columns))]
+
+    def _placed(self, k):
+        """Keyword arguments of a task of partition ``k``: on its worker where that is known, else anywhere."""
+        where = self.where[k]
+        return {"pure": False} if where is None else {"pure": False, "workers": where, "allow_other_workers": True}
 
     def gather(self, futures):
         out = self.client.gather(futures)
@@ -205,6 +242,21 @@ def solve_distributed(client, parts, C, *, doc_weights=None, margin=1.0, w0=None
     -------
     SolverResult
         ``method`` is ``"newton_cg"``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dask.distributed import Client
+    >>> from counterfactual_ltr.solvers import solve_pairwise_hinge
+    >>> client = Client(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None)
+    >>> X = np.random.default_rng(0).normal(size=(6, 3))
+    >>> parts = client.scatter([PairPart(X[:3], np.array([0, 0]), np.array([1, 2]), np.ones(2)),
+    ...                         PairPart(X[3:], np.array([1]), np.array([0]), np.array([0.5]))])
+    >>> res = solve_distributed(client, parts, C=1.0, tol=1e-9)
+    >>> ref = solve_pairwise_hinge(X, [0, 0, 4], [1, 2, 3], [1.0, 1.0, 0.5], C=1.0, tol=1e-9)
+    >>> res.converged, bool(abs(res.objective - ref.objective) <= 1e-8 * ref.objective)
+    (True, True)
+    >>> client.close()
     """
     traffic = traffic if traffic is not None else Traffic()
     cluster = _Cluster(client, parts, doc_weights, traffic)
@@ -248,7 +300,7 @@ class _Solver:
     def evaluate(self):
         c, w = self.cluster, self.w
         out = c.map(_evaluate, [c.parts, c.doc_weights], w, self.C, self.margin, self.mu, self.width)
-        self.states = [c.client.submit(itemgetter(0), o, pure=False) for o in out]
+        self.states = [c.client.submit(itemgetter(0), o, **c._placed(k)) for k, o in enumerate(out)]
         hinge, alpha_sum, alpha_z, v, v_model, precond = c.summed(itemgetter(1), [out])
         self.hinge, self.P = hinge, 0.5 * float(w @ w) + hinge
         self.v, self.model_grad, self.precond = v, w - v_model, 1.0 + precond
