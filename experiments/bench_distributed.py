@@ -87,9 +87,11 @@ def _distributed(args, rows, features):
     from counterfactual_ltr.estimators import SVMPropRank
     from counterfactual_ltr.estimators.svm import click_pairs
 
-    # No spilling to disk: the table must fit in the workers' memory, not on their disks.
+    # No spilling to disk (the table must fit in the workers' memory, not on their disks) and no
+    # pausing (a paused worker that cannot spill never frees memory: the run stalls, as measured with
+    # pause at 0.9 of 0.8 GB); a worker above 98 % of its limit is restarted.
     with dask.config.set({"distributed.worker.memory.target": False, "distributed.worker.memory.spill": False,
-                          "distributed.worker.memory.pause": 0.9, "distributed.worker.memory.terminate": 0.98}):
+                          "distributed.worker.memory.pause": False, "distributed.worker.memory.terminate": 0.98}):
         cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                                memory_limit=args.memory_limit, dashboard_address=None, silence_logs=40)
         client = Client(cluster)
