@@ -37,82 +37,13 @@ from ._log_stream import NotGrouped, Summary, bucketed, fold, summarise
 from .metrics import metric_weight
 from .propensity_models import affine_parts, as_propensity_model, is_affine, propensities_at, resolve_propensity
 from .session_checks import FRAME_COLUMNS, SESSION_COLUMNS
+from ._count_table import _POSITION_BITS, _merge_keys, count_table, merge_tables as _merge_tables, \
+    merge_two as _merge_two
 
 __all__ = ["ClickAggregate", "aggregate_clicks", "count_table"]
 
 #: Columns an aggregate needs from a log frame (``to_frame()`` has them all): the session checks read them all.
 AGGREGATE_COLUMNS = FRAME_COLUMNS
-
-_POSITION_BITS = 32
-
-
-def count_table(docs, positions, clicks):
-    """Click and impression counts per distinct ``(doc, position)``, sorted by doc then position.
-
-    Parameters
-    ----------
-    docs, positions, clicks : arrays (n_items,)
-        Data-set row, 1-based position and click flag of every shown item.
-
-    Returns
-    -------
-    docs, positions, clicks, impressions : int64 arrays (n_distinct,)
-
-    Examples
-    --------
-    >>> count_table([3, 1, 3, 3], [2, 1, 2, 1], [1, 0, 1, 0])[2].tolist()
-    [0, 0, 2]
-    """
-    docs = np.asarray(docs, dtype=np.int64)
-    positions = np.asarray(positions, dtype=np.int64)
-    clicks = np.asarray(clicks, dtype=np.int64)
-    return _merge_keys(np.left_shift(docs, _POSITION_BITS) | positions, clicks, np.ones_like(clicks))
-
-
-def _merge_keys(keys, clicks, impressions):
-    """Sum counts per distinct key; dense bincount when the key range is small, else a sort."""
-    if keys.size == 0:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, empty, empty
-    docs = keys >> _POSITION_BITS
-    pos = keys & ((1 << _POSITION_BITS) - 1)
-    lo, hi, max_pos = int(docs.min()), int(docs.max()), int(pos.max())
-    span = (hi - lo + 1) * max_pos
-    if span <= 4 * keys.size + 4096:
-        dense = (docs - lo) * max_pos + (pos - 1)
-        imp = np.bincount(dense, weights=impressions, minlength=span)
-        clk = np.bincount(dense, weights=clicks, minlength=span)
-        present = np.flatnonzero(imp)
-        u_docs, u_pos = present // max_pos + lo, present % max_pos + 1
-        return (u_docs.astype(np.int64), u_pos.astype(np.int64), np.rint(clk[present]).astype(np.int64),
-                np.rint(imp[present]).astype(np.int64))
-    if np.issubdtype(clicks.dtype, np.integer) and impressions.min() == 1 == impressions.max() \
-            and clicks.min() >= 0 and clicks.max() <= 1 and int(keys.max()) < 1 << 62 and int(keys.min()) >= 0:
-        # One impression per item, 0/1 clicks: one sort of the keys with the click as their lowest bit
-        # (no argsort; 2.3M items: 0.27 s against 0.6 s for ``unique``), counts from the runs.
-        packed = np.sort((keys << 1) | clicks)
-        keys = packed >> 1
-        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-        unique = keys[starts]
-        return (unique >> _POSITION_BITS, unique & ((1 << _POSITION_BITS) - 1),
-                np.add.reduceat(packed & 1, starts), np.diff(np.r_[starts, keys.size]))
-    unique, inverse = np.unique(keys, return_inverse=True)
-    clk = np.bincount(inverse, weights=clicks, minlength=unique.size)
-    imp = np.bincount(inverse, weights=impressions, minlength=unique.size)
-    return (unique >> _POSITION_BITS, unique & ((1 << _POSITION_BITS) - 1), np.rint(clk).astype(np.int64),
-            np.rint(imp).astype(np.int64))
-
-
-def _merge_tables(tables):
-    """Merge several ``(docs, positions, clicks, impressions)`` tables into one."""
-    tables = [t for t in tables if t[0].size]
-    if not tables:
-        return _merge_keys(np.zeros(0, dtype=np.int64), None, None)
-    if len(tables) == 1:
-        return tables[0]
-    docs, pos, clk, imp = (np.concatenate(parts) for parts in zip(*tables))
-    return _merge_keys(np.left_shift(docs, _POSITION_BITS) | pos, clk, imp)
-
 
 @dataclass(frozen=True, eq=False)
 class ClickAggregate:
@@ -351,11 +282,6 @@ def _count(rows: dict):
     return count_table(rows["doc"], rows["position"], rows["click"])
 
 
-def _merge_two(a, b):
-    """Two count tables merged; ``None`` (no complete session yet) on either side is nothing."""
-    return b if a is None else a if b is None else _merge_tables([a, b])
-
-
 def _file_batches(path: str, batch_size: int):
     """``(frame, where)`` batches of one log file, verified (checksums, digest) and with the columns a log needs."""
     names = log_columns(path)
@@ -395,7 +321,9 @@ def _all_batches(files_or_parts, batch_size):
 
 
 def aggregate_clicks(source, data: RankingDataset, propensity=None, *, engine: str = "pyarrow",
-                     batch_size: int = 1 << 20) -> ClickAggregate:
+                     batch_size: int = 1 << 20, query: str | None = None, doc: str | None = None,
+                     position: str | None = None, click: str | None = None, session: str | None = None,
+                     missing: str | None = None) -> ClickAggregate:
     """Reduce a click log on disk (or a Dask DataFrame) to its :class:`ClickAggregate`, checking every session.
 
     The log is read as every log reader reads it (page checksums and content digest
@@ -430,12 +358,28 @@ def aggregate_clicks(source, data: RankingDataset, propensity=None, *, engine: s
         is checked by one more pass on this machine.
     batch_size : int >= 1, default 2**20
         Rows read at a time from a file.
+    query, doc, position, click, session : str, optional
+        A raw log (one row per shown result, ids as a real log has them, see
+        :meth:`ClickLog.from_events`): its column names. Giving any of these (or ``missing``)
+        reads the log raw, the others taking their default names (``"query"``, ``"doc"``,
+        ``"position"``, ``"click"``; no ``session``: pages are runs of consecutive rows across
+        the files in order). Documents are joined to ``data`` by (query id, document id) as
+        :meth:`ClickLog.with_data` joins them; positions may have gaps. With ``session`` a
+        page's rows may be anywhere in the log (they are spread over temporary files of about
+        ``batch_size`` rows by a hash of the page id); without it, memory stays at about one
+        batch too. Ids must be of one kind per column across the files (strings, or integers).
+    missing : {"raise", "drop_sessions", "drop_rows"}, optional
+        Raw log only: shown documents without features in ``data``, as in
+        :meth:`ClickLog.with_data` (default ``"raise"``, after the whole log is read, with the
+        count of such (query, document) pairs; a dropping join warns once with the counts).
 
     Returns
     -------
     ClickAggregate
-        Identical (exactly) to ``ClickLog.read_parquet(source, data).aggregate(propensity)``.
-        ``n_sessions`` is the number of sessions.
+        Identical (exactly) to ``ClickLog.read_parquet(source, data).aggregate(propensity)``;
+        for a raw log, to ``ClickLog.from_events(frame, ...).with_data(data, missing=...)
+        .aggregate(propensity)`` of the files' rows one after the other.
+        ``n_sessions`` is the number of sessions (pages).
 
     Examples
     --------
@@ -457,7 +401,10 @@ def aggregate_clicks(source, data: RankingDataset, propensity=None, *, engine: s
     if engine not in ("pyarrow", "dask"):
         raise ValueError(f"engine must be 'pyarrow' or 'dask', got {engine!r}")
     batch_size = check_int(batch_size, "batch_size", min_value=1)
-    if engine == "dask":
+    raw = {"query": query, "doc": doc, "position": position, "click": click, "session": session}
+    if missing is not None or any(v is not None for v in raw.values()):
+        table, n_sessions = _raw_table(source, data, engine, batch_size, raw, missing or "raise")
+    elif engine == "dask":
         table, n_sessions = _dask_table(source, data, batch_size)
     else:
         if hasattr(source, "to_delayed"):
@@ -508,6 +455,64 @@ def frame_aggregate(frame, data: RankingDataset, propensity, where: str) -> Clic
     edges, n_sessions = fold([summary], data, _count, _merge_two)
     table = _merge_tables([t for t in (summary.reduced, edges) if t is not None])
     return ClickAggregate._weighted(data, table if table is not None else _merge_tables([]), n_sessions, propensity)
+
+
+def _raw_table(source, data, engine: str, batch_size: int, raw: dict, missing: str):
+    """The count table and page count of a raw log (see :mod:`counterfactual_ltr._raw_stream`)."""
+    from functools import partial
+
+    from ._raw_stream import dask_counts, relocate, stream_counts
+    from .raw_events import missing_features_error, warn_dropped
+
+    if missing not in ("raise", "drop_sessions", "drop_rows"):
+        raise ValueError(f"missing must be 'raise', 'drop_sessions' or 'drop_rows', got {missing!r}")
+    names = {role: raw[role] or role for role in ("query", "doc", "position", "click")} | {"session": raw["session"]}
+    for role, name in names.items():
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"{role} must be a column name (str), got {type(name).__name__}")
+    is_frame = hasattr(source, "to_delayed")
+    if is_frame and engine != "dask":
+        raise ValueError("a Dask DataFrame needs engine='dask'")
+    items = list(source.to_delayed()) if is_frame else log_files(source)
+    sources = [f"partition {k}" for k in range(len(items))] if is_frame else items
+    for item in ([] if is_frame else items):     # every file's columns, before anything is read
+        _check_raw_columns(log_columns(item), names, item)
+    read = partial(_raw_pieces, names=names, batch_size=batch_size)
+    try:
+        if engine == "dask":
+            counts = dask_counts(items, data, names, missing, read)
+        else:
+            counts = stream_counts((p for k, f in enumerate(items) for p in read(f, k)), data, names, missing,
+                                   n_rows=sum(_rows_in(f) for f in items), batch_size=batch_size)
+    except ValueError as err:
+        raise relocate(err, sources) from None
+    if counts.unknown is not None:
+        raise missing_features_error(len(counts.unknown), counts.unknown["query"].to_numpy()[:3],
+                                     counts.unknown["doc"].to_numpy()[:3])
+    if counts.dropped_rows:
+        warn_dropped(missing, counts.dropped_rows, counts.dropped_pages, counts.n_rows, counts.n_pages, stacklevel=4)
+    return (counts.table if counts.table is not None else _merge_tables([])), counts.n_sessions
+
+
+def _check_raw_columns(columns, names: dict, where: str) -> None:
+    missing = [f"{n!r} (the {role} column)" for role, n in names.items() if n is not None and n not in columns]
+    if missing:
+        raise ValueError(f"{where}: the raw log lacks the column {', '.join(missing)}; it has {list(columns)}")
+
+
+def _raw_pieces(item, k: int, *, names: dict, batch_size: int):
+    """The pieces of file (or computed partition) ``k`` of a raw log."""
+    from ._raw_stream import piece_of
+
+    wanted = [n for n in names.values() if n is not None]
+    if not isinstance(item, str):
+        _check_raw_columns(list(item.columns), names, f"partition {k}")
+        yield piece_of(item, names, k, 0)
+        return
+    first = 0
+    for frame in iter_log_batches(item, list(dict.fromkeys(wanted)), batch_size):
+        yield piece_of(frame, names, k, first)
+        first += len(frame)
 
 
 def _where(source) -> str:

@@ -107,10 +107,65 @@ def _load_data(path):
         raise InputError(message if os.fspath(path) in message else f"{path}: {message}") from None
 
 
-def _load_log(path, data):
+def _load_log(path, data, raw=None):
     from .files import read_click_log
 
+    if data is None:
+        return read_click_log(path, None, **_raw_columns(raw))
     return read_click_log(path, data)
+
+
+#: The options naming a raw log's columns (``ClickLog.from_events``) and their defaults.
+RAW_COLUMNS = {"query": "query", "doc": "doc", "position": "position", "click": "click", "session": None}
+
+
+def _raw_columns(raw) -> dict:
+    """The column names of a raw log from the options (defaults where not given)."""
+    return {name: (raw or {}).get(name) or default for name, default in RAW_COLUMNS.items()}
+
+
+def _raw_log_options(f):
+    """--query/--doc/--position/--click/--session: a raw log's column names (a log without a data file)."""
+    for name in reversed(RAW_COLUMNS):
+        f = click.option(f"--{name}", f"raw_{name}", default=None, metavar="COL",
+                         help=f"Raw log (no DATA file): the column of the {name}"
+                              + (" id" if name in ("query", "doc") else "")
+                              + (" page (result list) id; without it, pages are runs of rows" if name == "session"
+                                 else f"  [default: {RAW_COLUMNS[name]}]"))(f)
+    return f
+
+
+def _features_options(f):
+    f = click.option("--label", default=None, metavar="COL",
+                     help="With --features: a column of graded relevance labels (optional).")(f)
+    return click.option("--features", default=None, type=click.Path(exists=True, dir_okay=False),
+                        help="Feature table (CSV or Parquet) keyed by the --query and --doc id columns, instead of "
+                             "a LETOR DATA file; LOG is then a raw log, joined by id.")(f)
+
+
+def _log_and_data(log, data, features, label, raw):
+    """``(dataset, click_log)`` from a LETOR DATA file, or a raw LOG joined with a --features table."""
+    from .datasets import RankingDataset
+    from .log_integrity import read_log_frame
+
+    if (data is None) == (features is None):
+        raise InputError("give either DATA (a LETOR file) or --features FILE (a feature table keyed by ids), "
+                         "not both" if data is not None else "give DATA (a LETOR file) or --features FILE")
+    if data is not None:
+        dataset = _load_data(data)
+        return dataset, _load_log(log, dataset)
+    columns = _raw_columns(raw)
+    try:
+        table = read_log_frame([features])
+        dataset = RankingDataset.from_frame(table, query=columns["query"], doc=columns["doc"], label=label,
+                                            name=os.path.basename(features))
+    except ValueError as err:
+        raise InputError(f"--features {features}: {err}") from None
+    click_log = _load_log(log, None, raw)
+    try:
+        return dataset, click_log.with_data(dataset)
+    except ValueError as err:
+        raise InputError(f"{log} joined with --features {features}: {err}") from None
 
 
 def _propensity(spec):
@@ -249,57 +304,94 @@ def _parse_intervention(spec: str):
 
 @cli.command()
 @click.argument("log", type=click.Path(exists=True, dir_okay=False))
-@click.argument("data", type=click.Path(exists=True, dir_okay=False))
-@click.option("-o", "--output", required=True, type=OUTPUT_FILE, help="JSON file to write.")
-@click.option("--method", required=True, type=click.Choice(["swap", "harvest", "em", "trust_em"]),
+@click.argument("data", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", default=None, type=OUTPUT_FILE, help="JSON file to write (default: print only).")
+@click.option("--method", required=True, type=click.Choice(["swap", "harvest", "em", "trust_em", "pbm"]),
               help="Estimation method of estimate_propensities.")
+@click.option("--holdout", default=None, type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              help="Hold out this share of the pages (at random, --seed): estimate on the rest and print the "
+                   "held-out click perplexity of the position-based, rank-only and document-only click models.")
+@_raw_log_options
 @click.option("--max-position", default=10, show_default=True, type=click.IntRange(min=2),
               help="Positions 1..MAX_POSITION are estimated.")
 @click.option("--bootstrap", default=200, show_default=True, type=click.IntRange(min=0),
               help="Bootstrap replicates for the intervals (0: none).")
 @click.option("--seed", default=0, show_default=True, type=int, help="Random seed of the bootstrap.")
 @_quiet_option
-def propensity(log, data, output, method, max_position, bootstrap, seed, quiet):
-    """Estimate position propensities from the click LOG over DATA; write them as JSON.
+def propensity(log, data, output, method, holdout, max_position, bootstrap, seed, quiet, **raw):
+    """Estimate position propensities from the click LOG (over DATA, or raw); print them, write JSON.
 
-    Calls counterfactual_ltr.propensity.estimate_propensities(log, method, ...). The
-    JSON holds the per-position values, their intervals and eta_ when the method
-    gives them, and a "propensity" entry that --propensity of fit/evaluate reads.
+    Calls counterfactual_ltr.propensity.estimate_propensities(log, method, ...). Without
+    DATA, LOG is a raw log (one row per shown result; ClickLog.from_events), its columns
+    named by --query/--doc/--position/--click/--session. The curve is printed; the JSON
+    (-o) holds the per-position values, their intervals, eta_ and support_ when the method
+    gives them, the held-out perplexities with --holdout, and a "propensity" entry that
+    --propensity of fit/evaluate reads.
 
     \b
-    Example:
+    Examples:
+      cltr propensity clicks.csv --query query --doc doc --position position --click click \
+          --session page --method pbm --holdout 0.2
       cltr simulate train.txt --passes 100 --intervention swap:0.25 -o swap_log.parquet
       cltr propensity swap_log.parquet train.txt --method swap -o propensity.json
-      cltr fit train_log.parquet train.txt --propensity propensity.json -o model.npz
     """
     from ._progress import show_progress
     from .propensity import estimate_propensities as estimate
 
-    dataset = _load_data(data)
-    click_log = _load_log(log, dataset)
+    if data is not None and any(raw.values()):
+        raise InputError("--query/--doc/--position/--click/--session name a raw log's columns: give them without "
+                         "DATA")
+    click_log = _load_log(log, None if data is None else _load_data(data), _unprefixed(raw))
+    train = held_out = click_log
+    if holdout is not None:
+        out = np.random.default_rng(seed).random(len(click_log)) < holdout
+        if out.all() or not out.any():
+            raise InputError(f"--holdout {holdout} leaves no pages on one side of the split of {len(click_log)}")
+        train, held_out = click_log[np.flatnonzero(~out)], click_log[np.flatnonzero(out)]
     with show_progress(_progress_setting(quiet)):
-        result = estimate(click_log, method, max_position=max_position, n_bootstrap=bootstrap, random_state=seed)
+        result = estimate(train, method, max_position=max_position, n_bootstrap=bootstrap, random_state=seed)
     payload = _estimation_payload(result, method)
-    Path(output).write_text(json.dumps(payload, indent=1))
-    _echo(quiet, f"wrote {output}")
+    for line in _curve_lines(result):
+        _echo(quiet, line)
+    if holdout is not None:
+        payload["held_out_perplexity"] = _held_out(train, held_out)
+        _echo(quiet, f"held-out click perplexity ({len(held_out)} of {len(click_log)} pages; lower is better): "
+                     + ", ".join(f"{name} {value:.5f}" for name, value in payload["held_out_perplexity"].items()))
+    if output is not None:
+        Path(output).write_text(json.dumps(payload, indent=1))
+        _echo(quiet, f"wrote {output}")
 
 
-def _jsonable(value):
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (np.floating, float)):
-        return float(value) if np.isfinite(value) else None
-    if isinstance(value, np.integer):
-        return int(value)
-    return value
+def _unprefixed(raw: dict) -> dict:
+    return {name.removeprefix("raw_"): value for name, value in raw.items()}
+
+
+def _curve_lines(result) -> list[str]:
+    """The estimated curve, one line per position (with the interval and support where known)."""
+    relative = getattr(result, "relative_", None)
+    if relative is None:
+        return []
+    lower, upper, support = (getattr(result, name, None) for name in ("lower_", "upper_", "support_"))
+    lines = [f"{getattr(result, 'method_', '')} estimate of theta_r / theta_1:"]
+    for k, value in enumerate(np.asarray(relative)):
+        interval = "" if lower is None else f"  [{lower[k]:.4f}, {upper[k]:.4f}]"
+        pairs = "" if support is None else f"  ({support[k]} (query, document) pairs shown here and elsewhere)"
+        lines.append(f"  position {k + 1:>2}: {value:.4f}{interval}{pairs}")
+    return lines
+
+
+def _held_out(train, held_out) -> dict:
+    """Held-out click perplexity of the three click models fitted on ``train``."""
+    from .click_models import DocumentOnlyModel, PositionBasedModel, RankOnlyModel
+
+    models = {"position-based": PositionBasedModel(), "rank-only": RankOnlyModel(),
+              "document-only": DocumentOnlyModel()}
+    return {name: model.fit(train).perplexity(held_out) for name, model in models.items()}
 
 
 def _estimation_payload(result, method) -> dict:
     """The JSON of ``cltr propensity``: the model (readable by ``--propensity``) and the estimates."""
+    from .evaluation.report import json_ready
     from .persistence import propensity_to_dict
 
     payload = {"method": method}
@@ -312,20 +404,22 @@ def _estimation_payload(result, method) -> dict:
             break
         except (ValueError, TypeError):
             continue
-    for name in ("relative_", "lower_", "upper_", "confidence_", "n_sessions_", "values_", "propensities_",
+    for name in ("relative_", "lower_", "upper_", "confidence_", "n_sessions_", "support_", "values_", "propensities_",
                  "intervals_", "ci_low_", "ci_high_", "stderr_", "eta_", "values", "intervals", "eta"):
         if hasattr(result, name) and not callable(getattr(result, name)):
-            payload[name] = _jsonable(getattr(result, name))
+            payload[name] = json_ready(getattr(result, name))
     if isinstance(result, dict):
-        payload.update(_jsonable(result))
+        payload.update(json_ready(result))
     return payload
 
 
 @cli.command()
 @click.argument("log", type=click.Path(exists=True, dir_okay=False))
-@click.argument("data", type=click.Path(exists=True, dir_okay=False))
+@click.argument("data", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", required=True, type=OUTPUT_FILE,
               help="Model file to write (JSON + arrays in one .npz archive; opening it runs no code).")
+@_features_options
+@_raw_log_options
 @click.option("--model", "model_name", default="svm-propdcg", show_default=True, type=click.Choice(list(MODELS)),
               help="Estimator (svm-rank is the naive baseline: clicks as labels).")
 @click.option("--C", "C", default=None, help="Comma-separated grid of C (SVMs and slam)  [default: 0.1,1,10,100]; "
@@ -353,9 +447,9 @@ def _estimation_payload(result, method) -> dict:
 @click.option("--min-child-samples", "min_child_samples", default=None,
               help="Comma-separated grid of rows per leaf at least (gbdt-propdcg only)  [default: 20]")
 @_quiet_option
-def fit(log, data, output, model_name, C, alpha, epochs, hidden, cv, scoring, propensity, scale, seed, quiet,
-        **tree_grid):
-    """Fit a ranker on the click LOG over DATA, choosing hyper-parameters by grid search.
+def fit(log, data, output, features, label, model_name, C, alpha, epochs, hidden, cv, scoring, propensity, scale,
+        seed, quiet, **options):
+    """Fit a ranker on the click LOG over DATA (or a raw LOG and --features), choosing hyper-parameters by grid search.
 
     Calls counterfactual_ltr.model_selection.grid_search: GroupKFold(--cv) over
     the sessions grouped by query, each value scored by its IPS/SNIPS estimate
@@ -366,20 +460,26 @@ def fit(log, data, output, model_name, C, alpha, epochs, hidden, cv, scoring, pr
     printed and stored in the model file. A model that ranks every document
     equal (w = 0) is not written (exit status 2).
 
+    With --features FILE instead of DATA, LOG is a raw log (columns named by
+    --query/--doc/--position/--click/--session) joined with the feature table
+    by (query id, document id): ClickLog.with_data(RankingDataset.from_frame(...)).
+
     \b
-    Example:
+    Examples:
       cltr fit train_log.parquet train.txt --model svm-propdcg --C 0.1,1,10 --cv 3 \\
           --scoring snips-dcg -o model.npz
+      cltr fit clicks.csv --features features.csv --session page --propensity pbm.json -o model.npz
     """
     from ._progress import progress, show_progress
     from .model_selection import grid_search, selection_lines
     from .persistence import save_model
 
+    raw = _unprefixed({k: v for k, v in options.items() if k.startswith("raw_")})
+    tree_grid = {k: v for k, v in options.items() if not k.startswith("raw_")}
     prop = _propensity(propensity)
     scorer = _scorer(scoring, prop)
     estimator, grid = _make_estimator(model_name, C, alpha, epochs, hidden, prop, scale, seed, tree_grid)
-    dataset = _load_data(data)
-    click_log = _load_log(log, dataset)
+    dataset, click_log = _log_and_data(log, data, features, label, raw)
     if len(grid) > 1:
         return _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, output, quiet)
     (parameter, values), = grid.items()
@@ -523,12 +623,13 @@ def _load_models(paths):
 
 
 @cli.command()
-@click.argument("models", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
-@click.argument("log", type=click.Path(exists=True, dir_okay=False))
-@click.argument("data", type=click.Path(exists=True, dir_okay=False))
+@click.argument("paths", nargs=-1, required=True, metavar="MODELS... LOG [DATA]",
+                type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", required=True, type=OUTPUT_FILE,
               help="Report to write: .html (verdicts, figures, details), .md (Markdown) or .json (the same, with "
                    "every number).")
+@_features_options
+@_raw_log_options
 @click.option("--baseline", default="logging", show_default=True,
               help="What each model is compared with: 'logging' (the logged rankings) or one of MODELS (its file "
                    "name without .npz).")
@@ -542,8 +643,12 @@ def _load_models(paths):
 @click.option("--confidence", default=0.95, show_default=True, type=click.FloatRange(0, 1, min_open=True,
                                                                                         max_open=True))
 @_quiet_option
-def evaluate(models, log, data, output, baseline, verdict_estimator, metrics, propensity, confidence, quiet):
+def evaluate(paths, output, features, label, baseline, verdict_estimator, metrics, propensity, confidence, quiet,
+             **raw):
     """Should a model replace the logging policy? Compare the MODELS with it on the click LOG over DATA.
+
+    With --features FILE, the last path is a raw LOG (no DATA), joined with the
+    feature table by id as in `cltr fit`.
 
     Calls counterfactual_ltr.evaluation.validation_report: each model's
     estimate, its paired difference to the baseline with an interval, a
@@ -557,6 +662,12 @@ def evaluate(models, log, data, output, baseline, verdict_estimator, metrics, pr
     """
     from .evaluation import validation_report
 
+    need = 2 if features is not None else 3
+    if len(paths) < need:
+        raise click.UsageError(f"expected MODELS... LOG {'' if features is not None else 'DATA'}: at least one "
+                               f"model file, the log{'' if features is not None else ' and the data file'}")
+    models, log = paths[:-(need - 1)], paths[-(need - 1)]
+    data = paths[-1] if features is None else None
     suffix = Path(output).suffix.lower()
     if suffix not in (".html", ".htm", ".md", ".json"):
         raise click.BadParameter(f"{output}: expected a .html, .md or .json file", param_hint="--output")
@@ -568,8 +679,7 @@ def evaluate(models, log, data, output, baseline, verdict_estimator, metrics, pr
     if baseline != "logging" and baseline not in rankers:
         raise click.BadParameter(f"{baseline!r} is neither 'logging' nor one of the models "
                                  f"({', '.join(rankers)})", param_hint="--baseline")
-    dataset = _load_data(data)
-    click_log = _load_log(log, dataset)
+    _, click_log = _log_and_data(log, data, features, label, _unprefixed(raw))
     report = validation_report(rankers, click_log, propensity=prop, metrics=tuple(metric_names),
                                confidence=confidence, baseline=baseline, verdict_estimator=verdict_estimator,
                                propensity_source=None if propensity is None else f"from --propensity {propensity}")

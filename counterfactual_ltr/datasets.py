@@ -100,6 +100,94 @@ class RankingDataset:
         self.query_offsets = np.r_[starts, n].astype(np.int64)
         self.query_ids = run_ids
         self.name = name
+        self._query_keys = self._doc_keys = None
+        self.has_labels = True
+
+    @classmethod
+    def from_frame(cls, frame, *, query="query", doc="doc", features=None, label=None,
+                   name: str | None = None) -> "RankingDataset":
+        """A data set keyed by (query id, document id) from a feature table, labels optional.
+
+        Ids are kept as given (strings, 64-bit signed or unsigned integers) in ``query_keys``
+        and ``doc_keys``, the ids a click log is joined by (``ClickLog.with_data``). Rows are
+        grouped by query in order of each query's first row (a table already grouped keeps its
+        order); ``qid`` holds the query's id where it is an int64, its code otherwise. Without
+        ``label`` the data set has no labels (``has_labels`` is False, ``y`` is zeros): it serves
+        learning from clicks, prediction and off-policy estimates, and label metrics refuse it.
+
+        Parameters
+        ----------
+        frame : pandas DataFrame or mapping of column name to values
+            One row per (query, document).
+        query, doc : str
+            The id columns; a (query, document) pair may appear once.
+        features : list of str, optional
+            The feature columns (default: every column but the id and label columns).
+        label : str, optional
+            A column of graded relevance labels (integers >= 0).
+        name : str, optional
+            Shown in the ``repr``.
+
+        Returns
+        -------
+        RankingDataset
+
+        Examples
+        --------
+        >>> data = RankingDataset.from_frame({"query": ["b", "a", "b"], "doc": [7, 7, 9],
+        ...                                   "f1": [0.5, 1.0, 0.0]})
+        >>> data.query_keys.tolist(), data.doc_keys.tolist(), data.X[:, 0].tolist(), data.has_labels
+        (['b', 'a'], [7, 9, 7], [0.5, 0.0, 1.0], False)
+        """
+        from .ids import factorize, format_id, frame_of, id_column
+
+        frame = frame_of(frame, {"query": query, "doc": doc, "label": label})
+        if features is None:
+            features = [c for c in frame.columns if c not in (query, doc, label)]
+        features = list(features)
+        frame_of(frame, {f"feature {i}": f for i, f in enumerate(features)})
+        if not features:
+            raise ValueError("the feature table has no feature columns")
+        query_code, query_keys = factorize(id_column(frame, query))
+        doc_code, doc_ids = factorize(id_column(frame, doc))
+        pair = query_code * len(doc_ids) + doc_code
+        _, first, counts = np.unique(pair, return_index=True, return_counts=True)
+        if np.any(counts > 1):
+            i = first[np.argmax(counts > 1)]
+            raise ValueError(f"the feature table holds (query {format_id(query_keys[query_code[i]])}, doc "
+                             f"{format_id(doc_ids[doc_code[i]])}) more than once (first at frame row "
+                             f"{frame.index[i]!r})")
+        order = np.argsort(query_code, kind="stable")
+        X = frame[features]
+        bad = [c for c in features if not np.issubdtype(np.asarray(X[c]).dtype, np.number)]
+        if bad:
+            raise ValueError(f"feature column {bad[0]!r} must hold numbers, got dtype {X[bad[0]].dtype}")
+        X = X.to_numpy(dtype=np.float64)[order]
+        bad = np.argwhere(~np.isfinite(X))
+        if bad.size:
+            raise ValueError(f"feature column {features[bad[0][1]]!r} holds {X[tuple(bad[0])]} at frame row "
+                             f"{frame.index[order[bad[0][0]]]!r}; features must be finite numbers")
+        y = np.zeros(len(order), dtype=np.int64) if label is None else _frame_column(frame, label)[order]
+        qid = query_keys[query_code[order]] if query_keys.dtype == np.int64 else query_code[order]
+        try:
+            data = cls(X, y, qid, name=name)
+        except ValueError as err:
+            raise ValueError(f"column {label!r}: {err}" if label is not None and "label" in str(err) else str(err)) \
+                from None
+        data._query_keys = query_keys
+        data._doc_keys = doc_ids[doc_code[order]]
+        data.has_labels = label is not None
+        return data
+
+    @property
+    def query_keys(self) -> np.ndarray:
+        """The id of each query as the user gave it (default: ``query_ids``)."""
+        return self.query_ids if self._query_keys is None else self._query_keys
+
+    @property
+    def doc_keys(self) -> np.ndarray:
+        """The id of each row's document as the user gave it (default: the row index)."""
+        return np.arange(self.n_docs, dtype=np.int64) if self._doc_keys is None else self._doc_keys
 
     # ------------------------------------------------------------------ sizes
     @classmethod
@@ -182,6 +270,9 @@ class RankingDataset:
         -------
         ndarray of int64, shape (n_docs,)
         """
+        if not self.has_labels:
+            raise ValueError("the data set has no relevance labels (built without label=): label metrics and "
+                             "relevance need them")
         return binarize(self.y, threshold)
 
     # --------------------------------------------------------------- subsets
@@ -208,7 +299,11 @@ class RankingDataset:
             raise ValueError(f"subset: query index {unique[counts > 1][0]} is repeated; "
                              "each query may appear once")
         rows = self.rows_of(queries)
-        return RankingDataset(self.X[rows], self.y[rows], self.qid[rows], name=self.name)
+        sub = RankingDataset(self.X[rows], self.y[rows], self.qid[rows], name=self.name)
+        sub.has_labels = self.has_labels
+        if self._query_keys is not None:
+            sub._query_keys, sub._doc_keys = self._query_keys[queries], self._doc_keys[rows]
+        return sub
 
     def rows_of(self, queries) -> np.ndarray:
         """Row indices of the given queries (indices or boolean mask), query after query.
@@ -345,10 +440,11 @@ def _check_integer(values, name: str) -> np.ndarray:
     return arr.astype(np.int64)
 
 
-def _frame_column(frame, name: str) -> np.ndarray:
+def _frame_column(frame, name: str, *, as_click: bool | None = None) -> np.ndarray:
     """Column ``name`` of a pandas frame as an int64 array, or ``ValueError`` naming the column and row.
 
-    The column ``"click"`` of a click-log frame is read as booleans (from booleans or 0/1 numbers).
+    A click column (``as_click``; by default the column named ``"click"``) is read as booleans
+    (from booleans or 0/1 numbers).
     Shared by every reader of log and data frames (click logs, streamed aggregates), so they refuse
     the same inputs with the same messages.
     """
@@ -359,16 +455,16 @@ def _frame_column(frame, name: str) -> np.ndarray:
     if missing.any():
         raise ValueError(f"column {name!r} has a missing value at frame row {frame.index[np.argmax(missing)]!r}")
     dtype = column.dtype
-    if name == "click":
+    if as_click or (as_click is None and name == "click"):
         if pd.api.types.is_bool_dtype(dtype) or (pd.api.types.is_numeric_dtype(dtype)
                                                   and not pd.api.types.is_complex_dtype(dtype)):
             values = column.to_numpy(dtype=bool if pd.api.types.is_bool_dtype(dtype) else np.float64)
             bad = np.flatnonzero(~((values == 0) | (values == 1)))
             if bad.size:
-                raise ValueError(f"column 'click' must hold booleans or 0/1; frame row {frame.index[bad[0]]!r} "
+                raise ValueError(f"column {name!r} must hold booleans or 0/1; frame row {frame.index[bad[0]]!r} "
                                  f"holds {column.iloc[bad[0]]}")
             return values.astype(bool)
-        raise ValueError(f"column 'click' must hold booleans or 0/1, got dtype {dtype}")
+        raise ValueError(f"column {name!r} must hold booleans or 0/1, got dtype {dtype}")
     if not pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
         raise ValueError(f"column {name!r} must hold integers, got dtype {dtype}")
     values = column.to_numpy(dtype=np.uint64 if pd.api.types.is_unsigned_integer_dtype(dtype) else np.int64)

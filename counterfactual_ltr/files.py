@@ -51,16 +51,23 @@ def write_click_log(log, path) -> None:
     write_log_frame(log.to_frame(), path)
 
 
-def read_click_log(path, data):
-    """Read a click log over ``data`` from a Parquet or CSV file (see :meth:`ClickLog.from_frame`).
+def read_click_log(path, data=None, *, query="query", doc="doc", position="position", click="click",
+                   session=None):
+    """Read a click log from a Parquet or CSV file: over ``data``, or raw (see :meth:`ClickLog.from_events`).
 
     Parameters
     ----------
     path : str or path-like
-        A file with the columns ``session, qid, doc, position, click``; ``doc`` is the
-        row of ``data`` shown.
-    data : RankingDataset
-        The data set the log refers to.
+        With ``data``: a file with the columns ``session, qid, doc, position, click``; ``doc``
+        is the row of ``data`` shown (:meth:`ClickLog.from_frame`). Without: raw events, one
+        row per shown result, with the columns named by the options below.
+    data : RankingDataset, optional
+        The data set the log refers to; None for a raw log (join features later with
+        :meth:`ClickLog.with_data`).
+    query, doc, position, click : str
+        Raw log only: the columns of query id, document id, position and click.
+    session : str, optional
+        Raw log only: the column naming each result page (see :meth:`ClickLog.from_events`).
 
     Returns
     -------
@@ -84,6 +91,8 @@ def read_click_log(path, data):
         raise FileNotFoundError(f"{where}: no such file")
     frame = read_log_frame([where])
     try:
+        if data is None:
+            return ClickLog.from_events(frame, query=query, doc=doc, position=position, click=click, session=session)
         return ClickLog.from_frame(frame, data)
     except (ValueError, TypeError) as err:
         raise ValueError(f"{where}: {err}") from None

@@ -158,22 +158,57 @@ def _canonical(values, dtype: np.dtype, name: str) -> np.ndarray:
     return np.ascontiguousarray(out.view(np.uint8) if out.dtype.kind == "b" else out)
 
 
+#: The digest's type name of a column of strings (a raw log's ids).
+_STR = "str"
+
+
+def _string_parts(values, name: str) -> tuple[np.ndarray, memoryview]:
+    """The UTF-8 lengths (int64) and bytes of a column of strings, or ``ValueError`` for anything else."""
+    import pyarrow as pa
+
+    try:
+        arr = pa.array(np.asarray(values, dtype=object), type=pa.large_string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        raise ValueError(f"column {name!r} holds values that are not strings where its digest records strings") \
+            from None
+    if arr.null_count:
+        raise ValueError(f"column {name!r} holds a missing value where its digest records strings")
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset:arr.offset + len(arr) + 1]
+    data = arr.buffers()[2]
+    return np.diff(offsets), memoryview(data)[offsets[0]:offsets[-1]] if data is not None else memoryview(b"")
+
+
 class _ColumnHashes:
-    """SHA-256 of each column's canonical bytes, updated batch by batch in row order."""
+    """SHA-256 of each column's canonical bytes, updated batch by batch in row order.
+
+    A column of strings has two running hashes, of its values' UTF-8 lengths and of their bytes, so
+    the digest does not depend on how the rows were cut into batches.
+    """
 
     def __init__(self, dtypes: dict):
-        self.dtypes = {name: np.dtype(dt) for name, dt in dtypes.items()}
+        self.dtypes = {name: _STR if str(dt) == _STR else np.dtype(dt) for name, dt in dtypes.items()}
         self.hashes = {name: hashlib.sha256() for name in dtypes}
+        self.texts = {name: hashlib.sha256() for name, dt in self.dtypes.items() if dt is _STR}
         self.rows = 0
 
     def update(self, frame) -> None:
         for name, dtype in self.dtypes.items():
-            self.hashes[name].update(_canonical(frame[name].to_numpy(), dtype, name).data)
+            if dtype is _STR:
+                lengths, data = _string_parts(frame[name].to_numpy(dtype=object), name)
+                self.hashes[name].update(lengths.data)
+                self.texts[name].update(data)
+            else:
+                self.hashes[name].update(_canonical(frame[name].to_numpy(), dtype, name).data)
         self.rows += len(frame)
 
     def result(self) -> dict:
-        return {"format": _FORMAT, "version": 1, "rows": self.rows,
-                "columns": {name: [self.dtypes[name].name, h.hexdigest()] for name, h in self.hashes.items()}}
+        columns = {}
+        for name, h in self.hashes.items():
+            if name in self.texts:
+                columns[name] = [_STR, hashlib.sha256(h.digest() + self.texts[name].digest()).hexdigest()]
+            else:
+                columns[name] = [self.dtypes[name].name, h.hexdigest()]
+        return {"format": _FORMAT, "version": 1, "rows": self.rows, "columns": columns}
 
 
 def content_digest(frame) -> dict:
@@ -182,7 +217,7 @@ def content_digest(frame) -> dict:
     Parameters
     ----------
     frame : pandas DataFrame
-        Columns of integers or booleans.
+        Columns of integers or booleans, or of strings (a raw log's ids).
 
     Returns
     -------
@@ -195,11 +230,16 @@ def content_digest(frame) -> dict:
     >>> digest["rows"], digest["columns"]["click"][0]
     (2, 'bool')
     """
+    import pandas as pd
+
     dtypes = {}
     for name in frame.columns:
         dtype = frame[name].to_numpy().dtype
         if dtype.kind not in "biu":
-            raise ValueError(f"column {name!r} of a log frame holds {dtype} values; a log holds integers and booleans")
+            if pd.api.types.infer_dtype(frame[name], skipna=False) != "string":
+                raise ValueError(f"column {name!r} of a log frame holds {dtype} values; a log holds integers, "
+                                 "booleans and string ids")
+            dtype = _STR
         dtypes[str(name)] = dtype
     hashes = _ColumnHashes(dtypes)
     hashes.update(frame)
@@ -219,7 +259,7 @@ def _parse_digest(text, where: str) -> dict:
         raise ValueError(f"{where}: its digest is malformed: the file is corrupted")
     try:
         for dtype, _ in digest["columns"].values():
-            if np.dtype(dtype).kind not in "biu":
+            if dtype != _STR and np.dtype(dtype).kind not in "biu":
                 raise TypeError(dtype)
     except TypeError:
         raise ValueError(f"{where}: its digest is malformed: the file is corrupted") from None
@@ -400,8 +440,11 @@ def iter_log_batches(path, columns=None, batch_size: int | None = 1 << 20, kind:
     names = handle.schema_arrow.names if handle is not None else None
     if names is not None and columns is not None and any(c not in names for c in columns):
         raise ValueError(f"{path}: the log lacks the columns {[c for c in columns if c not in names]}")
+    # A CSV does not say that "00123" or "123" is a string id: the digest does, and such columns are
+    # read as text (nothing turned into a missing value), so the ids come back as they were written.
+    text = [c for c, (dt, _) in digest["columns"].items() if dt == _STR] if digest is not None else []
     batches = _parquet_batches(handle, path, columns, batch_size) if kind == "parquet" \
-        else _csv_batches(path, columns, batch_size)
+        else _csv_batches(path, columns, batch_size, text)
     hashes = None
     if digest is not None:
         wanted = columns if columns is not None else list(digest["columns"])
@@ -439,14 +482,17 @@ def _parquet_batches(handle, path, columns, batch_size):
         raise ValueError(f"{path}: corrupted Parquet data ({type(err).__name__}: {_first_line(err)})") from None
 
 
-def _csv_batches(path, columns, batch_size):
+def _csv_batches(path, columns, batch_size, text=()):
     import pandas as pd
 
+    options = {"usecols": columns}
+    if text:
+        options |= {"dtype": {c: str for c in text}, "keep_default_na": False, "na_values": []}
     try:
         if batch_size is None:
-            yield pd.read_csv(path, usecols=columns)
+            yield pd.read_csv(path, **options)
             return
-        for chunk in pd.read_csv(path, usecols=columns, chunksize=batch_size):
+        for chunk in pd.read_csv(path, chunksize=batch_size, **options):
             yield chunk
     except (FileNotFoundError, IsADirectoryError, PermissionError):
         raise

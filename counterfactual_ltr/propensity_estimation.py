@@ -20,14 +20,17 @@ position-only methods estimate ``theta_r / theta_1``):
     sum_q (swap-k sessions of q) x (click rate at 1 of q without swap)``,
     so both sides average over the same queries.
 ``"harvest"`` (Agarwal et al., WSDM 2019, AllPairs)
-    No randomisation: different loggers show the same (query, document) at
-    different positions. For positions ``k != k'``, ``S_kk'`` is the set of
+    No randomisation: the same (query, document) is shown at different
+    positions in different sessions (by several loggers, or rankings that
+    drift; no logger column needed). For positions ``k != k'``, ``S_kk'`` is the set of
     (query, document) shown at both; ``c_k^kk' = sum_S CTR(d at k)`` has
     expectation ``theta_k r_kk'`` with ``r_kk' = sum_S c(d)`` shared by both
     positions. ``theta`` and ``r`` are fitted to these pairwise statistics by
     the closed-form Poisson estimating equations (AllPairs' model; its
     binomial likelihood is replaced by the Poisson one, which has the same
     expectations and closed-form alternating updates).
+``"pbm"`` (position-based click model): ``theta_k alpha(query, document)`` by EM,
+    no features (:class:`~counterfactual_ltr.click_models.PositionBasedModel`).
 ``"em"`` (regression EM, Wang et al., WSDM 2018)
     ``P(click) = theta_k gamma(x)``, ``gamma`` a classifier on the
     documents' features. By default ``gamma`` is L2-penalised logistic
@@ -74,7 +77,12 @@ from .propensity_models import TabularPropensity, TrustBiasPropensity
 
 __all__ = ["estimate_propensities", "EstimatedPropensity", "EstimatedTrustBias", "IdentificationWarning", "METHODS"]
 
-METHODS = ("swap", "harvest", "em", "trust_em")
+METHODS = ("swap", "harvest", "em", "trust_em", "pbm")
+#: Default pseudo-impressions of the Beta prior on every attractiveness of ``"pbm"`` (see ``click_models``).
+PBM_PRIOR_STRENGTH = 5.0
+#: ``"pbm"`` and ``"harvest"`` warn (``IdentificationWarning``) at a position that fewer (query, document)
+#: pairs, shown there and at another position, identify.
+MIN_SUPPORT = 20
 
 
 # ----------------------------------------------------------------------------- results
@@ -142,6 +150,11 @@ class EstimatedPropensity(TabularPropensity):
     method_ : str
     n_sessions_ : int
         Sessions the estimate used.
+    support_ : int array (K,) or None
+        ``"pbm"``, ``"harvest"``: per position, the (query, document) pairs shown there and at
+        another position (what identifies it).
+    pair_support_ : int array (K, K) or None
+        ``"harvest"``: per position pair, the (query, document) pairs shown at both.
 
     Examples
     --------
@@ -165,6 +178,7 @@ class EstimatedPropensity(TabularPropensity):
         self.eta_ = _fit_eta(relative)
         self.method_ = method
         self.n_sessions_ = n_sessions
+        self.support_ = self.pair_support_ = None
 
     def __call__(self, positions) -> np.ndarray:
         q = super().__call__(positions)
@@ -274,14 +288,14 @@ class _Impressions:
         docs = log.docs[keep].astype(np.int64)
         k = positions[keep].astype(np.int64)
         key = docs * K + (k - 1)
-        n = np.bincount(key, minlength=log.data.n_docs * K)
-        c = np.bincount(key, weights=log.clicks[keep], minlength=log.data.n_docs * K)
+        n = np.bincount(key, minlength=log.n_rows * K)
+        c = np.bincount(key, weights=log.clicks[keep], minlength=log.n_rows * K)
         rows = np.flatnonzero(n)  # sorted by document, then position
         self.doc = rows // K
         self.k = rows % K + 1
         self.n = n[rows].astype(np.float64)
         self.c = c[rows]
-        self.query = log.data.query_index[self.doc]
+        self.query = log.row_query[self.doc]
         self.K = K
 
     def check_positions(self, method: str, min_clicks: int, what: str):
@@ -316,7 +330,7 @@ def _swap(log, K, options):
         raise ValueError("'swap' needs sessions without intervention (the top document at position 1) as the "
                          "baseline: every session of the log was intervened on")
     starts = log.session_offsets[:-1]
-    Q = log.data.n_queries
+    Q = log.n_queries
     q = log.session_query
     k = np.where(swapped, codes, 1)
     # Click at position k of a swap-k session (the logger's top document, moved to k).
@@ -362,7 +376,7 @@ def _fit_pairwise(c, m, max_iter, tol):
     has = m > 0
     for it in range(max_iter):
         denom = (p[:, :, None] + p[:, None, :]) * m
-        r = np.where(has, both / np.where(has, denom, 1.0), 0.0)
+        r = np.where(has, both / np.where(has, np.maximum(denom, 1e-300), 1.0), 0.0)
         new = c.sum(2) / np.maximum((r * m).sum(2), 1e-300)
         new = new / new[:, :1]
         change = np.max(np.abs(new - p) / np.maximum(new, 1e-12))
@@ -374,10 +388,6 @@ def _fit_pairwise(c, m, max_iter, tol):
 
 def _harvest(log, K, options):
     plain = log.intervention == 0
-    loggers = np.unique(log.logger[plain])
-    if loggers.size < 2:
-        raise ValueError(f"'harvest' needs sessions from at least two loggers that show documents at different "
-                         f"positions; the log's sessions without intervention come from {loggers.size} logger(s)")
     imp = _Impressions(log, K, plain)
     # Pairs of impressions of the same (query, document) at two positions k != k'.
     from ._segments import within_query_pairs
@@ -386,34 +396,106 @@ def _harvest(log, K, options):
     offsets = np.r_[starts, len(imp.doc)]
     a, b = within_query_pairs(offsets)
     ctr = imp.c / imp.n
-    Q = log.data.n_queries
     cell = (imp.k[a] - 1) * K + (imp.k[b] - 1)
-    qa = imp.query[a]
-    C = np.zeros((Q, K * K))
-    M = np.zeros((Q, K * K))
+    # Only the queries with a pair enter the statistics (a real log's millions of one-off queries do not).
+    paired, qa = np.unique(imp.query[a], return_inverse=True)
+    C = np.zeros((paired.size, K * K))
+    M = np.zeros((paired.size, K * K))
     np.add.at(C, (qa, cell), ctr[a])
     np.add.at(M, (qa, cell), 1.0)
     clicks = np.bincount(imp.k[a] - 1, weights=imp.c[a], minlength=K)
     shown = np.bincount(imp.k[a] - 1, minlength=K)
-    _check_counts("harvest", shown, clicks, options["min_clicks"],
-                  "for a document that another logger shows at another position")
-    linked = M.sum(0).reshape(K, K) > 0
+    # A real log's natural variation is what it is: too few clicks at a position is a warning here (the
+    # estimate and its interval show how little the log says), a position never linked an error.
+    _check_counts("harvest", shown, np.full(K, np.inf), 1, "for a (query, document) that is also shown at "
+                  "another position")
+    few = np.flatnonzero(clicks < options["min_clicks"])
+    if few.size:
+        warnings.warn(f"'harvest': positions {', '.join(str(k + 1) for k in few)} have fewer than "
+                      f"min_clicks={options['min_clicks']} clicks on (query, document) pairs also shown at another "
+                      "position: their estimates rest on few clicks", IdentificationWarning, stacklevel=3)
+    support = M.sum(0).reshape(K, K).astype(np.int64)
+    options["pair_support"] = support
+    options["support"] = _position_support(imp)
+    _warn_if_weak("harvest", options["support"], options["min_support"])
+    linked = support > 0
     reached = np.zeros(K, dtype=bool)
     reached[0] = True
     for _ in range(K):  # positions connected to position 1 through shared documents
         reached = reached | linked[reached].any(0)
     if not reached.all():
         raise ValueError(f"'harvest': position {np.flatnonzero(~reached)[0] + 1} is never linked to position 1 "
-                         "through documents shown at both by different loggers; the ratio is not identified")
+                         "through (query, document) pairs shown at both; the ratio is not identified")
     max_iter, tol = options["max_iter"], options["tol"]
 
     def estimate(W):
         B = W.shape[0]
-        rel, ok = _fit_pairwise((W @ C).reshape(B, K, K), (W @ M).reshape(B, K, K), max_iter, tol)
+        WC, WM = _products(W, paired, C, M)
+        rel, ok = _fit_pairwise(WC.reshape(B, K, K), WM.reshape(B, K, K), max_iter, tol)
         if not ok:
             warnings.warn(f"'harvest': the pairwise fit did not converge in max_iter={max_iter} iterations",
                           ConvergenceWarning)
         return rel
+
+    return estimate, int(plain.sum())
+
+
+def _position_support(imp: "_Impressions", clicks: bool = False) -> np.ndarray:
+    """Per position: how many (query, document) pairs shown there were also shown at another position.
+
+    With ``clicks``: how many clicks those pairs got there.
+    """
+    positions_of_row = np.bincount(imp.doc, minlength=int(imp.doc.max()) + 1 if imp.doc.size else 0)
+    varied = positions_of_row[imp.doc] > 1
+    if clicks:
+        return np.bincount(imp.k[varied] - 1, weights=imp.c[varied], minlength=imp.K)
+    return np.bincount(imp.k[varied] - 1, minlength=imp.K).astype(np.int64)
+
+
+def _warn_if_weak(method: str, support: np.ndarray, min_support: int) -> None:
+    """``IdentificationWarning`` naming the positions that fewer than ``min_support`` varied pairs identify."""
+    weak = np.flatnonzero(support < min_support)
+    if weak.size:
+        listed = ", ".join(f"{k + 1} ({support[k]})" for k in weak)
+        warnings.warn(f"{method!r}: positions {listed} rest on fewer than min_support={min_support} (query, "
+                      "document) pairs shown there and at another position (the count in brackets): their "
+                      "estimates are weakly identified by this log; see support_ and the intervals",
+                      IdentificationWarning, stacklevel=4)
+
+
+# ----------------------------------------------------------------------------- position-based click model
+
+
+def _pbm(log, K, options):
+    from ._click_em import pbm_em
+
+    plain = log.intervention == 0
+    imp = _Impressions(log, K, plain)
+    imp.check_positions("pbm", options["min_clicks"], "in sessions without intervention")
+    options["support"] = _position_support(imp)
+    _warn_if_weak("pbm", options["support"], options["min_support"])
+    varied_clicks = _position_support(imp, clicks=True)
+    few = np.flatnonzero(varied_clicks < options["min_clicks"])
+    if few.size:
+        warnings.warn(f"'pbm': positions {', '.join(str(k + 1) for k in few)} have fewer than "
+                      f"min_clicks={options['min_clicks']} clicks on (query, document) pairs also shown at another "
+                      "position: theta there rests on the prior on attractiveness more than on the log",
+                      IdentificationWarning, stacklevel=3)
+    fits = []
+
+    def estimate(W):
+        out, failed = [], 0
+        for weights in W:   # one EM per bootstrap replicate, warm-started at the point estimate
+            fit = pbm_em(imp.doc, imp.k, imp.n, imp.c, log.n_rows, K, weight=weights[imp.query],
+                         prior_strength=options["prior_strength"], max_iter=options["max_iter"], tol=options["tol"],
+                         start=fits[0] if fits else None)
+            fits.append(fit)
+            failed += not fit["converged"]
+            out.append(fit["theta"] / fit["theta"][0])
+        if failed:
+            warnings.warn(f"'pbm' did not converge in max_iter={options['max_iter']} iterations in {failed} of "
+                          f"{W.shape[0]} fits", ConvergenceWarning)
+        return np.array(out)
 
     return estimate, int(plain.sum())
 
@@ -545,6 +627,7 @@ def _warn_if_unvaried(imp: "_Impressions") -> None:
 
 
 def _em(log, K, options):
+    log._need_data("'em' (its relevance model reads the documents' features)")
     plain = log.intervention == 0
     imp = _Impressions(log, K, plain)
     imp.check_positions("em", options["min_clicks"], "in sessions without intervention")
@@ -634,7 +717,7 @@ def _trust_em(log, K, options):
     clicks[doc_of_row, imp.k - 1] = imp.c
     misses[doc_of_row, imp.k - 1] = imp.n - imp.c
     shown = clicks + misses
-    query = log.data.query_index[docs]
+    query = log.row_query[docs]
     # Home position of a document: where it was shown most (its relevance prior is that position's).
     home = np.argmax(shown, axis=1)
     home_onehot = np.zeros((docs.size, K))
@@ -679,6 +762,56 @@ def _trust_em(log, K, options):
 # ----------------------------------------------------------------------------- entry point
 
 
+class _BootstrapWeights:
+    """The queries' bootstrap multiplicities, ``(n_bootstrap, n_queries)``, drawn in blocks when used.
+
+    Replicate ``b`` resamples the present queries with replacement (multinomial counts). As one
+    dense matrix they would cost ``n_bootstrap x n_queries`` doubles (1.6 GB at 200 replicates of
+    a log with a million queries); every method takes rows one at a time, columns of a subset or
+    products, so blocks of about 2**23 entries suffice. Each pass draws the same numbers again from
+    the saved generator state, the numbers a single draw of the whole matrix would give.
+    """
+
+    _BLOCK = 1 << 23
+
+    def __init__(self, rng, n_bootstrap: int, n_queries: int, queries: np.ndarray):
+        self.shape = (n_bootstrap, n_queries)
+        self._state, self._kind = rng.bit_generator.state, type(rng.bit_generator)
+        self._queries = queries
+
+    def blocks(self):
+        """Consecutive blocks of rows, as dense arrays."""
+        bit_generator = self._kind()
+        bit_generator.state = self._state
+        rng = np.random.Generator(bit_generator)
+        n, (B, Q) = self._queries.size, self.shape
+        step = max(1, self._BLOCK // max(Q, 1))
+        for start in range(0, B, step):
+            block = np.zeros((min(step, B - start), Q))
+            block[:, self._queries] = rng.multinomial(n, np.full(n, 1.0 / n), size=block.shape[0])
+            yield block
+
+    def __iter__(self):
+        for block in self.blocks():
+            yield from block
+
+    def __getitem__(self, key):
+        rows, columns = key
+        if rows != slice(None):
+            raise IndexError("bootstrap weights are taken by columns: W[:, columns]")
+        return np.vstack([block[:, columns] for block in self.blocks()])
+
+    def __matmul__(self, other):
+        return np.vstack([block @ other for block in self.blocks()])
+
+
+def _products(W, columns, *matrices) -> list:
+    """``[W[:, columns] @ m for m in matrices]``, a block of rows of ``W`` at a time."""
+    blocks = W.blocks() if isinstance(W, _BootstrapWeights) else [W]
+    parts = [[block[:, columns] @ m for m in matrices] for block in blocks]
+    return [np.vstack(column) for column in zip(*parts)]
+
+
 def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10, n_bootstrap: int = 200,
                           random_state=None, **options):
     """Estimate the position bias (and trust bias) of a click log, with bootstrap intervals.
@@ -687,10 +820,12 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
     ----------
     log : ClickLog
         The logged sessions (with interventions for ``"swap"``, several loggers for ``"harvest"``).
-    method : {"swap", "harvest", "em", "trust_em"}
+    method : {"swap", "harvest", "em", "trust_em", "pbm"}
         See the module docstring for what each needs: swap sessions and
-        sessions without intervention; several loggers; one logger and
-        document features; impressions of documents over many sessions.
+        sessions without intervention; documents shown at several positions
+        (several loggers, or rankings that drift); one logger and document
+        features; impressions of documents over many sessions; "pbm" as
+        "harvest" (no features: a log from ``ClickLog.from_events`` works).
     max_position : int >= 2
         Positions ``1..max_position`` are estimated.
     n_bootstrap : int >= 0
@@ -704,7 +839,11 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
         ``relevance_model``), ``relevance_model`` ("em": a scikit-learn
         classifier with ``sample_weight`` and ``predict_proba`` in place of
         the built-in logistic regression),
-        ``eps_plus`` ("trust_em": known eps+, scalar or per position).
+        ``eps_plus`` ("trust_em": known eps+, scalar or per position),
+        ``prior_strength`` ("pbm": pseudo-impressions of the prior on every
+        attractiveness, default 5), ``min_support`` ("pbm", "harvest": warn
+        at a position that fewer (query, document) pairs shown there and at
+        another position identify, default 20).
 
     Returns
     -------
@@ -713,6 +852,8 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
     Warns
     -----
     IdentificationWarning
+        ``"pbm"``/``"harvest"`` at positions with fewer than ``min_support``
+        identifying pairs, or fewer than ``min_clicks`` clicks on them.
         ``"em"`` on a log where (nearly) every document was shown at one position only,
         as a deterministic logger shows them: the estimate then rests on the relevance
         model's form and its intervals cannot be trusted.
@@ -737,32 +878,31 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
     K = check_int(max_position, "max_position", min_value=2)
     B = check_int(n_bootstrap, "n_bootstrap", min_value=0)
     opts = _check_options(method, K, options)
-    longest = int(np.diff(log.session_offsets).max(initial=0))
+    longest = int(log.positions.max(initial=0))
     if K > longest:    # before the (document x position) tables are allocated
-        raise ValueError(f"{method!r}: position {longest + 1} is never shown (the log's longest session shows "
-                         f"{longest} documents); lower max_position")
+        raise ValueError(f"{method!r}: position {longest + 1} is never shown (the log's largest position is "
+                         f"{longest}); lower max_position")
     if log.n_clicks == 0:
         raise ValueError("the click log has no clicks: no propensity can be estimated")
-    estimate, n_sessions = {"swap": _swap, "harvest": _harvest, "em": _em, "trust_em": _trust_em}[method](
+    estimate, n_sessions = {"swap": _swap, "harvest": _harvest, "em": _em, "trust_em": _trust_em, "pbm": _pbm}[method](
         log, K, opts)
-    Q = log.data.n_queries
+    Q = log.n_queries
     present = np.bincount(log.session_query, minlength=Q) > 0
     point = estimate(present[None, :].astype(np.float64))
     boot = None
     if B:
-        rng = np.random.default_rng(random_state)
-        queries = np.flatnonzero(present)
-        W = np.zeros((B, Q))
-        W[:, queries] = rng.multinomial(queries.size, np.full(queries.size, 1.0 / queries.size), size=B)
-        boot = estimate(W)
+        boot = estimate(_BootstrapWeights(np.random.default_rng(random_state), B, Q, np.flatnonzero(present)))
     if method == "trust_em":
         return _trust_bias_model(point, boot, opts["confidence"], n_sessions)
-    return _propensity_model(method, point, boot, opts["confidence"], n_sessions)
+    model = _propensity_model(method, point, boot, opts["confidence"], n_sessions)
+    model.support_, model.pair_support_ = opts.get("support"), opts.get("pair_support")
+    return model
 
 
 def _check_options(method, K, options) -> dict:
     """The checked ``**options`` of :func:`estimate_propensities`, with the defaults filled in."""
-    known = {"confidence", "min_clicks", "max_iter", "tol", "relevance_model", "eps_plus"}
+    known = {"confidence", "min_clicks", "max_iter", "tol", "relevance_model", "eps_plus", "prior_strength",
+             "min_support"}
     unknown = set(options) - known
     if unknown:
         raise TypeError(f"estimate_propensities got unknown options {sorted(unknown)}; known: {sorted(known)}")
@@ -770,14 +910,23 @@ def _check_options(method, K, options) -> dict:
         raise TypeError("relevance_model is an option of method 'em' only")
     if "eps_plus" in options and method != "trust_em":
         raise TypeError("eps_plus is an option of method 'trust_em' only")
+    if "prior_strength" in options and method != "pbm":
+        raise TypeError("prior_strength is an option of method 'pbm' only")
+    if "min_support" in options and method not in ("pbm", "harvest"):
+        raise TypeError("min_support is an option of methods 'pbm' and 'harvest' only")
     opts = {
         "confidence": check_probability(options.get("confidence", 0.95), "confidence", include_zero=False,
                                         include_one=False),
         "min_clicks": check_int(options.get("min_clicks", 10), "min_clicks", min_value=1),
-        "max_iter": check_int(options.get("max_iter", 500 if method != "em" else 100), "max_iter", min_value=1),
-        # EM with a user's relevance model refits it every step: a looser default there.
-        "tol": check_real(options.get("tol", 1e-4 if options.get("relevance_model") is not None else 1e-8),
-                          "tol", min_value=0, include_min=False),
+        "max_iter": check_int(options.get("max_iter", {"em": 100, "pbm": 10000}.get(method, 500)), "max_iter",
+                              min_value=1),
+        # EM with a user's relevance model refits it every step: a looser default there. The
+        # position-based model's tolerance is on the mean log-likelihood per impression.
+        "tol": check_real(options.get("tol", 1e-4 if options.get("relevance_model") is not None
+                                      else 1e-8), "tol", min_value=0, include_min=False),
+        "prior_strength": check_real(options.get("prior_strength", PBM_PRIOR_STRENGTH), "prior_strength",
+                                     min_value=0),
+        "min_support": check_int(options.get("min_support", MIN_SUPPORT), "min_support", min_value=0),
     }
     for key in ("relevance_model", "eps_plus"):
         if options.get(key) is not None:

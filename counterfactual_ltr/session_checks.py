@@ -15,7 +15,7 @@ import numpy as np
 
 from .datasets import RankingDataset, _frame_column
 
-__all__ = ["FRAME_COLUMNS", "SESSION_COLUMNS", "frame_arrays", "check_sessions", "first_repeated_item",
+__all__ = ["FRAME_COLUMNS", "SESSION_COLUMNS", "frame_arrays", "check_sessions", "first_repeated_item", "cut_pages",
            "check_session_codes"]
 
 #: Columns every log frame holds, one row per shown document.
@@ -239,3 +239,71 @@ def check_sessions(data: RankingDataset, rows: dict, locate=None, session_column
                          "(a session shows each row at most once)")
     return {"offsets": offsets, "session_ids": session_ids, "session_query": session_query, "logger": logger,
             "intervention": intervention}
+
+
+def cut_pages(query, position, session=None, locate=None, names=("query", "position")) -> tuple[np.ndarray, np.ndarray]:
+    """``(order, offsets)`` of raw events: the rows of each page (result list), in position order.
+
+    With ``session`` (a code per row naming its page), rows are sorted by (session, position), in
+    any input order. Without it, pages are runs of consecutive rows: a new page starts at a row
+    whose query differs from the row before or whose position is not larger than the row before's.
+    Positions are as recorded (1-based, gaps allowed: a missing position was not shown).
+
+    Parameters
+    ----------
+    query : int array (n_rows,)
+        Query code of every row.
+    position : int64 array (n_rows,)
+        Recorded position of every row.
+    session : int array (n_rows,), optional
+        Page code of every row (codes sorted like the page ids).
+    locate : callable, optional
+        ``locate(i) -> str``: where input row ``i`` came from, for messages.
+    names : tuple of two str
+        The names of the query and position columns in messages.
+
+    Returns
+    -------
+    order : int64 array (n_rows,)
+        Input rows in page order.
+    offsets : int64 array (n_pages + 1,)
+        Rows ``order[offsets[p]:offsets[p + 1]]`` form page ``p``.
+
+    Raises
+    ------
+    ValueError
+        Naming the column and a row: a position below 1, a position repeated on a page, a page
+        whose rows carry two queries.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> order, offsets = cut_pages(np.array([0, 0, 0, 1]), np.array([1, 3, 1, 2]))
+    >>> order.tolist(), offsets.tolist()
+    ([0, 1, 2, 3], [0, 2, 3, 4])
+    """
+    locate = locate or (lambda i: f"row {i}")
+    query_name, position_name = names
+    position = np.asarray(position)
+    bad = np.flatnonzero(position < 1)
+    if bad.size:
+        raise ValueError(f"column {position_name!r} must hold 1-based positions (>= 1); {locate(bad[0])} holds "
+                         f"{position[bad[0]]}")
+    if session is None:
+        order = np.arange(len(position))
+        start = np.r_[True, (query[1:] != query[:-1]) | (position[1:] <= position[:-1])]
+    else:
+        order = np.lexsort((position, session))
+        page, position, query = session[order], position[order], query[order]
+        start = np.r_[True, page[1:] != page[:-1]]
+        same = np.flatnonzero(~start[1:] & (position[1:] == position[:-1])) + 1
+        if same.size:
+            i = same[0]
+            raise ValueError(f"column {position_name!r}: a page holds position {position[i]} twice "
+                             f"({locate(order[i - 1])} and {locate(order[i])})")
+        mixed = np.flatnonzero(~start[1:] & (query[1:] != query[:-1])) + 1
+        if mixed.size:
+            i = mixed[0]
+            raise ValueError(f"column {query_name!r}: a page's rows carry two queries ({locate(order[i - 1])} and "
+                             f"{locate(order[i])})")
+    return order.astype(np.int64), np.r_[np.flatnonzero(start), len(position)].astype(np.int64)

@@ -175,6 +175,18 @@ def small_files(tmp_path_factory):
         pickle.dump(SVMPropRank(), fh)
     (folder / "propensity.json").write_text(json.dumps({"kind": "position_based", "eta": 0.5}))
     (folder / "bad_propensity.json").write_text(json.dumps({"kind": "magic"}))
+    # The same log raw (string query ids, document ids beyond 2**63) and its features keyed by those ids.
+    raw = log.to_frame()
+    raw = pd.DataFrame({"page": raw["session"], "q": "query-" + raw["qid"].astype(str),
+                        "d": raw["doc"].astype(np.uint64) + np.uint64(2**63), "pos": raw["position"],
+                        "clicked": raw["click"].astype(int)})
+    raw.to_csv(folder / "raw.csv", index=False)
+    raw.assign(pos=0).to_csv(folder / "raw_bad_position.csv", index=False)
+    table = pd.DataFrame(data.X, columns=[f"f{j}" for j in range(data.n_features)])
+    table.insert(0, "q", [f"query-{q}" for q in data.qid])
+    table.insert(1, "d", np.arange(data.n_docs, dtype=np.uint64) + np.uint64(2**63))
+    table.to_csv(folder / "features.csv", index=False)
+    table.iloc[1:].to_csv(folder / "features_missing.csv", index=False)
     return folder
 
 
@@ -215,6 +227,20 @@ def _bad(args, capsys, folder, expected):
     (("evaluate", "model.npz", "log.csv", "data.txt", "-o", "r.pdf"), ".html"),
     (("evaluate", "model.npz", "log.csv", "data.txt", "--metrics", "magic", "-o", "r.md"), "magic"),
     (("experiments", "no_such_experiment"), "unknown experiment"),
+    (("propensity", "raw.csv", "--method", "pbm", "--session", "page"), "no column 'query'"),
+    (("propensity", "raw_bad_position.csv", "--method", "pbm", "--query", "q", "--doc", "d", "--position", "pos",
+      "--click", "clicked"), "column 'pos'"),
+    (("propensity", "raw.csv", "--method", "pbm", "--query", "q", "--doc", "d", "--position", "pos", "--click",
+      "clicked", "--holdout", "1.5"), "--holdout"),
+    (("propensity", "log.csv", "data.txt", "--method", "pbm", "--query", "q"), "without DATA"),
+    (("fit", "raw.csv", "--query", "q", "--doc", "d", "--position", "pos", "--click", "clicked", "-o", "m.npz"),
+     "give DATA"),
+    (("fit", "raw.csv", "data.txt", "--features", "features.csv", "-o", "m.npz"), "not both"),
+    (("fit", "raw.csv", "--features", "features_missing.csv", "--query", "q", "--doc", "d", "--position", "pos",
+      "--click", "clicked", "--session", "page", "-o", "m.npz"), "have no features"),
+    (("fit", "raw.csv", "--features", "features.csv", "--doc", "nope", "--query", "q", "-o", "m.npz"), "'nope'"),
+    (("evaluate", "model.npz", "raw.csv", "--features", "features.csv", "--query", "q", "--doc", "d",
+      "--position", "pos", "--click", "clicked", "--session", "page", "-o", "r.pdf"), ".html"),
 ])
 def test_bad_input_exits_2_with_one_line(args, expected, small_files, capsys):
     _bad(args, capsys, small_files, expected)
@@ -372,3 +398,25 @@ def test_experiments_run_as_a_child_of_the_folder_found(tmp_path, monkeypatch):
     monkeypatch.chdir(decoy.parent)
     assert main(["experiments", "demo_script", "--quick", "--out", "somewhere", "-q"]) == 3
     assert (tmp_path / "argv.txt").read_text() == "demo_script --quick --out somewhere --quiet"
+
+
+def test_raw_log_commands_match_the_api(small_files, monkeypatch, capsys):
+    """propensity on a raw log with --holdout prints the curve and perplexities; fit --features is the LETOR fit."""
+    from counterfactual_ltr import ClickLog, RankingDataset, SVMPropRank
+    from counterfactual_ltr.persistence import load_model
+
+    monkeypatch.chdir(small_files)
+    columns = ["--query", "q", "--doc", "d", "--position", "pos", "--click", "clicked", "--session", "page"]
+    assert main(["propensity", "raw.csv", "--method", "pbm", "--max-position", "2", "--bootstrap", "0",
+                 "--holdout", "0.3", "-o", "raw_pbm.json"] + columns) == 0
+    out = capsys.readouterr().out
+    assert "position  2:" in out and "held-out click perplexity" in out and "rank-only" in out
+    payload = json.loads((small_files / "raw_pbm.json").read_text())
+    assert set(payload["held_out_perplexity"]) == {"position-based", "rank-only", "document-only"}
+    assert len(payload["support_"]) == 2
+    assert main(["fit", "raw.csv", "--features", "features.csv", "--C", "1", "--cv", "2", "-q", "-o", "raw.npz"]
+                + columns) == 0
+    assert main(["fit", "log.parquet", "data.txt", "--C", "1", "--cv", "2", "-q", "-o", "letor.npz"]) == 0
+    assert np.array_equal(load_model(small_files / "raw.npz").coef_, load_model(small_files / "letor.npz").coef_)
+    assert main(["evaluate", "raw.npz", "raw.csv", "--features", "features.csv", "-q", "-o", "raw_report.json"]
+                + columns) == 0

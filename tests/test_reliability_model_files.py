@@ -538,3 +538,12 @@ def test_an_edited_booster_text_is_refused_or_scores_finitely(edits, saved, data
     except ValueError:
         return
     assert np.all(np.isfinite(booster.predict(data.X)))
+
+
+def test_the_fuzz_script_counts_no_crash():
+    """experiments.bench_fuzz_trees with few edits (the docs' figures come from its default 18,000)."""
+    from experiments import bench_fuzz_trees
+
+    out = bench_fuzz_trees.main(["--edits", "150", "--batches", "1", "--seed", "3"])
+    assert out["total"]["crashed"] == 0 and out["total"]["not_finite"] == 0
+    assert out["total"]["refused"] + out["total"]["loaded"] == 150 and out["total"]["refused"] > 100

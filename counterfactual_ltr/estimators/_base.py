@@ -170,7 +170,7 @@ def transform_log(log: ClickLog, pre, *, fit: bool = False):
     new_query = np.full(log.data.n_queries, -1, dtype=np.int64)
     new_query[queries] = np.arange(len(queries))
     return ClickLog(sub, new_query[log.session_query], log.session_offsets, new_row[log.docs], log.clicks,
-                    log.session_ids, logger=log.logger, intervention=log.intervention), pre
+                    log.session_ids, logger=log.logger, intervention=log.intervention, positions=log.positions), pre
 
 
 def transform_aggregate(agg: ClickAggregate, pre, *, fit: bool = False):

@@ -143,7 +143,7 @@ def check_booster_text(text: str, n_features: int | None = None) -> str:
     Examples
     --------
     >>> text = ("tree\\nversion=v4\\nnum_class=1\\nnum_tree_per_iteration=1\\nlabel_index=0\\nmax_feature_idx=0\\n"
-    ...         "feature_names=x\\nfeature_infos=none\\ntree_sizes=0\\n\\n")
+    ...         "feature_names=x\\nfeature_infos=none\\ntree_sizes=90\\n\\n")
     >>> check_booster_text(text + "end of trees\\n")
     Traceback (most recent call last):
     ...

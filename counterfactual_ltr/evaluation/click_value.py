@@ -59,12 +59,11 @@ def _weights_by_rank(metric, metric_params, model, n_ranks):
 
 def logged_terms(log: ClickLog, metric, metric_params) -> np.ndarray:
     """``Y_i = sum_k m(k) c_k`` per session: the logged rankings' metric of clicks, unweighted."""
-    lengths = np.diff(log.session_offsets)
-    m = np.asarray(metric_weight(metric, **metric_params)(np.arange(1, max(int(lengths.max(initial=0)), 1) + 1)),
+    m = np.asarray(metric_weight(metric, **metric_params)(np.arange(1, max(int(log.positions.max(initial=0)), 1) + 1)),
                    dtype=np.float64)
     items = np.flatnonzero(log.clicks)
     session = np.searchsorted(log.session_offsets, items, side="right") - 1
-    positions = items - log.session_offsets[session]
+    positions = log.positions[items] - 1   # as recorded (gaps allowed)
     return np.bincount(session, weights=m[positions], minlength=log.n_sessions)
 
 
@@ -75,12 +74,11 @@ def logged_relevance_terms(log: ClickLog, metric, metric_params, model):
     slope): unbiased for the logging policy's expected value whatever it is.
     Returns ``X`` and the click weights ``1 / alpha_k``.
     """
-    lengths = np.diff(log.session_offsets)
-    m_t, alpha_t, beta_t = _weights_by_rank(metric, metric_params, model, int(lengths.max(initial=0)))
+    m_t, alpha_t, beta_t = _weights_by_rank(metric, metric_params, model, int(log.positions.max(initial=0)))
     affine = bool(np.any(beta_t != 0))
     items = np.arange(log.n_items) if affine else np.flatnonzero(log.clicks)
     session = np.searchsorted(log.session_offsets, items, side="right") - 1
-    pos = items - log.session_offsets[session]
+    pos = log.positions[items] - 1
     X = np.bincount(session, weights=m_t[pos] * (log.clicks[items] - beta_t[pos]) / alpha_t[pos],
                     minlength=log.n_sessions)
     return X, 1.0 / alpha_t[pos[log.clicks[items]]]
@@ -93,7 +91,7 @@ def ranking_free(metric, metric_params, model, log: ClickLog) -> bool:
     sum of the ranks of the clicks is then the number of relevant documents
     shown, whatever their order.
     """
-    L = int(np.diff(log.session_offsets).max(initial=0))
+    L = int(log.positions.max(initial=0))
     m, alpha, _ = _weights_by_rank(metric, metric_params, model, L)
     g = m * alpha
     return bool(L > 1 and np.ptp(g) <= 1e-12 * np.max(np.abs(g)))
@@ -108,7 +106,7 @@ def click_terms(setup, log: ClickLog, scores: np.ndarray, metric, metric_params)
     data, n = log.data, log.n_sessions
     offsets = log.session_offsets
     lengths = np.diff(offsets)
-    L = max(int(lengths.max(initial=0)), 1)
+    L = max(int(log.positions.max(initial=0)), 1)   # recorded positions may have gaps: L >= every length
     m_t, alpha_t, beta_t = _weights_by_rank(metric, metric_params, setup.model, L)
     g_t = m_t * alpha_t
     ranks = rank_within_queries(scores, data.query_offsets)
@@ -117,7 +115,7 @@ def click_terms(setup, log: ClickLog, scores: np.ndarray, metric, metric_params)
     # Only clicked items carry weight unless beta != 0 (every shown item) or DR corrects every shown item.
     items = np.arange(log.n_items) if affine or setup.rhat is not None else np.flatnonzero(log.clicks)
     session = np.searchsorted(offsets, items, side="right") - 1
-    pos = items - offsets[session]                       # 0-based position
+    pos = log.positions[items] - 1                       # 0-based position (as recorded)
     docs = log.docs[items]
     r = ranks[docs]
     g = np.where(r <= lengths[session], g_rows[docs], 0.0)   # the candidate shows only its top L_i
@@ -139,7 +137,7 @@ def click_terms(setup, log: ClickLog, scores: np.ndarray, metric, metric_params)
     if setup.clip is not None and setup.rho is None:
         # As for clipped IPS: |bias| <= (1/N) sum over shown items of |g| (1 - alpha_k / clip)^+.
         every_session = segment_ids(offsets)
-        every_pos = np.arange(log.n_items) - offsets[every_session]
+        every_pos = log.positions - 1
         every_g = np.where(ranks[log.docs] <= lengths[every_session], g_rows[log.docs], 0.0)
         shortfall = np.clip(1.0 - alpha_t[every_pos] / setup.clip, 0.0, None)
         bias_bound = float(np.dot(np.abs(every_g), shortfall)) / n

@@ -195,12 +195,12 @@ class ValidationReport:
                     "propensity": self.propensity, "propensity_source": self.propensity_source,
                     "confidence": self.confidence, "baseline": self.baseline,
                     "verdict_estimator": self.verdict_estimator,
-                    "comparisons": {m: {c.candidate: _plain(asdict(c)) for c in cs}
+                    "comparisons": {m: {c.candidate: json_ready(asdict(c)) for c in cs}
                                     for m, cs in self.comparisons.items()},
-                    "rankers": {row["name"]: {m: {k: _plain(asdict(v)) if hasattr(v, "__dataclass_fields__")
-                                                  else _plain(v) for k, v in row[m].items()}
+                    "rankers": {row["name"]: {m: {k: json_ready(asdict(v)) if hasattr(v, "__dataclass_fields__")
+                                                  else json_ready(v) for k, v in row[m].items()}
                                               for m in self.metrics} for row in self.rows},
-                    "truth": _plain(self.truth)})
+                    "truth": json_ready(self.truth)})
         return out
 
     def plot(self, path=None, metric: str = "dcg"):
@@ -226,12 +226,12 @@ class ValidationReport:
         return fig
 
 
-def _plain(value):
+def json_ready(value):
     """JSON-ready: tuples to lists, numpy numbers to floats, non-finite floats to None."""
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): json_ready(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, np.ndarray)):
-        return [_plain(v) for v in value]
+        return [json_ready(v) for v in value]
     if isinstance(value, (np.floating, float)):
         return float(value) if np.isfinite(value) else None
     if isinstance(value, np.integer):

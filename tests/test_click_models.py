@@ -1,0 +1,175 @@
+"""Click models and propensities from raw logs (issue 27): PBM EM, natural harvesting, held-out perplexity."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from click_sim.raw import simulate_raw_events
+from counterfactual_ltr import ClickLog, estimate_propensities
+from counterfactual_ltr._click_em import pbm_em
+from counterfactual_ltr.click_models import DocumentOnlyModel, PositionBasedModel, RankOnlyModel
+from counterfactual_ltr.propensity_estimation import IdentificationWarning
+from tests.test_raw_logs import requires_trec, trec_dir
+
+
+@pytest.fixture(scope="module")
+def drifting():
+    """100K simulated pages (1,000 queries, 10 results, theta = 1/r) with drifting rankings, as a raw log."""
+    frame, truth = simulate_raw_events(100_000, random_state=1, shuffle=True)
+    log = ClickLog.from_events(frame, session="session")
+    test = np.random.default_rng(0).random(len(log)) < 0.2
+    return log, log[~test], log[test], truth
+
+
+def test_pbm_em_likelihood_never_decreases_and_matches_the_exact_mle_on_a_tiny_problem():
+    rng = np.random.default_rng(3)
+    row, k = np.repeat(np.arange(6), 3), np.tile([1, 2, 3], 6)
+    n = rng.integers(5, 40, size=18).astype(float)
+    c = rng.binomial(n.astype(int), 0.6 / k * rng.uniform(0.2, 1, 18)).astype(float)
+    lls = [pbm_em(row, k, n, c, 6, 3, prior_strength=0.0, max_iter=it, tol=1e-300)["loglik"] for it in range(2, 60, 4)]
+    assert np.all(np.diff(lls) >= -1e-12)
+    fit = pbm_em(row, k, n, c, 6, 3, prior_strength=0.0, max_iter=20000, tol=1e-14)
+    # At the MLE the gradient of the log-likelihood in (theta, alpha) vanishes where both lie inside (0, 1).
+    p = fit["theta"][k - 1] * fit["alpha"][row]
+    score = c / p - (n - c) / (1 - p)
+    g_theta = np.bincount(k - 1, weights=score * fit["alpha"][row])
+    inside = fit["theta"] < 1 - 1e-6
+    assert np.allclose(g_theta[inside], 0, atol=1e-3)
+    g_alpha = np.bincount(row, weights=score * fit["theta"][k - 1])
+    assert np.allclose(g_alpha[fit["alpha"] < 1 - 1e-6], 0, atol=1e-3)
+
+
+def test_pbm_recovers_theta_by_monte_carlo():
+    """Plain EM (no prior) on many impressions per pair: theta_r / theta_1 within 3 % of the truth."""
+    rng = np.random.default_rng(5)
+    theta = np.array([1.0, 0.6, 0.4, 0.3])
+    alpha = rng.uniform(0.1, 0.9, 200)
+    row, k = np.repeat(np.arange(200), 4), np.tile([1, 2, 3, 4], 200)
+    n = np.full(800, 400.0)
+    c = rng.binomial(400, theta[k - 1] * alpha[row]).astype(float)
+    fit = pbm_em(row, k, n, c, 200, 4, prior_strength=0.0, max_iter=5000, tol=1e-12)
+    np.testing.assert_allclose(fit["theta"] / fit["theta"][0], theta, rtol=0.03)
+
+
+def test_position_based_model_beats_both_baselines_on_drifting_rankings(drifting):
+    _, train, test, _ = drifting
+    pbm = PositionBasedModel().fit(train)
+    rank = RankOnlyModel().fit(train).perplexity(test)
+    doc = DocumentOnlyModel().fit(train).perplexity(test)
+    held_out = pbm.perplexity(test)
+    assert held_out < rank and held_out < doc, (held_out, rank, doc)
+    assert pbm.log_likelihood(test) > RankOnlyModel().fit(train).log_likelihood(test)
+    by_position = pbm.perplexity(test, by_position=True)
+    assert by_position.shape == (10,) and np.isclose(by_position.mean(), held_out)
+
+
+def test_the_prior_keeps_em_from_overfitting(drifting):
+    _, train, test, _ = drifting
+    plain = PositionBasedModel(prior_strength=0.0).fit(train)
+    prior = PositionBasedModel().fit(train)
+    assert prior.perplexity(test) < plain.perplexity(test)
+    assert plain.perplexity(train) < prior.perplexity(train)   # what overfitting means
+
+
+@pytest.mark.parametrize("method", ["pbm", "harvest"])
+def test_raw_log_methods_recover_theta_within_ten_percent(drifting, method):
+    log, _, _, truth = drifting
+    est = estimate_propensities(log, method, n_bootstrap=5, random_state=0)
+    truth_rel = truth["theta"] / truth["theta"][0]
+    assert np.all(np.abs(est.relative_ / truth_rel - 1) <= 0.10), est.relative_ / truth_rel
+    assert est.support_.shape == (10,) and np.all(est.support_ >= 20)
+
+
+def test_perplexity_by_hand():
+    log = ClickLog.from_events({"query": ["q"] * 4, "doc": [1, 2, 2, 1], "position": [1, 2, 1, 2],
+                                "click": [1, 0, 0, 0]})
+    model = RankOnlyModel().fit(log)        # P(click) = 0.5 at 1, 0 (clipped) at 2
+    per = model.perplexity(log, by_position=True)
+    assert per[0] == pytest.approx(2.0) and per[1] == pytest.approx(1.0, abs=1e-8)
+    assert model.log_likelihood(log) == pytest.approx(np.log(0.5) / 2, abs=1e-8)
+
+
+def test_unseen_pairs_get_the_prior_and_ids_are_matched():
+    train = ClickLog.from_events({"query": ["a", "a", "a", "a"], "doc": ["x", "y", "y", "x"],
+                                  "position": [1, 2, 1, 2], "click": [1, 0, 1, 0]})
+    other = ClickLog.from_events({"query": ["b", "a"], "doc": ["x", "y"], "position": [1, 2], "click": [0, 0]})
+    model = PositionBasedModel().fit(train)
+    p = model._click_probability(other)
+    seen = model.alpha_[np.flatnonzero((model.row_keys_[1] == "y"))[0]]
+    assert p[0] == pytest.approx(model.theta_[0] * model.prior_mean_[0])
+    assert p[1] == pytest.approx(model.theta_[1] * seen)
+    doc = DocumentOnlyModel().fit(train)
+    assert doc._click_probability(other)[0] == pytest.approx(0.5)
+
+
+def test_unfitted_and_bad_input():
+    with pytest.raises(ValueError, match="not fitted"):
+        PositionBasedModel().perplexity(ClickLog.from_events({"query": [1], "doc": [1], "position": [1],
+                                                              "click": [0]}))
+    with pytest.raises(TypeError, match="ClickLog"):
+        PositionBasedModel().fit(pd.DataFrame())
+    with pytest.raises(ValueError, match="prior_strength"):
+        PositionBasedModel(prior_strength=-1).fit(ClickLog.from_events({"query": [1], "doc": [1], "position": [1],
+                                                                         "click": [0]}))
+
+
+def test_harvest_needs_no_logger_and_pbm_takes_its_options(drifting):
+    log, *_ = drifting
+    assert np.all(log.logger == 0)
+    est = estimate_propensities(log[:3000], "harvest", n_bootstrap=0, min_support=10**6)
+    assert est.pair_support_.shape == (10, 10) and np.all(est.pair_support_ == est.pair_support_.T)
+    with pytest.raises(TypeError, match="prior_strength is an option of method 'pbm'"):
+        estimate_propensities(log, "harvest", prior_strength=1.0)
+
+
+@requires_trec
+def test_trec_log_both_methods_run_and_say_how_well_positions_are_identified():
+    log = ClickLog.from_events(pd.read_csv(trec_dir() / "train.csv"), session="page")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pbm = estimate_propensities(log, "pbm", n_bootstrap=3, random_state=0, min_support=50)
+    assert pbm.support_.tolist()[0] > 0 and any(issubclass(w.category, IdentificationWarning) for w in caught)
+    with pytest.warns(IdentificationWarning, match="fewer than min_clicks"):
+        harvest = estimate_propensities(log, "harvest", max_position=4, n_bootstrap=3, random_state=0)
+    assert harvest.support_.shape == (4,)
+    with pytest.raises(ValueError, match="position 5 is 0.0"):
+        estimate_propensities(log, "harvest", n_bootstrap=0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 6), st.integers(2, 4), st.floats(0.0, 20.0), st.integers(0, 2**32 - 1))
+def test_em_parameters_and_perplexity_stay_in_bounds(n_rows, K, prior_strength, seed):
+    rng = np.random.default_rng(seed)
+    row = np.repeat(np.arange(n_rows), K)
+    k = np.tile(np.arange(1, K + 1), n_rows)
+    n = rng.integers(1, 5, size=row.size).astype(float)
+    c = np.floor(rng.random(row.size) * (n + 1))
+    fit = pbm_em(row, k, n, c, n_rows, K, prior_strength=prior_strength, max_iter=200)
+    for values in (fit["theta"], fit["alpha"], fit["mu"]):
+        assert np.all((values > 0) & (values <= 1))
+    assert fit["loglik"] <= 0
+    positions = np.tile(np.arange(1, K + 1), n_rows)
+    clicks = rng.random(positions.size) < 0.3
+    log = ClickLog.from_events({"query": np.repeat(np.arange(n_rows), K), "doc": rng.permutation(positions.size),
+                                "position": positions, "click": clicks})
+    for model in (PositionBasedModel(prior_strength=prior_strength, max_iter=200), RankOnlyModel(),
+                  DocumentOnlyModel(prior_strength=prior_strength)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(log)
+        per = model.perplexity(log, by_position=True)
+        assert np.all(per >= 1 - 1e-12) and model.log_likelihood(log) <= 0
+
+
+def test_em_on_a_raw_log_asks_for_features_and_trust_em_runs(drifting):
+    log, *_ = drifting
+    with pytest.raises(ValueError, match="'em' .* needs document features: this log has none"):
+        estimate_propensities(log[:2000], "em", n_bootstrap=0)
+    est = estimate_propensities(log[:20000], "trust_em", n_bootstrap=0)
+    assert est.relative_.shape == (10,) and np.all(np.isfinite(est.relative_))
