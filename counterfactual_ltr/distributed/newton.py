@@ -30,7 +30,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from .. import hessian_free as _hf
-from ..solvers.common import SolverResult, aggregate_pairs, make_result
+from ..solvers.common import SolverResult, aggregate_pairs, make_result, slope_line_search
 from ..solvers.smoothing import below_resolution, best_dual_on_segment, initial_mu, shrunk_mu, smoothing_dominates
 
 __all__ = ["Traffic", "solve_distributed"]
@@ -349,16 +349,15 @@ class _Solver:
         def hessian(p):
             return p + c.summed(_hessian_product, [c.parts, self.states], p)
 
-        u, _, r_norm = _hf._pcg(hessian, b, self.precond, rtol * b_norm, min(_hf.CG_MAX_ITER, self.d + 10))
-        if not (u.any() and r_norm <= _hf._FAIL_RESIDUAL * b_norm):
-            u = b / self.precond                 # preconditioned steepest descent: still a descent step
+        u, _, r_norm = _hf.pcg(hessian, b, self.precond, rtol * b_norm, min(_hf.CG_MAX_ITER, self.d + 10))
+        u = _hf.cg_or_descent(u, r_norm, b, self.precond)
         lines = c.map(_direction, [c.parts, self.states], u)
         t = self._line_search(lines, w, u, float(grad @ u))
         self.w = w + t * u
         self.it += 1
 
-    def _line_search(self, lines, w, u, f0, max_eval=30):
-        """Step ``t`` along ``u`` to a strong Wolfe slope of the smoothed objective (bracketed 1-D Newton)."""
+    def _line_search(self, lines, w, u, f0):
+        """Step ``t`` along ``u`` to a strong Wolfe slope of the smoothed objective (one round trip per trial)."""
         c, mu = self.cluster, self.mu
         c0, c1 = float(w @ u), float(u @ u)
 
@@ -366,24 +365,7 @@ class _Solver:
             S, curv = c.summed(_slope, [lines], t, mu)
             return c0 + t * c1 - S, c1 + curv
 
-        if f0 is None:
-            f0 = slope(0.0)[0]
-        if not f0 < 0:                           # not a descent direction (numerically)
-            return 0.0
-        lo, hi, t = 0.0, np.inf, 1.0
-        for _ in range(max_eval):
-            f1, f2 = slope(t)
-            if abs(f1) <= _LINE_SEARCH_RTOL * -f0:
-                return t
-            if f1 < 0:
-                lo = t
-            else:
-                hi = t
-            if hi - lo <= 1e-13 * hi:
-                break
-            nt = t - f1 / f2
-            t = nt if lo < nt < hi else (2.0 * t if hi == np.inf else 0.5 * (lo + hi))
-        return lo if lo > 0 else t
+        return slope_line_search(slope, slope(0.0)[0] if f0 is None else f0, _LINE_SEARCH_RTOL)
 
 
 def _width(part):
