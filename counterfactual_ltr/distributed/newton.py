@@ -31,6 +31,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .. import hessian_free as _hf
 from ..solvers.common import SolverResult, aggregate_pairs, make_result, slope_line_search
+from ..solvers.finisher import Finisher, finish_cap, kink_rounds, kink_threshold, near_kink
 from ..solvers.smoothing import below_resolution, best_dual_on_segment, initial_mu, shrunk_mu, smoothing_dominates
 
 __all__ = ["Traffic", "solve_distributed"]
@@ -124,7 +125,8 @@ def _evaluate(part, doc_w, w, C, margin, mu, width):
     degree = np.bincount(ib, h, minlength=n) + np.bincount(jb, h, minlength=n)
     precond = _squared_product(X, degree)
     state = (z, Cc, ib, jb, h)
-    return state, (hinge, float(alpha.sum()), float(alpha @ z), v, v_model, precond)
+    counts = np.array([np.count_nonzero((z > 0.0) & (z < mu)), np.count_nonzero(near_kink(z, mu))])
+    return state, (hinge, float(alpha.sum()), float(alpha @ z), v, v_model, precond, counts)
 
 
 def _squared_product(X, degree):
@@ -139,6 +141,41 @@ def _squared_product(X, degree):
         block = X[rows[start:start + step]]
         out += degree[rows[start:start + step]] @ (block * block)
     return out
+
+
+# ---------------------------------------------------------------------- the finisher's pieces
+def _near_kink(state, mu, cap):
+    """``|z|`` of the partition's pairs nearest the kink (its closest ``cap``: enough for the global threshold)."""
+    z = state[0]
+    dist = np.abs(z[near_kink(z, mu)])
+    return dist if dist.size <= cap else np.partition(dist, cap - 1)[:cap]
+
+
+def _kink_start(state, mu, threshold):
+    """``(held, in_kink)``: each pair's side at the iterate, and the kink set's pairs (``|z| <= threshold``)."""
+    z = state[0]
+    return z > 0.0, near_kink(z, mu) & (np.abs(z) <= threshold)
+
+
+def _restricted(part, state, sides):
+    """``X^T g`` of the pairs held above the kink, the kink pairs' feature differences and weights, the held sum."""
+    held, in_kink = sides
+    Cc, i, j = state[1], part.i, part.j
+    top = held & ~in_kink
+    q = np.asarray(part.X.T @ aggregate_pairs(i[top], j[top], Cc[top], part.X.shape[0])).ravel()
+    k = np.flatnonzero(in_kink)
+    Z = part.X[i[k]] - part.X[j[k]]
+    return q, (Z.toarray() if _hf.is_sparse(Z) else np.asarray(Z)), Cc[k], float(Cc[top].sum())
+
+
+def _candidate(part, state, sides, v, margin):
+    """``((hinge at v, pairs on the other side, kink set size), sides)``: the set grown by the wrongly held pairs."""
+    held, in_kink = sides
+    s = part.X @ v
+    z = margin - (s[part.i] - s[part.j])
+    wrong = ~in_kink & ((z > 0.0) != held)
+    summary = np.array([float(np.dot(state[1], np.maximum(z, 0.0))), wrong.sum(), in_kink.sum()])
+    return summary, (held, in_kink | wrong)
 
 
 def _hessian_product(part, state, p):
@@ -279,6 +316,7 @@ class _Solver:
             self._start_on_the_ray()
         self.best_P, self.best_w, self.best_D, self.ref = np.inf, self.w.copy(), -np.inf, None
         self.history, self.it, self.converged, self.done = [], 0, False, False
+        self.finisher = Finisher()
 
     def _start_on_the_ray(self):
         """The best point ``t w0`` on the ray of a warm start (as the in-memory paths)."""
@@ -292,6 +330,8 @@ class _Solver:
             self.evaluate()
             if self.on_iteration is not None:
                 self.on_iteration(self.it)
+            if self.finish_near_kink():
+                continue
             if self.stop() or self.shrink_smoothing():
                 continue
             self.newton_step()
@@ -301,7 +341,7 @@ class _Solver:
         c, w = self.cluster, self.w
         out = c.map(_evaluate, [c.parts, c.doc_weights], w, self.C, self.margin, self.mu, self.width)
         self.states = [c.client.submit(itemgetter(0), o, **c._placed(k)) for k, o in enumerate(out)]
-        hinge, alpha_sum, alpha_z, v, v_model, precond = c.summed(itemgetter(1), [out])
+        hinge, alpha_sum, alpha_z, v, v_model, precond, (self.n_band, self.n_near) = c.summed(itemgetter(1), [out])
         self.hinge, self.P = hinge, 0.5 * float(w @ w) + hinge
         self.v, self.model_grad, self.precond = v, w - v_model, 1.0 + precond
         self.D = self.margin * alpha_sum - 0.5 * float(v @ v)
@@ -310,14 +350,58 @@ class _Solver:
         self.ref = best_dual_on_segment(self.ref, (alpha_sum, v, self.D), self.margin)
         self.best_D = max(self.best_D, self.ref[2])
         self.history.append((self.best_P, self.best_D))
-        self.gap = self.best_P - self.best_D
-        self.target = self.tol * max(1.0, abs(self.best_P))
+        self._gap()
         # The smoothed problem's own gap: its smoothing terms cancel (see the explicit path).
         self.smooth_gap = self.P - hinge + alpha_z - self.D
         c.traffic.per_iteration.append(c.traffic.total())
         if self.verbose:
             print(f"[solve_distributed] it={self.it:3d} mu={self.mu:.2e} P={self.P:.10g} D={self.D:.10g} "
                   f"rel gap={self.gap / max(1.0, abs(self.best_P)):.2e}")
+
+    def _gap(self):
+        self.gap = self.best_P - self.best_D
+        self.target = self.tol * max(1.0, abs(self.best_P))
+
+    def finish_near_kink(self) -> bool:
+        """The in-memory finisher's exact solve near the kink (:func:`~counterfactual_ltr.solvers.finisher.kink_rounds`).
+
+        The kink pairs' feature differences (at most twice ``finish_cap(d)`` rows of ``d``) come to
+        the driver, the rest stays: ``v``'s part from the pairs held above the kink is a summed
+        ``d``-vector, the candidate's hinge a summed scalar. True when the iterate moved.
+        """
+        cap = finish_cap(self.d)
+        if not self.finisher.due(self.gap, self.target, self.best_P) or self.n_band > cap or not self.n_near:
+            return False
+        c, mu = self.cluster, self.mu
+        self.finisher.tried(self.gap)
+        threshold = np.inf
+        if self.n_near > cap:
+            threshold = kink_threshold(np.concatenate(c.gather(c.map(_near_kink, [self.states], mu, cap))), mu, self.d)
+        sides = c.map(_kink_start, [self.states], mu, threshold)
+        held = [0.0]
+
+        def restricted():
+            out = c.gather(c.map(_restricted, [c.parts, self.states, sides]))
+            held[0] = sum(o[3] for o in out)
+            return (sum(o[0] for o in out), np.vstack([o[1] for o in out]), np.concatenate([o[2] for o in out]),
+                    held[0])
+
+        def candidate(lam, v):
+            out = c.map(_candidate, [c.parts, self.states, sides], v, self.margin)
+            sides[:] = [c.client.submit(itemgetter(1), o, **c._placed(k)) for k, o in enumerate(out)]
+            hinge, n_wrong, n_kink = c.summed(itemgetter(0), [out])
+            return 0.5 * float(v @ v) + hinge, int(n_wrong), int(n_kink), held[0] + float(lam.sum())
+
+        alpha_sum, v, P, D = kink_rounds(restricted, candidate, self.margin, self.target, self.d)
+        if D > self.best_D:
+            self.best_D, self.ref = D, (alpha_sum, v, D)
+        if P < self.best_P:
+            self.best_P, self.best_w = P, v.copy()
+        if P < self.P:                           # go on from the better point, evaluated afresh
+            self.w = v
+            return True
+        self._gap()
+        return False
 
     def stop(self) -> bool:
         if self.gap <= self.target:
