@@ -240,23 +240,27 @@ def test_unsupported_options_are_refused(small):
 
 # ---------------------------------------------------------------------- model selection
 @pytest.mark.slow
-def test_grid_search_reuses_the_partitions(small, client):
+@pytest.mark.parametrize("n_folds", [2, 3])
+def test_grid_search_reuses_the_partitions(small, client, n_folds):
+    """Per-fold scores equal the in-memory fits' on the same folds. (Solves stopped at a gap of 1e-6
+    by smoothing alone left w ~3e-4 apart and swapped near-tied documents: SNIPS 8e-4 apart on the
+    2-fold split; both paths now end with the exact solve near the kink.)"""
     from sklearn.model_selection import GridSearchCV, KFold
 
     ddata, mem, ids, log, agg = small
     with distributed.get_task_stream(client) as stream:
-        search = GridSearchCV(SVMPropRank(propensity=0.8), {"C": [0.1, 10.0]}, cv=KFold(3)).fit(agg)
+        search = GridSearchCV(SVMPropRank(propensity=0.8), {"C": [0.1, 10.0]}, cv=KFold(n_folds)).fit(agg)
     ran = {t["key"][0] if isinstance(t["key"], tuple) else t["key"] for t in stream.data}
     assert not [k for k in ran if "from_pandas" in str(k) or "shuffle" in str(k) or "_build_partition" in str(k)]
     # the same folds in memory: a fold is the sessions of the queries of some partitions
     parts = client.gather(agg.parts)
     query_part = np.repeat(np.arange(len(parts)), [a.data.n_queries for a in parts])
     session_part = query_part[log.session_query]
-    for k, (train, test) in enumerate(KFold(3).split(np.arange(len(parts)))):
+    for k, (train, test) in enumerate(KFold(n_folds).split(np.arange(len(parts)))):
         for c_index, C in enumerate([0.1, 10.0]):
             model = SVMPropRank(C=C, propensity=0.8).fit(log[np.isin(session_part, train)])
             expect = model.score(log[np.isin(session_part, test)].aggregate())
-            assert search.cv_results_[f"split{k}_test_score"][c_index] == pytest.approx(expect, abs=1e-4)
+            assert search.cv_results_[f"split{k}_test_score"][c_index] == pytest.approx(expect, abs=1e-9)
 
 
 # ---------------------------------------------------------------------- a worker lost mid-fit

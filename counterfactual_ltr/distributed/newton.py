@@ -8,8 +8,11 @@ smoothing continuation and the dual point of :mod:`counterfactual_ltr.solvers.sm
 directions by preconditioned conjugate gradients (:mod:`counterfactual_ltr.hessian_free`, its
 forcing term and CG loop) and a line search on the smoothed objective, stopping at
 ``gap <= tol * max(1, |P|)`` with ``gap`` the exact duality gap of the best primal and dual points,
-so ``coef``, ``objective`` and ``gap`` mean what they mean in memory. (No screening and no
-finisher: both work on pair arrays gathered in one place.)
+so ``coef``, ``objective`` and ``gap`` mean what they mean in memory. Near the optimum the
+in-memory finisher's exact solve of the pairs at the kink
+(:func:`~counterfactual_ltr.solvers.finisher.kink_rounds`) ends the solve: the kink pairs' feature
+differences (a bounded number of ``d``-rows) come to the driver. (No screening: it speculates on
+pair arrays gathered in one place.)
 
 Every product with the features is a task on a partition's worker, and what travels is ``w``, a
 direction or a CG vector (``d`` floats) to each partition and a ``d``-vector and a few scalars
