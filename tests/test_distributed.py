@@ -146,6 +146,61 @@ def test_a_log_row_missing_from_the_data_set_is_an_error(small):
         aggregate_clicks(dd.from_pandas(lf, npartitions=2), ddata, engine="dask")
 
 
+def _log_frame(log, mem, mq, md):
+    lf = log.to_frame()
+    rows = lf["doc"].to_numpy()
+    lf["qid"], lf["doc"] = mq[mem.qid[rows]], md[rows]
+    return lf
+
+
+def test_a_session_split_across_log_partitions_is_one_session(small):
+    """Rows of one session in two log partitions meet on their query's partition: counted as in memory."""
+    ddata, mem, (mq, md), log, agg = small
+    lf = _log_frame(log, mem, mq, md)
+    moved = pd.concat([lf.iloc[1:], lf.iloc[:1]], ignore_index=True)      # session 0's first row last
+    split = aggregate_clicks(dd.from_pandas(moved, npartitions=2, sort=False), ddata, engine="dask")
+    assert (split.n_sessions, split.n_clicks) == (log.aggregate().n_sessions, log.aggregate().n_clicks)
+    weights = np.concatenate([a.weights for a in split.client.gather(split.parts)])
+    np.testing.assert_array_equal(weights, log.aggregate().weights)
+
+
+def test_a_session_id_on_two_queries_in_two_partitions_is_an_error(small, tmp_path):
+    ddata, mem, (mq, md), log, agg = small
+    lf = _log_frame(log, mem, mq, md)
+    last = lf["session"] == lf["session"].iloc[-1]              # its query is in the last data-set partition
+    lf.loc[last, "session"] = lf["session"].iloc[0]             # ... and its id is the first session's
+    with pytest.raises(ValueError, match=r"session 0 shows query 'q\d+' and query 'q\d+' \(data-set partitions 0 "
+                                         r"and 2\): a session shows one query"):
+        aggregate_clicks(dd.from_pandas(lf, npartitions=2, sort=False), ddata, engine="dask")
+    # in memory the same log is refused as well (the session's positions repeat)
+    path = tmp_path / "log.parquet"
+    frame = log.to_frame()
+    frame.loc[frame["session"] == frame["session"].iloc[-1], "session"] = frame["session"].iloc[0]
+    frame.to_parquet(path)
+    with pytest.raises(ValueError, match="session 0"):
+        aggregate_clicks(str(path), mem)
+
+
+@pytest.mark.parametrize("suffix", ["parquet", "csv"])
+def test_the_distributed_aggregate_reads_log_files(small, tmp_path, suffix):
+    from counterfactual_ltr.log_integrity import write_log_frame
+
+    ddata, mem, (mq, md), log, agg = small
+    lf = _log_frame(log, mem, mq, md)
+    for k, piece in enumerate(np.array_split(np.arange(len(lf)), 2)):
+        write_log_frame(lf.iloc[piece], str(tmp_path / f"part{k}.{suffix}"))
+    from_files = aggregate_clicks(str(tmp_path), ddata, engine="dask")
+    assert (from_files.n_sessions, from_files.n_clicks) == (agg.n_sessions, agg.n_clicks)
+    np.testing.assert_array_equal(np.concatenate([a.weights for a in from_files.client.gather(from_files.parts)]),
+                                  log.aggregate().weights)
+    (tmp_path / f"part1.{suffix}").unlink()
+    write_log_frame(lf.drop(columns="position"), str(tmp_path / f"part1.{suffix}"))
+    with pytest.raises(ValueError, match=f"part1.{suffix}"):
+        aggregate_clicks(str(tmp_path), ddata, engine="dask")
+    with pytest.raises(ValueError, match="raw-log options"):
+        aggregate_clicks(str(tmp_path), ddata, engine="dask", query="qid")
+
+
 # ---------------------------------------------------------------------- products over partitions
 def test_gradient_and_hessian_products_match_finite_differences(small, client):
     """The summed per-partition gradient and Hessian products of the smoothed objective."""

@@ -329,47 +329,92 @@ class DistributedDataset:
         data = cls(X, np.concatenate([p.data.y for p in parts]), qid)
         return data, np.concatenate([p.query_ids for p in parts]), np.concatenate([p.doc_ids for p in parts])
 
-    def aggregate(self, log, propensity=None, *, local):
+    def aggregate(self, log, propensity=None, *, local, files=None, read=None):
         """The click log reduced per partition: a :class:`DistributedAggregate`.
 
         Use ``aggregate_clicks(log, data, engine="dask")``, which calls this.
 
         Parameters
         ----------
-        log : dask DataFrame
+        log : dask DataFrame, or log files
             The :meth:`ClickLog.to_frame` columns, ``qid`` and ``doc`` holding this data set's
-            query and document ids. Each log partition is cut by the data-set partition of its
-            queries; the pieces meet on the workers of those partitions.
+            query and document ids. Each log partition (or file, read and verified on a worker)
+            is cut by the data-set partition of its queries; the pieces meet on the workers of
+            those partitions. A session id found in two data-set partitions (a session shows
+            one query) is a ``ValueError``, as the in-memory checks refuse it.
         propensity : propensity model, eta, or None
             As in :func:`~counterfactual_ltr.aggregate.aggregate_clicks`.
         local : callable
             ``local(frame, data, propensity, where)``: one partition's rows (local row numbers)
             reduced to its ClickAggregate (:func:`~counterfactual_ltr.aggregate.frame_aggregate`).
+        files : callable, optional
+            ``source -> list of paths`` (:func:`~counterfactual_ltr.log_integrity.log_files`),
+            for a log given as files.
+        read : callable, optional
+            ``(path, columns, batch_size) -> frames``
+            (:func:`~counterfactual_ltr.log_integrity.iter_log_batches`), run on the workers.
 
         Returns
         -------
         DistributedAggregate
         """
-        if not hasattr(log, "to_delayed"):
-            raise ValueError("a distributed data set aggregates a Dask DataFrame of the log (read log files with "
-                             "dask.dataframe.read_parquet)")
-        missing = [c for c in ("session", "qid", "doc", "position", "click") if c not in log.columns]
-        if missing:
-            raise ValueError(f"the log lacks the columns {missing}")
         import dask
 
+        if hasattr(log, "to_delayed"):
+            missing = [c for c in _LOG_COLUMNS if c not in log.columns]
+            if missing:
+                raise ValueError(f"the log lacks the columns {missing}")
+            sources = log.to_delayed()
+            names = [f"log partition {k}" for k in range(len(sources))]
+        elif files is not None and read is not None:
+            names = files(log)
+            sources = [dask.delayed(_read_file, pure=True)(path, read) for path in names]
+        else:
+            raise ValueError("a distributed data set aggregates a Dask DataFrame of the log or log files")
         directory = self.client.submit(_directory, [self.client.submit(_query_ids, f, pure=False)
                                                     for f in self.parts], pure=False)
         split = dask.delayed(_split_log, pure=True)
-        pieces = self.client.compute([split(piece, directory, self.n_partitions, k)
-                                      for k, piece in enumerate(log.to_delayed())])
+        pieces = self.client.compute([split(piece, directory, self.n_partitions, where)
+                                      for piece, where in zip(sources, names)])
         # Each data-set partition fetches only its own piece of every log partition.
-        aggs = [self.client.submit(_aggregate_partition, part, p,
-                                   [self.client.submit(_piece, cut, p, pure=False) for cut in pieces], local,
-                                   propensity, pure=False)
+        mine = [[self.client.submit(_piece, cut, p, pure=False) for cut in pieces] for p in range(self.n_partitions)]
+        aggs = [self.client.submit(_aggregate_partition, part, p, mine[p], local, propensity, pure=False)
                 for p, part in enumerate(self.parts)]
+        # Only session and query ids meet on one worker (as the query ids did for the routing).
+        self.client.submit(_one_partition_per_session, [self.client.submit(_session_queries, m, pure=False)
+                                                         for m in mine], pure=False).result()
         counts = self.client.gather(self.client.map(_counts, aggs, pure=False))
         return DistributedAggregate(self, aggs, [c[0] for c in counts], [c[1] for c in counts], propensity)
+
+
+_LOG_COLUMNS = ("session", "qid", "doc", "position", "click")
+
+
+def _read_file(path, read):
+    """A log file, read and verified on a worker (its session, query, document, position and click columns)."""
+    import pandas as pd
+
+    return pd.concat(list(read(path, list(_LOG_COLUMNS), None)), ignore_index=True)
+
+
+def _session_queries(pieces):
+    """The distinct ``(session, qid)`` of a data-set partition's log rows."""
+    import pandas as pd
+
+    return pd.concat([piece[["session", "qid"]] for piece in pieces], ignore_index=True).drop_duplicates("session")
+
+
+def _one_partition_per_session(frames):
+    """``ValueError`` naming a session whose rows route to two data-set partitions (two queries)."""
+    import pandas as pd
+
+    both = pd.concat([f.assign(partition=p) for p, f in enumerate(frames)], ignore_index=True)
+    twice = both[both["session"].duplicated(keep=False)]
+    if len(twice):
+        first = twice[twice["session"] == twice["session"].iloc[0]].iloc[:2]
+        raise ValueError(f"session {_plain(first['session'].iloc[0])!r} shows query {_plain(first['qid'].iloc[0])!r} "
+                         f"and query {_plain(first['qid'].iloc[1])!r} (data-set partitions "
+                         f"{first['partition'].iloc[0]} and {first['partition'].iloc[1]}): a session shows one query")
 
 
 def _positions(index, n) -> np.ndarray:
@@ -393,12 +438,12 @@ def _directory(query_ids):
     return pd.Series(owner, index=pd.Index(ids))
 
 
-def _split_log(piece, directory, n_parts, k):
-    """One log partition cut by the data-set partition of its queries: a list of ``n_parts`` frames."""
+def _split_log(piece, directory, n_parts, where):
+    """One log partition (``where``) cut by the data-set partition of its queries: a list of ``n_parts`` frames."""
     owner = directory.reindex(piece["qid"].to_numpy()).to_numpy()
     unknown = np.isnan(owner) if owner.dtype.kind == "f" else np.zeros(owner.shape, bool)
     if unknown.any():
-        raise ValueError(f"log partition {k}: query {_plain(piece['qid'].iloc[int(np.flatnonzero(unknown)[0])])!r} is not in "
+        raise ValueError(f"{where}: query {_plain(piece['qid'].iloc[int(np.flatnonzero(unknown)[0])])!r} is not in "
                          "the data set")
     owner = owner.astype(np.int64)
     order = np.argsort(owner, kind="stable")
