@@ -344,9 +344,8 @@ def aggregate_clicks(source, data: RankingDataset, propensity=None, *, engine: s
         ``.`` or ``_`` are skipped).
     data : RankingDataset or DistributedDataset
         The data set whose rows ``doc`` refers to. A distributed data set
-        (:meth:`RankingDataset.from_dask`) takes a Dask DataFrame or log files whose ``qid`` and
-        ``doc`` hold its query and document ids (each file read and verified on a worker; the raw-log
-        options are not supported there); the result is then a
+        (:meth:`RankingDataset.from_dask`) takes a Dask DataFrame or log files (no raw-log options)
+        whose ``qid`` and ``doc`` hold its query and document ids; the result is then a
         :class:`~counterfactual_ltr.distributed.DistributedAggregate` (one aggregate per partition,
         on the workers).
     propensity : propensity model, eta, or None (eta = 1)
@@ -397,8 +396,7 @@ def aggregate_clicks(source, data: RankingDataset, propensity=None, *, engine: s
         if engine != "dask":
             raise ValueError("a distributed data set needs engine='dask'")
         if missing is not None or any(v is not None for v in (query, doc, position, click, session)):
-            raise ValueError("the raw-log options (query, doc, position, click, session, missing) are not supported "
-                             "with a distributed data set: give the log's ClickLog.to_frame columns")
+            raise ValueError("the raw-log options (query, doc, ..., missing) are not supported on a distributed data set")
         return data.aggregate(source, propensity, local=frame_aggregate, files=log_files, read=iter_log_batches)
     if not isinstance(data, RankingDataset):
         raise TypeError(f"data must be a RankingDataset, got {type(data).__name__}")

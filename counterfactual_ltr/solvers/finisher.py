@@ -52,11 +52,29 @@ class Finisher:
         self.below = np.inf                      # gap below which the finisher is tried (again)
 
     def due(self, gap, target, best_P) -> bool:
-        """Whether to try now: below the first gap (or a fourfold fall since the last try), above the target."""
+        """Whether to try now: below the first gap (or a fourfold fall since the last try), above the target.
+
+        Parameters
+        ----------
+        gap, target : float
+            The solve's best duality gap and the gap it aims at.
+        best_P : float
+            The solve's best objective.
+
+        Returns
+        -------
+        bool
+        """
         return target < gap <= min(self.below, _FINISH_START * max(1.0, abs(best_P)))
 
     def tried(self, gap):
-        """A try at ``gap``: the next waits for the gap to fall fourfold."""
+        """A try at ``gap``: the next waits for the gap to fall fourfold.
+
+        Parameters
+        ----------
+        gap : float
+            The solve's best duality gap at the try.
+        """
         self.below = _FINISH_BACKOFF * gap
 
     def attempt(self, X, pairs, z, mu, margin, gap, target, best_P, rmatvec):
