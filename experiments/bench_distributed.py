@@ -89,9 +89,11 @@ def _distributed(args, rows, features):
 
     # No spilling to disk (the table must fit in the workers' memory, not on their disks) and no
     # pausing (a paused worker that cannot spill never frees memory: the run stalls, as measured with
-    # pause at 0.9 of 0.8 GB); a worker above 98 % of its limit is restarted.
+    # pause at 0.9 of 0.8 GB); a worker above 98 % of its limit is restarted. Long comm timeouts: a dozen
+    # workers on two loaded cores answer slowly (the client's link timed out at the default 30 s).
     with dask.config.set({"distributed.worker.memory.target": False, "distributed.worker.memory.spill": False,
-                          "distributed.worker.memory.pause": False, "distributed.worker.memory.terminate": 0.98}):
+                          "distributed.worker.memory.pause": False, "distributed.worker.memory.terminate": 0.98,
+                          "distributed.comm.timeouts.connect": "300s", "distributed.comm.timeouts.tcp": "600s"}):
         cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                                memory_limit=args.memory_limit, dashboard_address=None, silence_logs=40)
         client = Client(cluster)

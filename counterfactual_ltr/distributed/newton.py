@@ -25,17 +25,15 @@ state is recomputed from the partition and ``w`` alone: the result does not chan
 from __future__ import annotations
 
 import pickle
-import warnings
 from dataclasses import dataclass, field
 from operator import itemgetter
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 from .. import hessian_free as _hf
 from ..solvers.common import SolverResult, aggregate_pairs, make_result, slope_line_search
 from ..solvers.finisher import Finisher, finish_cap, kink_rounds, kink_threshold, near_kink
-from ..solvers.smoothing import below_resolution, best_dual_on_segment, initial_mu, shrunk_mu, smoothing_dominates
+from ..solvers.smoothing import best_dual_on_segment, initial_mu, next_level, smoothing_dominates
 
 __all__ = ["Traffic", "solve_distributed"]
 
@@ -417,12 +415,9 @@ class _Solver:
         if not smoothing_dominates(self.smooth_gap, self.gap):
             return False
         self.width = self.mu
-        self.mu = shrunk_mu(self.mu, self.target, self.gap)
+        self.mu, stop = next_level(self.mu, self.target, self.gap, self.margin, self.C, "solve_distributed", 4)
         self.it += 1
-        if below_resolution(self.mu, self.margin):
-            warnings.warn(f"solve_distributed: smoothing mu = {self.mu:.3g} fell below float64 resolution at "
-                          f"C = {self.C:g}, gap {self.gap:.3g}; stopping early", ConvergenceWarning, stacklevel=3)
-            self.done = True
+        self.done = self.done or stop
         return True
 
     def newton_step(self):

@@ -42,8 +42,7 @@ from .. import hessian_free as _hf
 from .common import MAX_WEIGHT_BOUND, aggregate_pairs, bracket_step
 from .finisher import Finisher
 from .newton_direction import damping, newton_direction
-from .smoothing import (below_resolution, best_dual_on_segment, initial_mu, shrunk_mu, smoothing_dominates,
-                        stalls)
+from .smoothing import best_dual_on_segment, initial_mu, next_level, smoothing_dominates, stalls
 from .working_set import WorkingSet
 
 __all__ = ["solve_explicit"]
@@ -249,14 +248,9 @@ class _ExplicitNewton:
         if not smoothing_dominates(self.smooth_gap, self.gap):
             return False
         self.width = self.mu
-        self.mu = shrunk_mu(self.mu, self.target, self.gap)
+        self.mu, stop = next_level(self.mu, self.target, self.gap, self.margin, self.C, "solve_pairwise_hinge", 3)
         self.it += 1
-        if below_resolution(self.mu, self.margin):
-            # Hinge arguments carry rounding errors far above such a smoothing (huge C or
-            # tol below float64 resolution): further levels would only divide by ~0.
-            warnings.warn(f"solve_pairwise_hinge: smoothing mu = {self.mu:.3g} fell below float64 resolution "
-                          f"at C = {self.C:g}, gap {self.gap:.3g}; stopping early", ConvergenceWarning, stacklevel=2)
-            self.done = True
+        self.done = self.done or stop
         return True
 
     def newton_step(self):
