@@ -342,8 +342,12 @@ def aggregate_clicks(source, data: RankingDataset, propensity=None, *, engine: s
         :func:`~counterfactual_ltr.files.read_click_log` accepts. A directory is searched
         recursively; a file in it with another ending is an error (names starting with
         ``.`` or ``_`` are skipped).
-    data : RankingDataset
-        The data set whose rows ``doc`` refers to.
+    data : RankingDataset or DistributedDataset
+        The data set whose rows ``doc`` refers to. A distributed data set
+        (:meth:`RankingDataset.from_dask`) takes a Dask DataFrame or log files (no raw-log options)
+        whose ``qid`` and ``doc`` hold its query and document ids; the result is then a
+        :class:`~counterfactual_ltr.distributed.DistributedAggregate` (one aggregate per partition,
+        on the workers).
     propensity : propensity model, eta, or None (eta = 1)
         Used for :attr:`ClickAggregate.weights`; :meth:`ClickAggregate.reweight` changes it later.
     engine : {"pyarrow", "dask"}
@@ -388,6 +392,12 @@ def aggregate_clicks(source, data: RankingDataset, propensity=None, *, engine: s
     >>> aggregate_clicks(path, data).equals(log.aggregate())
     True
     """
+    if getattr(data, "is_distributed", False):   # partitions on a cluster: reduced where they live
+        if engine != "dask":
+            raise ValueError("a distributed data set needs engine='dask'")
+        if missing is not None or any(v is not None for v in (query, doc, position, click, session)):
+            raise ValueError("the raw-log options (query, doc, ..., missing) are not supported on a distributed data set")
+        return data.aggregate(source, propensity, local=frame_aggregate, files=log_files, read=iter_log_batches)
     if not isinstance(data, RankingDataset):
         raise TypeError(f"data must be a RankingDataset, got {type(data).__name__}")
     if engine not in ("pyarrow", "dask"):
@@ -408,6 +418,44 @@ def aggregate_clicks(source, data: RankingDataset, propensity=None, *, engine: s
             table = _merge_tables([t for t in (summary.reduced, edges) if t is not None])
         except NotGrouped:
             table, n_sessions = _bucket_count(files, batch_size, data, _where(source))
+    return ClickAggregate._weighted(data, table if table is not None else _merge_tables([]), n_sessions, propensity)
+
+
+def frame_aggregate(frame, data: RankingDataset, propensity, where: str) -> ClickAggregate:
+    """The aggregate of a log held in one pandas frame (``doc``: rows of ``data``), every session checked.
+
+    What one partition of a distributed data set runs on its share of the log (see
+    :mod:`counterfactual_ltr.distributed`): the rows are grouped by session, then checked and
+    counted as the streamed path does.
+
+    Parameters
+    ----------
+    frame : pandas DataFrame
+        The log's rows with the :meth:`ClickLog.to_frame` columns.
+    data : RankingDataset
+        The data set whose rows ``doc`` refers to.
+    propensity : propensity model, eta, or None
+        As in :func:`aggregate_clicks`.
+    where : str
+        Names the rows in error messages.
+
+    Returns
+    -------
+    ClickAggregate
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> data = RankingDataset(np.eye(3), [1, 0, 1], [5, 5, 5])
+    >>> frame = pd.DataFrame({"session": [1, 1], "qid": [5, 5], "doc": [2, 0], "position": [1, 2],
+    ...                       "click": [1, 0]})
+    >>> frame_aggregate(frame, data, None, "example").weights.tolist()
+    [0.0, 0.0, 1.0]
+    """
+    frame = frame.sort_values("session", kind="stable")
+    summary = summarise([(frame, where)], data, _count, _merge_two)
+    edges, n_sessions = fold([summary], data, _count, _merge_two)
+    table = _merge_tables([t for t in (summary.reduced, edges) if t is not None])
     return ClickAggregate._weighted(data, table if table is not None else _merge_tables([]), n_sessions, propensity)
 
 

@@ -190,6 +190,40 @@ class RankingDataset:
         return np.arange(self.n_docs, dtype=np.int64) if self._doc_keys is None else self._doc_keys
 
     # ------------------------------------------------------------------ sizes
+    @classmethod
+    def from_dask(cls, frame, *, query, doc, features, label=None, sparse=False, shuffle=True, npartitions=None,
+                  client=None):
+        """A data set partitioned by query on a Dask cluster (:class:`~counterfactual_ltr.distributed.DistributedDataset`).
+
+        Parameters
+        ----------
+        frame : dask DataFrame
+            The feature table, one row per (query, document).
+        query, doc : str
+            Columns of the query and document ids (kept as given: integers or strings).
+        features : list of str
+            The feature columns.
+        label : str, optional
+            Column of graded labels (zeros without it).
+        sparse : bool, default False
+            Keep every partition's features as a CSR matrix.
+        shuffle : bool, default True
+            Move the rows so that every query is whole in one partition (``frame.shuffle(on=query)``);
+            False keeps the frame's partitions and refuses a query found in two of them.
+        npartitions : int, optional
+            Partitions after the shuffle (default: the frame's).
+        client : dask.distributed.Client, optional
+            Default: the active client.
+
+        Returns
+        -------
+        DistributedDataset
+        """
+        from .distributed.collection import from_dask
+
+        return from_dask(cls, frame, query=query, doc=doc, features=features, label=label, sparse=sparse,
+                         shuffle=shuffle, npartitions=npartitions, client=client)
+
     @property
     def n_docs(self) -> int:
         return self.X.shape[0]

@@ -48,7 +48,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["choose_method", "newton_cg_direction", "METHODS", "DENSE_MAX_FEATURES", "CG_RTOL"]
+__all__ = ["choose_method", "newton_cg_direction", "pcg", "cg_or_descent", "METHODS", "DENSE_MAX_FEATURES", "CG_RTOL"]
 
 #: Names accepted by ``solve_pairwise_hinge(method=...)``.
 METHODS = ("auto", "newton", "newton_cg")
@@ -64,7 +64,7 @@ CG_RTOL = 0.1
 FORCING_POWER = 1.0
 
 #: CG "fails" above this relative residual (rounding on an ill-conditioned system).
-_FAIL_RESIDUAL = 0.5
+FAIL_RESIDUAL = 0.5
 
 #: Products with X run on the band's rows only when they are fewer than this share of the rows.
 _RESTRICT_SHARE = 0.7
@@ -327,7 +327,7 @@ def newton_cg_direction(X, grad, laplacian, degree, rtol=None, max_iter=CG_MAX_I
     if b_norm == 0.0:
         return np.zeros(d), 0
     limit = min(max_iter, d + 10) if ops.cap is None else min(max_iter, d + 10, ops.cap)
-    u, steps, r_norm = _pcg(lambda p: p + X.T @ laplacian(X @ p), b, precond, rtol * b_norm, limit)
+    u, steps, r_norm = pcg(lambda p: p + X.T @ laplacian(X @ p), b, precond, rtol * b_norm, limit)
     if r_norm <= rtol * b_norm and u.any():
         return u, steps
     if d <= DENSE_MAX_FEATURES:
@@ -336,16 +336,71 @@ def newton_cg_direction(X, grad, laplacian, degree, rtol=None, max_iter=CG_MAX_I
         # explicit Hessian, affordable at this d.
         ops.switched = True
         return None, steps
-    if not (u.any() and r_norm <= _FAIL_RESIDUAL * b_norm):
-        u = b / precond                        # preconditioned steepest descent: still a descent step
-    return u, steps
+    return cg_or_descent(u, r_norm, b, precond), steps
 
 
-def _pcg(H, b, precond, atol, limit):
+def cg_or_descent(u, r_norm, b, precond):
+    """CG's solution ``u`` of ``H u = b``, or where CG failed the preconditioned steepest descent ``b / precond``.
+
+    CG fails when it returns nothing or stops above :data:`FAIL_RESIDUAL` times ``||b||``
+    (rounding on an ill-conditioned system); ``b / precond`` is still a descent step.
+
+    Parameters
+    ----------
+    u : array (d,)
+        CG's solution.
+    r_norm : float
+        Its residual norm ``||H u - b||``.
+    b : array (d,)
+        The right-hand side (minus the gradient).
+    precond : array (d,)
+        The diagonal preconditioner (positive).
+
+    Returns
+    -------
+    array (d,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> cg_or_descent(np.zeros(2), 1.0, np.array([1.0, 2.0]), np.array([2.0, 2.0])).tolist()
+    [0.5, 1.0]
+    """
+    if not (u.any() and r_norm <= FAIL_RESIDUAL * float(np.linalg.norm(b))):
+        return b / precond
+    return u
+
+
+def pcg(H, b, precond, atol, limit):
     """``(u, steps, ||H u - b||)``: preconditioned conjugate gradients on ``H u = b`` from ``u = 0``.
 
-    ``H``: ``v -> H v`` (positive definite); ``precond``: the diagonal preconditioner; stops
-    at the residual norm ``atol`` or after ``limit`` steps.
+    Parameters
+    ----------
+    H : callable
+        ``v -> H v`` (positive definite).
+    b : array (d,)
+        The right-hand side.
+    precond : array (d,)
+        The diagonal preconditioner.
+    atol : float
+        Stop at this residual norm.
+    limit : int
+        Steps at most.
+
+    Returns
+    -------
+    u : array (d,)
+    steps : int
+    r_norm : float
+        ``||H u - b||``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> A = np.array([[4.0, 1.0], [1.0, 3.0]])
+    >>> u, steps, r = pcg(lambda v: A @ v, np.array([1.0, 2.0]), np.diag(A), 1e-12, 10)
+    >>> bool(np.allclose(A @ u, [1.0, 2.0])), steps
+    (True, 2)
     """
     u = np.zeros(b.shape[0])
     r = b.copy()

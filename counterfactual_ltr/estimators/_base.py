@@ -68,7 +68,11 @@ def check_C_scale(estimator, C: float, loss_at_zero: float, X, *, solver: str, m
     be optimal for a C far too large, non-converged Newton steps).
     Returns ``kappa``.
     """
-    kappa = c_scale(C, loss_at_zero, X, margin)
+    return refuse_C_scale(estimator, c_scale(C, loss_at_zero, X, margin), solver)
+
+
+def refuse_C_scale(estimator, kappa: float, solver: str) -> float:
+    """``ValueError`` when the scale ``kappa`` (:func:`c_scale`) is beyond what ``solver`` resolves; else ``kappa``."""
     limit = C_SCALE_LIMITS[solver]
     if kappa > limit:
         name = type(estimator).__name__
@@ -260,7 +264,7 @@ class RankerMixin:
             from ..evaluation import snips_estimate
 
             return snips_estimate(X, self, metric="dcg", propensity=getattr(self, "propensity", None)).value
-        if isinstance(X, ClickAggregate):
+        if isinstance(X, ClickAggregate) or getattr(X, "is_distributed", False) and hasattr(X, "n_clicks"):
             return X.reweight(getattr(self, "propensity", None)).snips_value(self, metric="dcg")
         if not isinstance(X, RankingDataset):
             if y is None or qid is None:

@@ -255,6 +255,8 @@ class _LinearRanker(RankerMixin, BaseEstimator):
         Parameters
         ----------
         X : array (n_docs, n_features), RankingDataset or ClickLog (its data set's rows)
+            Or a distributed data set or aggregate: then a dask array of the scores, partition
+            after partition, computed on the workers.
 
         Returns
         -------
@@ -262,6 +264,8 @@ class _LinearRanker(RankerMixin, BaseEstimator):
             ``preprocessor_.transform(X) @ coef_`` (``X @ coef_`` without a preprocessor).
         """
         check_is_fitted(self, "coef_")
+        if getattr(X, "is_distributed", False):    # scores computed where the partitions live
+            return (X.dataset if hasattr(X, "dataset") else X).predict(self)
         return self._prediction_features(X, self.coef_.shape[0]) @ self.coef_
 
 
@@ -396,6 +400,8 @@ class RankSVM(_LinearRanker):
         -------
         self
         """
+        if getattr(X, "is_distributed", False):   # partitions on a Dask cluster
+            return _fit_distributed(self, X)
         checked = self._check_params()
         C, tol, max_iter = checked["C"], checked["tol"], checked["max_iter"]
         X, y, qid = self._begin_fit(X, y, qid)
@@ -428,6 +434,13 @@ class RankSVM(_LinearRanker):
         if not np.any(self.coef_):
             _warn_zero_coef(self, n_pairs, Xl, *(i.explicit()[:2] if isinstance(i, ClickPairs) else (i, j)))
         return self._end_fit()
+
+
+def _fit_distributed(est, source):
+    """The fit on a distributed aggregate or data set (:mod:`counterfactual_ltr.distributed.fit`)."""
+    from ..distributed.fit import fit_linear
+
+    return fit_linear(est, source, click_pairs)
 
 
 def _loss_at_zero(pairs, weights) -> float:
@@ -476,6 +489,8 @@ class _PropensitySVM(_LinearRanker):
         -------
         self
         """
+        if getattr(log, "is_distributed", False):  # partitions on a Dask cluster
+            return _fit_distributed(self, log)
         lam = self._lambda()
         if not isinstance(log, (ClickLog, ClickAggregate)):
             raise ValueError(f"{type(self).__name__}.fit needs a ClickLog or a ClickAggregate, got "

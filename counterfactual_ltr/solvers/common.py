@@ -18,7 +18,7 @@ from .._segments import check_finite_1d
 from .._validation import check_int, check_real
 
 __all__ = ["SolverResult", "make_result", "aggregate_pairs", "check_C", "check_X", "check_pairs", "check_pair_index",
-           "check_w0", "check_max_iter", "check_tol", "MAX_WEIGHT_BOUND"]
+           "check_w0", "check_max_iter", "check_tol", "MAX_WEIGHT_BOUND", "bracket_step", "slope_line_search"]
 
 # Above this bound on the norm of the weights, squares of weights and objective values leave
 # float64's range: no meaningful solution exists.
@@ -143,6 +143,91 @@ def aggregate_pairs(i, j, a, n_docs):
     [3.0, -1.0, -2.0]
     """
     return np.bincount(i, a, minlength=n_docs) - np.bincount(j, a, minlength=n_docs)
+
+
+def bracket_step(t, f1, f2, lo, hi):
+    """One step of the line searches' safeguarded 1-D Newton on an increasing derivative.
+
+    The root of ``f(t)`` (the derivative of a convex objective along a direction) lies in
+    ``[lo, hi]``; ``f1 = f(t)`` and ``f2 = f'(t)`` narrow the bracket and give the next trial,
+    the Newton step where it falls inside the bracket, else doubling (no upper end yet) or
+    bisection.
+
+    Parameters
+    ----------
+    t : float
+        The trial step just evaluated.
+    f1, f2 : float
+        The derivative and its slope at ``t``.
+    lo, hi : float
+        The bracket before the evaluation (``hi = inf``: no upper end yet).
+
+    Returns
+    -------
+    lo, hi : float
+        The narrowed bracket.
+    t_next : float
+        The next trial step.
+    collapsed : bool
+        The bracket is narrower than float64 resolution (stop).
+
+    Examples
+    --------
+    >>> bracket_step(1.0, 2.0, 1.0, 0.0, float("inf"))   # f(1) > 0; the Newton step -1 is outside: bisect
+    (0.0, 1.0, 0.5, False)
+    """
+    if f1 < 0:
+        lo = t
+    else:
+        hi = t
+    nt = t - f1 / f2 if f2 > 0 else np.inf
+    if not lo < nt < hi:
+        nt = 2.0 * t if hi == np.inf else 0.5 * (lo + hi)
+    return lo, hi, nt, hi - lo <= 1e-13 * hi
+
+
+def slope_line_search(slope, f0, rtol, t0=1.0, max_eval=30):
+    """Step ``t >= 0`` where the derivative ``slope(t)[0]`` of a convex function falls to ``rtol |f0|``.
+
+    Safeguarded 1-D Newton (:func:`bracket_step`) on the derivative; for searches whose every
+    evaluation is costly (a round trip to a cluster's partitions), ``rtol = 0.1`` is a strong
+    Wolfe condition, enough for Newton.
+
+    Parameters
+    ----------
+    slope : callable
+        ``t -> (f(t), f'(t))``, the derivative along the direction and its slope.
+    f0 : float
+        ``f(0)``; not negative means no descent direction (0 is returned).
+    rtol : float
+        Stop at ``|f(t)| <= rtol |f0|``.
+    t0 : float, default 1
+        The first trial (the Newton step).
+    max_eval : int, default 30
+        Evaluations at most.
+
+    Returns
+    -------
+    float
+        The step (the bracket's lower end where the search ran out).
+
+    Examples
+    --------
+    >>> round(slope_line_search(lambda t: (4.0 * t - 3.0, 4.0), -3.0, 1e-12), 12)   # minimiser of 2 t^2 - 3 t
+    0.75
+    """
+    if not f0 < 0:                               # not a descent direction (numerically)
+        return 0.0
+    lo, hi, t = 0.0, np.inf, t0
+    for _ in range(max_eval):
+        f1, f2 = slope(t)
+        if abs(f1) <= rtol * -f0:
+            return t
+        lo, hi, nt, collapsed = bracket_step(t, f1, f2, lo, hi)
+        if collapsed:
+            break
+        t = nt
+    return lo if lo > 0 else t
 
 
 def check_C(C) -> float:

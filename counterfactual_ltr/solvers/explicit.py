@@ -39,11 +39,10 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from .. import hessian_free as _hf
-from .common import MAX_WEIGHT_BOUND, aggregate_pairs
+from .common import MAX_WEIGHT_BOUND, aggregate_pairs, bracket_step
 from .finisher import Finisher
 from .newton_direction import damping, newton_direction
-from .smoothing import (below_resolution, best_dual_on_segment, initial_mu, shrunk_mu, smoothing_dominates,
-                        stalls)
+from .smoothing import best_dual_on_segment, initial_mu, next_level, smoothing_dominates, stalls
 from .working_set import WorkingSet
 
 __all__ = ["solve_explicit"]
@@ -249,14 +248,9 @@ class _ExplicitNewton:
         if not smoothing_dominates(self.smooth_gap, self.gap):
             return False
         self.width = self.mu
-        self.mu = shrunk_mu(self.mu, self.target, self.gap)
+        self.mu, stop = next_level(self.mu, self.target, self.gap, self.margin, self.C, "solve_pairwise_hinge", 3)
         self.it += 1
-        if below_resolution(self.mu, self.margin):
-            # Hinge arguments carry rounding errors far above such a smoothing (huge C or
-            # tol below float64 resolution): further levels would only divide by ~0.
-            warnings.warn(f"solve_pairwise_hinge: smoothing mu = {self.mu:.3g} fell below float64 resolution "
-                          f"at C = {self.C:g}, gap {self.gap:.3g}; stopping early", ConvergenceWarning, stacklevel=2)
-            self.done = True
+        self.done = self.done or stop
         return True
 
     def newton_step(self):
@@ -345,10 +339,11 @@ def _line_search(w, u, f0, z, delta, Cc, mu, t0=1.0, max_eval=50, fixed_slope=0.
         if abs(f1) <= 1e-10 * -f0:
             return t
         if f1 < 0:
-            lo, q_lo = t, q
+            q_lo = q
         else:
-            hi, q_hi = t, q
-        if hi - lo <= 1e-13 * hi:
+            q_hi = q
+        lo, hi, nt, collapsed = bracket_step(t, f1, f2, lo, hi)
+        if collapsed:
             break
         if q_hi is not None and zs.size > 64:
             # q is linear in t: one piece at both ends means one piece on the whole bracket.
@@ -358,9 +353,6 @@ def _line_search(w, u, f0, z, delta, Cc, mu, t0=1.0, max_eval=50, fixed_slope=0.
             c1 += float(np.dot(Cd[linear], ds[linear]))
             keep = ~(ones | linear | ((q_lo <= 0.0) & (q_hi <= 0.0)))
             zs, ds, Cd, q_lo, q_hi = zs[keep], ds[keep], Cd[keep], q_lo[keep], q_hi[keep]
-        nt = t - f1 / f2
-        if not lo < nt < hi:
-            nt = 2.0 * t if hi == np.inf else 0.5 * (lo + hi)
         t = nt
     return lo if lo > 0 else t
 

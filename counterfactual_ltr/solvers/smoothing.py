@@ -14,9 +14,12 @@ along it), which repairs the poor dual values of iterates far from the smoothed 
 
 from __future__ import annotations
 
-import numpy as np
+import warnings
 
-__all__ = ["initial_mu", "shrunk_mu", "smoothing_dominates", "below_resolution", "stalls", "best_dual_on_segment"]
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+__all__ = ["initial_mu", "shrunk_mu", "next_level", "smoothing_dominates", "below_resolution", "stalls", "best_dual_on_segment"]
 
 # Smallest useful smoothing, relative to the margin.
 _MU_FLOOR = 1e-14
@@ -114,6 +117,43 @@ def below_resolution(mu, margin):
     (True, False)
     """
     return mu < _MU_FLOOR * max(abs(margin), 1e-12)
+
+
+def next_level(mu, target, gap, margin, C, name, stacklevel=2):
+    """``(mu, stop)``: the next smoothing level, and whether it fell below float64 resolution (then warned).
+
+    Hinge arguments carry rounding errors far above such a smoothing (huge ``C`` or a ``tol``
+    below float64 resolution): further levels would only divide by ~0.
+
+    Parameters
+    ----------
+    mu, target, gap : float
+        As in :func:`shrunk_mu`.
+    margin : float
+        The hinge's margin.
+    C : float
+        For the warning.
+    name : str
+        The solver, for the warning.
+    stacklevel : int, default 2
+        As in :func:`warnings.warn`, counted from the caller of this function.
+
+    Returns
+    -------
+    mu : float
+    stop : bool
+
+    Examples
+    --------
+    >>> next_level(1e-3, 1e-9, 1e-4, 1.0, 1.0, "solver")[1]
+    False
+    """
+    mu = shrunk_mu(mu, target, gap)
+    if below_resolution(mu, margin):
+        warnings.warn(f"{name}: smoothing mu = {mu:.3g} fell below float64 resolution at C = {C:g}, gap {gap:.3g}; "
+                      "stopping early", ConvergenceWarning, stacklevel=stacklevel + 1)
+        return mu, True
+    return mu, False
 
 
 def stalls(start_P, before_step, best_P, min_decrease):
