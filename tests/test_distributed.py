@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import time
 import warnings
 
 import numpy as np
@@ -336,3 +339,43 @@ def test_a_worker_killed_mid_fit_does_not_change_the_result(client):
     client.wait_for_workers(2, timeout=60)
     np.testing.assert_allclose(est.coef_, reference.coef_, rtol=1e-12, atol=0)
     assert est.objective_ == pytest.approx(reference.objective_, rel=1e-12)
+
+
+# ---------------------------------------------------------------------- the README's real-cluster set-up
+@pytest.mark.slow
+def test_the_readme_cluster_commands_fit_as_a_local_cluster_does(tmp_path):
+    """The README's set-up for a real cluster (``dask scheduler``, ``dask worker ... --nthreads 1
+    --memory-limit``, a ``Client`` by address), run as separate processes on this machine: the workers
+    import the installed package themselves, and the fit equals the LocalCluster's."""
+    from dask.distributed import Client
+
+    dask_cli = os.path.join(os.path.dirname(sys.executable), "dask")
+    assert os.path.exists(dask_cli), f"the dask command is missing beside {sys.executable}"
+    address_file = tmp_path / "scheduler.json"
+    logs = [open(tmp_path / name, "w") for name in ("scheduler.log", "worker.log")]
+    processes = [subprocess.Popen([dask_cli, "scheduler", "--scheduler-file", str(address_file), "--port", "0",
+                                   "--no-dashboard"], stdout=logs[0], stderr=subprocess.STDOUT)]
+    try:
+        deadline = time.monotonic() + 60
+        while not address_file.exists():
+            assert processes[0].poll() is None and time.monotonic() < deadline, \
+                (tmp_path / "scheduler.log").read_text()[-2000:]
+            time.sleep(0.2)
+        processes.append(subprocess.Popen([dask_cli, "worker", "--scheduler-file", str(address_file), "--nthreads",
+                                           "1", "--memory-limit", "1GB", "--no-dashboard"],
+                                          stdout=logs[1], stderr=subprocess.STDOUT))
+        with Client(scheduler_file=str(address_file), timeout=60) as remote:
+            remote.wait_for_workers(1, timeout=60)
+            ddata, mem, ids, log, agg = _setup(remote, n_queries=40)
+            fitted = SVMPropRank(C=3.0, propensity=0.8).fit(agg)
+            assert agg.client is remote and all(remote.who_has(agg.parts).values())   # held by the CLI worker
+        _close(fitted, SVMPropRank(C=3.0, propensity=0.8).fit(log))
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        for handle in logs:
+            handle.close()
