@@ -23,9 +23,14 @@ position-only methods estimate ``theta_r / theta_1``):
     No randomisation: the same (query, document) is shown at different
     positions in different sessions (by several loggers, or rankings that
     drift; no logger column needed). For positions ``k != k'``, ``S_kk'`` is the set of
-    (query, document) shown at both; ``c_k^kk' = sum_S CTR(d at k)`` has
-    expectation ``theta_k r_kk'`` with ``r_kk' = sum_S c(d)`` shared by both
-    positions. ``theta`` and ``r`` are fitted to these pairwise statistics by
+    (query, document) shown at both; ``c_k^kk' = sum_S w_d CTR(d at k)`` has
+    expectation ``theta_k r_kk'`` with ``r_kk' = sum_S w_d c(d)`` shared by both
+    positions. The weight ``w_d = 2 n_k n_k' / (n_k + n_k')``, the harmonic
+    mean of the document's impressions at the two positions (1 for a document
+    shown once at each), is the same on both sides, so the expectations hold,
+    and it follows the precision of the click rates: where a few queries are
+    shown many times, a document seen at a position only a handful of times
+    would otherwise count as much as one seen there thousands of times. ``theta`` and ``r`` are fitted to these pairwise statistics by
     closed-form Poisson estimating equations (AllPairs' model with the
     Poisson likelihood: same expectations, closed-form alternating updates),
     with a weak prior (``prior_strength``) so no position is put at 0.
@@ -399,12 +404,17 @@ def _harvest(log, K, options):
     a, b = within_query_pairs(offsets)
     ctr = imp.c / imp.n
     cell = (imp.k[a] - 1) * K + (imp.k[b] - 1)
+    # Each (query, document) counts for a position pair by the harmonic mean of its impressions at the two
+    # positions (1 for a pair shown once at each), the same weight on both sides, so E[C_kk'] = theta_k r_kk'
+    # still holds; the weight tracks how precisely the pair's click rates are known (Var CTR_k ~ 1 / n_k):
+    # a document shown once at a position no longer counts as much as one shown there a thousand times.
+    weight = 2.0 * imp.n[a] * imp.n[b] / (imp.n[a] + imp.n[b])
     # Only the queries with a pair enter the statistics (a real log's millions of one-off queries do not).
     paired, qa = np.unique(imp.query[a], return_inverse=True)
     C = np.zeros((paired.size, K * K))
     M = np.zeros((paired.size, K * K))
-    np.add.at(C, (qa, cell), ctr[a])
-    np.add.at(M, (qa, cell), 1.0)
+    np.add.at(C, (qa, cell), weight * ctr[a])
+    np.add.at(M, (qa, cell), weight)
     clicks = np.bincount(imp.k[a] - 1, weights=imp.c[a], minlength=K)
     shown = np.bincount(imp.k[a] - 1, minlength=K)
     # A real log's natural variation is what it is: too few clicks at a position is a warning here (the
@@ -416,7 +426,7 @@ def _harvest(log, K, options):
         warnings.warn(f"'harvest': positions {', '.join(str(k + 1) for k in few)} have fewer than "
                       f"min_clicks={options['min_clicks']} clicks on (query, document) pairs also shown at another "
                       "position: their estimates rest on few clicks", IdentificationWarning, stacklevel=3)
-    support = M.sum(0).reshape(K, K).astype(np.int64)
+    support = np.bincount(cell, minlength=K * K).reshape(K, K).astype(np.int64)
     options["pair_support"] = support
     options["support"] = _position_support(imp)
     _warn_if_weak("harvest", options["support"], options["min_support"])
