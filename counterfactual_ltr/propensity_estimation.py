@@ -23,17 +23,12 @@ position-only methods estimate ``theta_r / theta_1``):
     No randomisation: the same (query, document) is shown at different
     positions in different sessions (by several loggers, or rankings that
     drift; no logger column needed). For positions ``k != k'``, ``S_kk'`` is the set of
-    (query, document) shown at both; ``c_k^kk' = sum_S w_d CTR(d at k)`` has
-    expectation ``theta_k r_kk'`` with ``r_kk' = sum_S w_d c(d)`` shared by both
-    positions. The weight ``w_d = 2 n_k n_k' / (n_k + n_k')``, the harmonic
-    mean of the document's impressions at the two positions (1 for a document
-    shown once at each), is the same on both sides, so the expectations hold,
-    and it follows the precision of the click rates: where a few queries are
-    shown many times, a document seen at a position only a handful of times
-    would otherwise count as much as one seen there thousands of times. ``theta`` and ``r`` are fitted to these pairwise statistics by
-    closed-form Poisson estimating equations (AllPairs' model with the
-    Poisson likelihood: same expectations, closed-form alternating updates),
-    with a weak prior (``prior_strength``) so no position is put at 0.
+    (query, document) shown at both; ``c_k^kk' = sum_S w_d CTR(d at k)``, with
+    ``w_d`` the harmonic mean of d's impressions at k and k' (the rates'
+    precision), has expectation ``theta_k r_kk'``, ``r_kk' = sum_S w_d c(d)``
+    shared by both positions. ``theta`` and ``r`` are fitted by closed-form
+    Poisson estimating equations (AllPairs' model, alternating updates), with
+    a weak prior (``prior_strength``) so no position is put at 0.
 ``"pbm"`` (position-based click model): ``theta_k alpha(query, document)`` by EM,
     no features (:class:`~counterfactual_ltr.click_models.PositionBasedModel`).
 ``"em"`` (regression EM, Wang et al., WSDM 2018)
