@@ -512,7 +512,8 @@ def _raw_pieces(item, k: int, *, names: dict, batch_size: int):
         yield piece_of(item, names, k, 0)
         return
     first = 0
-    for frame in iter_log_batches(item, list(dict.fromkeys(wanted)), batch_size):
+    ids = [names[role] for role in ("query", "doc", "session") if names.get(role) is not None]
+    for frame in iter_log_batches(item, list(dict.fromkeys(wanted)), batch_size, ids=ids):
         yield piece_of(frame, names, k, first)
         first += len(frame)
 

@@ -156,7 +156,7 @@ def _log_and_data(log, data, features, label, raw):
         return dataset, _load_log(log, dataset)
     columns = _raw_columns(raw)
     try:
-        table = read_log_frame([features])
+        table = read_log_frame([features], ids=[columns["query"], columns["doc"]])
         dataset = RankingDataset.from_frame(table, query=columns["query"], doc=columns["doc"], label=label,
                                             name=os.path.basename(features))
     except ValueError as err:

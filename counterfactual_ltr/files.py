@@ -65,7 +65,10 @@ def read_click_log(path, data=None, *, query="query", doc="doc", position="posit
         The data set the log refers to; None for a raw log (join features later with
         :meth:`ClickLog.with_data`).
     query, doc, position, click : str
-        Raw log only: the columns of query id, document id, position and click.
+        Raw log only: the columns of query id, document id, position and click. In a CSV file
+        that no digest describes, the id columns (and ``session``) are read as text and made
+        integers only where every value is an integer written plainly (``"00123"`` stays a
+        string; see :func:`~counterfactual_ltr.ids.ids_from_text`).
     session : str, optional
         Raw log only: the column naming each result page (see :meth:`ClickLog.from_events`).
 
@@ -89,7 +92,7 @@ def read_click_log(path, data=None, *, query="query", doc="doc", position="posit
     log_kind(where)
     if not os.path.exists(where):
         raise FileNotFoundError(f"{where}: no such file")
-    frame = read_log_frame([where])
+    frame = read_log_frame([where], ids=[query, doc] + ([session] if session is not None else []) if data is None else ())
     try:
         if data is None:
             return ClickLog.from_events(frame, query=query, doc=doc, position=position, click=click, session=session)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-__all__ = ["id_column", "factorize", "IdTable", "format_id", "as_dataframe", "frame_of", "match"]
+__all__ = ["id_column", "ids_from_text", "factorize", "IdTable", "format_id", "as_dataframe", "frame_of", "match"]
 
 
 def as_dataframe(frame):
@@ -130,6 +130,45 @@ def id_column(frame, name: str) -> np.ndarray:
         raise ValueError(f"column {name!r} mixes strings with other values (frame row {frame.index[i]!r} holds "
                          f"{values[i]!r} of type {type(values[i]).__name__})")
     return values
+
+
+_CANONICAL_INTEGER = r"0|-?[1-9][0-9]*"
+
+
+def ids_from_text(column):
+    """A column of ids read as text (a CSV does not say whether ``00123`` is a string) as the ids it holds.
+
+    Integers (int64, or uint64 beyond ``2**63``) where every value is an integer written the one way
+    its number is written back (no leading zero or sign, no spaces), so the ids round-trip as text;
+    otherwise the strings as read: ``"00123"`` stays ``"00123"`` instead of becoming ``123``. A
+    column with a missing value is returned as it is (:func:`id_column` refuses it).
+
+    Parameters
+    ----------
+    column : pandas Series of str
+        The ids as text.
+
+    Returns
+    -------
+    pandas Series
+        int64, uint64 or the strings.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> ids_from_text(pd.Series(["7", "-3"], dtype=str)).tolist()
+    [7, -3]
+    >>> ids_from_text(pd.Series(["7", "007"], dtype=str)).tolist()
+    ['7', '007']
+    """
+    if column.isna().any() or not column.str.fullmatch(_CANONICAL_INTEGER).all():
+        return column
+    for dtype in ("int64", "uint64"):
+        try:
+            return column.astype(dtype)
+        except (OverflowError, ValueError, TypeError):     # beyond the type's range
+            continue
+    return column
 
 
 def factorize(values, *, sort: bool = False) -> tuple[np.ndarray, np.ndarray]:

@@ -397,7 +397,7 @@ def log_columns(path, kind: str | None = None) -> list[str]:
         raise ValueError(f"{path}: cannot be read as CSV ({type(err).__name__}: {_first_line(err)})") from None
 
 
-def iter_log_batches(path, columns=None, batch_size: int | None = 1 << 20, kind: str | None = None):
+def iter_log_batches(path, columns=None, batch_size: int | None = 1 << 20, kind: str | None = None, ids=()):
     """The rows of one log file as pandas frames of at most ``batch_size`` rows, verified as they are read.
 
     Parquet page checksums are verified per page; the digest (when the file has one) is
@@ -414,6 +414,10 @@ def iter_log_batches(path, columns=None, batch_size: int | None = 1 << 20, kind:
         Rows per frame (``None``: the whole file as one frame).
     kind : {"parquet", "csv"}, optional
         The file type, whatever the name (default: from the name).
+    ids : list of str, optional
+        Columns of ids. In a CSV file without a digest they are read as text and made integers only
+        where that writes back the same text (:func:`~counterfactual_ltr.ids.ids_from_text`), so
+        ``"00123"`` is not read as ``123``; a digest says the types itself.
 
     Yields
     ------
@@ -444,7 +448,7 @@ def iter_log_batches(path, columns=None, batch_size: int | None = 1 << 20, kind:
     # read as text (nothing turned into a missing value), so the ids come back as they were written.
     text = [c for c, (dt, _) in digest["columns"].items() if dt == _STR] if digest is not None else []
     batches = _parquet_batches(handle, path, columns, batch_size) if kind == "parquet" \
-        else _csv_batches(path, columns, batch_size, text)
+        else _csv_batches(path, columns, batch_size, text, ids=() if digest is not None else ids)
     hashes = None
     if digest is not None:
         wanted = columns if columns is not None else list(digest["columns"])
@@ -482,17 +486,23 @@ def _parquet_batches(handle, path, columns, batch_size):
         raise ValueError(f"{path}: corrupted Parquet data ({type(err).__name__}: {_first_line(err)})") from None
 
 
-def _csv_batches(path, columns, batch_size, text=()):
+def _csv_batches(path, columns, batch_size, text=(), ids=()):
     import pandas as pd
+
+    from .ids import ids_from_text
 
     options = {"usecols": columns, "low_memory": False}   # each batch's types from the whole batch
     if text:
         options |= {"dtype": {c: str for c in text}, "keep_default_na": False, "na_values": []}
+    elif ids:   # missing values stay missing here (and are refused as ids), unlike a digest's text columns
+        options |= {"dtype": {c: str for c in ids}}
     try:
-        if batch_size is None:
-            yield pd.read_csv(path, **options)
-            return
-        for chunk in pd.read_csv(path, chunksize=batch_size, **options):
+        chunks = [pd.read_csv(path, **options)] if batch_size is None \
+            else pd.read_csv(path, chunksize=batch_size, **options)
+        for chunk in chunks:
+            for name in ids if not text else ():
+                if name in chunk.columns:
+                    chunk[name] = ids_from_text(chunk[name])
             yield chunk
     except (FileNotFoundError, IsADirectoryError, PermissionError):
         raise
@@ -500,7 +510,7 @@ def _csv_batches(path, columns, batch_size, text=()):
         raise ValueError(f"{path}: cannot be read as CSV ({type(err).__name__}: {_first_line(err)})") from None
 
 
-def read_log_frame(source, columns=None, kind: str | None = None):
+def read_log_frame(source, columns=None, kind: str | None = None, ids=()):
     """The whole log of ``source`` (a file, a folder of files, a glob or a list) as one verified pandas frame.
 
     Parameters
@@ -511,6 +521,8 @@ def read_log_frame(source, columns=None, kind: str | None = None):
         The columns to read (default all).
     kind : {"parquet", "csv"}, optional
         Read every file as this type whatever its name (a folder then holds only such files).
+    ids : list of str, optional
+        Columns of ids, read from CSV as :func:`iter_log_batches` says.
 
     Returns
     -------
@@ -527,7 +539,7 @@ def read_log_frame(source, columns=None, kind: str | None = None):
         files = [os.fspath(source)]           # one file of the given type, whatever its name
     else:
         files = log_files(source, kinds=(kind,) if kind else ("parquet", "csv"))
-    parts = [batch for path in files for batch in iter_log_batches(path, columns, None, kind=kind)]
+    parts = [batch for path in files for batch in iter_log_batches(path, columns, None, kind=kind, ids=ids)]
     if not parts:
         return pd.DataFrame(columns=columns) if columns is not None else pd.DataFrame()
     return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)

@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from click_sim import PositionBasedClickModel, make_ranking, simulate_clicks
 from counterfactual_ltr import ClickLog, RankingDataset, SVMPropRank
@@ -268,3 +270,46 @@ def test_csv_ids_that_look_like_numbers_until_a_late_row_are_all_strings(tmp_pat
     with pytest.raises(ValueError, match="column 'doc' holds integers in one part of the log and other values"):
         aggregate_clicks(tmp_path / "mixed.csv", data, batch_size=100_000, doc="doc")
     assert aggregate_clicks(tmp_path / "mixed.csv", data, batch_size=n, doc="doc").n_clicks == log.n_clicks
+
+
+def test_a_foreign_csv_keeps_ids_as_written(tmp_path):
+    """A CSV written by another tool (no digest) says nothing of types: '00123' and '123' are two queries,
+    not one integer, and integers written plainly (int64, uint64 beyond 2**63) are read as integers."""
+    from counterfactual_ltr.aggregate import aggregate_clicks
+    from counterfactual_ltr.files import read_click_log
+
+    frame = pd.DataFrame({"page": [1, 1, 2, 2, 3, 3], "query": ["00123", "00123", "123", "123", "+5", "+5"],
+                          "doc": ["18446744073709551615", "-4", "7", "18446744073709551615", "7", "-4"],
+                          "position": [1, 2, 1, 2, 1, 2], "click": [1, 0, 0, 1, 0, 0]})
+    frame.to_csv(tmp_path / "foreign.csv", index=False)
+    assert not (tmp_path / "foreign.csv.digest").exists()
+    log = read_click_log(tmp_path / "foreign.csv", session="page")
+    assert log.n_queries == 3 and sorted(log.query_ids.tolist()) == ["+5", "00123", "123"]
+    # one uint64 beyond 2**63 and one negative do not share an integer type: the doc ids stay the text
+    assert set(log.doc_ids.tolist()) == {"18446744073709551615", "-4", "7"}
+    pd.DataFrame({"doc": ["18446744073709551615", "7"]}).assign(query="q", position=[1, 2], click=[1, 0]) \
+        .to_csv(tmp_path / "big.csv", index=False)
+    assert read_click_log(tmp_path / "big.csv").doc_ids.dtype == np.uint64
+    # the feature table and the streamed aggregate read the same ids the same way
+    table = frame[["query", "doc"]].drop_duplicates().assign(f=np.arange(6.0))
+    table.to_csv(tmp_path / "features.csv", index=False)
+    from counterfactual_ltr.log_integrity import read_log_frame
+
+    data = RankingDataset.from_frame(read_log_frame([tmp_path / "features.csv"], ids=["query", "doc"]),
+                                     features=["f"])
+    assert data.n_queries == 3
+    streamed = aggregate_clicks(tmp_path / "foreign.csv", data, session="page", propensity=1.0)
+    joined = log.with_data(data).aggregate(propensity=1.0)
+    np.testing.assert_array_equal(streamed.weights, joined.weights)
+    np.testing.assert_array_equal(streamed.click_counts, joined.click_counts)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.integers(-2 ** 63, 2 ** 64 - 1).map(str),
+                          st.text(alphabet="0123456789-+ a", min_size=1, max_size=22)), min_size=1, max_size=6))
+def test_ids_read_as_text_write_back_as_the_same_text(texts):
+    from counterfactual_ltr.ids import ids_from_text
+
+    ids = ids_from_text(pd.Series(texts, dtype=str))
+    assert [str(v) for v in ids.tolist()] == texts
+    assert ids.dtype in (np.int64, np.uint64) or all(isinstance(v, str) for v in ids.tolist())
