@@ -92,7 +92,8 @@ def read_click_log(path, data=None, *, query="query", doc="doc", position="posit
     log_kind(where)
     if not os.path.exists(where):
         raise FileNotFoundError(f"{where}: no such file")
-    frame = read_log_frame([where], ids=[query, doc] + ([session] if session is not None else []) if data is None else ())
+    id_columns = [c for c in (query, doc, session) if c is not None] if data is None else []
+    frame = read_log_frame([where], ids=id_columns)
     try:
         if data is None:
             return ClickLog.from_events(frame, query=query, doc=doc, position=position, click=click, session=session)

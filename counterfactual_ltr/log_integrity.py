@@ -487,22 +487,22 @@ def _parquet_batches(handle, path, columns, batch_size):
 
 
 def _csv_batches(path, columns, batch_size, text=(), ids=()):
+    """``text``: the columns a digest says are strings; ``ids``: id columns of a file without a digest."""
     import pandas as pd
 
     from .ids import ids_from_text
 
     options = {"usecols": columns, "low_memory": False}   # each batch's types from the whole batch
-    if text:
+    if text:    # a digest's text columns: every value as written
         options |= {"dtype": {c: str for c in text}, "keep_default_na": False, "na_values": []}
-    elif ids:   # missing values stay missing here (and are refused as ids), unlike a digest's text columns
+    if ids:     # no digest: missing values stay missing here (and are refused as ids)
         options |= {"dtype": {c: str for c in ids}}
     try:
         chunks = [pd.read_csv(path, **options)] if batch_size is None \
             else pd.read_csv(path, chunksize=batch_size, **options)
         for chunk in chunks:
-            for name in ids if not text else ():
-                if name in chunk.columns:
-                    chunk[name] = ids_from_text(chunk[name])
+            for name in set(ids) & set(chunk.columns):
+                chunk[name] = ids_from_text(chunk[name])
             yield chunk
     except (FileNotFoundError, IsADirectoryError, PermissionError):
         raise

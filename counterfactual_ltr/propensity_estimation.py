@@ -401,8 +401,8 @@ def _harvest(log, K, options):
     cell = (imp.k[a] - 1) * K + (imp.k[b] - 1)
     # Each (query, document) counts for a position pair by the harmonic mean of its impressions at the two
     # positions (1 for a pair shown once at each), the same weight on both sides, so E[C_kk'] = theta_k r_kk'
-    # still holds; the weight tracks how precisely the pair's click rates are known (Var CTR_k ~ 1 / n_k):
-    # a document shown once at a position no longer counts as much as one shown there a thousand times.
+    # still holds; the weight tracks how precisely the pair's click rates are known (Var CTR_k ~ 1 / n_k),
+    # so a document shown once at a position does not count as much as one shown there a thousand times.
     weight = 2.0 * imp.n[a] * imp.n[b] / (imp.n[a] + imp.n[b])
     # Only the queries with a pair enter the statistics (a real log's millions of one-off queries do not).
     paired, qa = np.unique(imp.query[a], return_inverse=True)
