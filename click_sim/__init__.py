@@ -1,6 +1,6 @@
 """Click simulation: ranking data, click models, production rankers, click logs, online loop."""
 
-from counterfactual_ltr.clicklog import ClickLog
+from counterfactual_ltr.logs.clicklog import ClickLog
 from counterfactual_ltr.datasets import RankingDataset, binarize
 
 from .clicks import PositionBasedClickModel, SwapIntervention, TopNShuffle, simulate_clicks

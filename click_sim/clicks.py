@@ -9,9 +9,9 @@ from counterfactual_ltr._segments import (check_finite_1d, offsets_from_lengths,
                                           segment_gather, segment_ids)
 from counterfactual_ltr._validation import (check_int, check_optional_int, check_probability, check_random_state,
                                            check_real)
-from counterfactual_ltr.clicklog import ClickLog
+from counterfactual_ltr.logs.clicklog import ClickLog
 from counterfactual_ltr.datasets import DEFAULT_RELEVANCE_THRESHOLD, RankingDataset
-from counterfactual_ltr.logging_policy import PlackettLucePolicy, sample_plackett_luce_orders
+from counterfactual_ltr.examination.logging_policy import PlackettLucePolicy, sample_plackett_luce_orders
 from counterfactual_ltr.propensity import PositionBasedPropensity, TabularPropensity, TrustBiasPropensity
 
 __all__ = ["PositionBasedClickModel", "SwapIntervention", "TopNShuffle", "simulate_clicks", "ranker_scores"]

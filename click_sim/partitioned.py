@@ -16,7 +16,7 @@ import numpy as np
 
 from counterfactual_ltr._validation import check_int
 from counterfactual_ltr.datasets import DEFAULT_RELEVANCE_THRESHOLD, RankingDataset
-from counterfactual_ltr.log_integrity import LOG_SUFFIXES, write_log_frame
+from counterfactual_ltr.logs.log_integrity import LOG_SUFFIXES, write_log_frame
 
 from .clicks import PositionBasedClickModel, ranker_scores, simulate_clicks
 

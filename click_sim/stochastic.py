@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from counterfactual_ltr._validation import check_real
-from counterfactual_ltr.logging_policy import PlackettLucePolicy, sample_plackett_luce_orders
+from counterfactual_ltr.examination.logging_policy import PlackettLucePolicy, sample_plackett_luce_orders
 
 from .clicks import ranker_scores
 
@@ -17,7 +17,7 @@ class StochasticRanker:
 
     :func:`click_sim.simulate_clicks` asks it for one ranking per session
     (the Gumbel-max trick, vectorised over all queries of a pass) and stores
-    its :class:`~counterfactual_ltr.logging_policy.PlackettLucePolicy` in the
+    its :class:`~counterfactual_ltr.examination.logging_policy.PlackettLucePolicy` in the
     log, from which the policy-aware estimator computes every document's
     expected examination. ``temperature`` near 0 approaches the deterministic
     ranking; large values approach a uniformly random one.

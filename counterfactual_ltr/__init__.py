@@ -14,16 +14,20 @@ reports, and model files. Everything else lives in its module (``metrics``, ``su
 True
 """
 
+from . import _moved
+
+_moved.install()
+
 from ._progress import show_progress
 from ._version import __version__
-from .aggregate import ClickAggregate, aggregate_clicks
-from .clicklog import ClickLog
+from .logs.aggregate import ClickAggregate, aggregate_clicks
+from .logs.clicklog import ClickLog
 from .datasets import RankingDataset, binarize
 from .estimators import DeepPropDCG, GBDTPropDCG, RankSVM, SLAMRanker, SVMPropDCG, SVMPropRank, SVMPropRBP
 from .evaluation import (Comparison, Estimate, ValidationReport, clipped_ips_estimate, clipped_ips_scorer,
                          compare_rankers, dr_estimate, dr_scorer, fit_relevance, ips_estimate, ips_scorer,
                          policy_aware_estimate, policy_aware_scorer, snips_estimate, snips_scorer, validation_report)
-from .persistence import load_model, save_model
+from .model_files.persistence import load_model, save_model
 from .propensity import (EstimatedPropensity, EstimatedTrustBias, PositionBasedPropensity, TabularPropensity,
                          TrustBiasPropensity, estimate_propensities)
 
@@ -42,3 +46,8 @@ __all__ = [
     # model files, progress bars, version
     "save_model", "load_model", "show_progress", "__version__",
 ]
+
+
+def __getattr__(name):
+    """Old module paths as attributes (``counterfactual_ltr.clicklog``): see :mod:`._moved`."""
+    return _moved.moved_attribute(__name__, name)

@@ -108,7 +108,7 @@ def _load_data(path):
 
 
 def _load_log(path, data, raw=None):
-    from .files import read_click_log
+    from .logs.files import read_click_log
 
     if data is None:
         return read_click_log(path, None, **_raw_columns(raw))
@@ -146,7 +146,7 @@ def _features_options(f):
 def _log_and_data(log, data, features, label, raw):
     """``(dataset, click_log)`` from a LETOR DATA file, or a raw LOG joined with a --features table."""
     from .datasets import RankingDataset
-    from .log_integrity import read_log_frame
+    from .logs.log_integrity import read_log_frame
 
     if (data is None) == (features is None):
         raise InputError("give either DATA (a LETOR file) or --features FILE (a feature table keyed by ids), "
@@ -169,7 +169,7 @@ def _log_and_data(log, data, features, label, raw):
 
 
 def _propensity(spec):
-    from .persistence import load_propensity
+    from .model_files.persistence import load_propensity
 
     try:
         return load_propensity(spec)
@@ -265,7 +265,7 @@ def simulate(data, output, passes, eta, eps_minus, eps_plus, ranker, production_
     from click_sim import PositionBasedClickModel, simulate_clicks, train_production_ranker
 
     from ._progress import show_progress
-    from .files import _kind, write_click_log
+    from .logs.files import _kind, write_click_log
 
     _kind(output)  # an unknown file type fails before the work, not after
     dataset = _load_data(data)
@@ -275,7 +275,7 @@ def simulate(data, output, passes, eta, eps_minus, eps_plus, ranker, production_
     model = PositionBasedClickModel(eta=eta, eps_minus=eps_minus, eps_plus=eps_plus)
     with show_progress(_progress_setting(quiet)):
         if ranker is not None:
-            from .persistence import load_model
+            from .model_files.persistence import load_model
 
             production = load_model(ranker)
         else:
@@ -387,7 +387,7 @@ def _held_out(train, held_out, result=None, method=None) -> dict:
     position-only estimate: how well that estimate of the bias predicts held-out clicks), and
     the rank-only and document-only baselines.
     """
-    from .click_models import DocumentOnlyModel, PositionBasedModel, RankOnlyModel
+    from .propensity.click_models import DocumentOnlyModel, PositionBasedModel, RankOnlyModel
 
     models = {"position-based": PositionBasedModel()}
     if getattr(result, "relative_", None) is not None:
@@ -399,7 +399,7 @@ def _held_out(train, held_out, result=None, method=None) -> dict:
 def _estimation_payload(result, method) -> dict:
     """The JSON of ``cltr propensity``: the model (readable by ``--propensity``) and the estimates."""
     from .evaluation.report import json_ready
-    from .persistence import propensity_to_dict
+    from .model_files.persistence import propensity_to_dict
 
     payload = {"method": method}
     candidates = [result, getattr(result, "model_", None), getattr(result, "propensity_", None)]
@@ -479,7 +479,7 @@ def fit(log, data, output, features, label, model_name, C, alpha, epochs, hidden
     """
     from ._progress import progress, show_progress
     from .model_selection import grid_search, selection_lines
-    from .persistence import save_model
+    from .model_files.persistence import save_model
 
     raw = _unprefixed({k: v for k, v in options.items() if k.startswith("raw_")})
     tree_grid = {k: v for k, v in options.items() if not k.startswith("raw_")}
@@ -514,7 +514,7 @@ def _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, 
 
     from ._progress import progress, show_progress
     from .model_selection import check_grid_edge
-    from .persistence import save_model
+    from .model_files.persistence import save_model
 
     n_fits = int(np.prod([len(v) for v in grid.values()])) * cv
     with show_progress(_progress_setting(quiet)):
@@ -617,7 +617,7 @@ def _gbdt_estimator(cls, params, C, alpha, seed, tree_grid):
 
 
 def _load_models(paths):
-    from .persistence import load_model
+    from .model_files.persistence import load_model
 
     models = {}
     for path in paths:
@@ -719,7 +719,7 @@ def predict(model, data, output, quiet):
       cltr predict model.npz test.txt -o scores.tsv
     """
     from ._segments import rank_within_queries
-    from .persistence import load_model
+    from .model_files.persistence import load_model
 
     ranker = load_model(model)
     dataset = _load_data(data)
@@ -787,8 +787,13 @@ def _experiments_folder() -> Path | None:
 
 
 def _experiment_scripts(folder: Path) -> list[str]:
-    """The reproduction scripts of ``folder``, as ``python -m experiments`` lists them (not ``_*`` or ``bench_*``)."""
-    return sorted(m.name for m in pkgutil.iter_modules([str(folder)]) if not m.name.startswith(("_", "bench_")))
+    """The reproduction scripts of ``folder``, as ``python -m experiments`` lists them: the modules of ``papers/``.
+
+    A flat folder (scripts beside ``__init__``, as before the papers/benchmarks split) is read as it is.
+    """
+    flat = [m.name for m in pkgutil.iter_modules([str(folder)]) if not m.ispkg and not m.name.startswith(("_", "bench_"))]
+    papers = [m.name for m in pkgutil.iter_modules([str(folder / "papers")]) if not m.name.startswith("_")]
+    return sorted(set(flat + papers))
 
 
 # ----------------------------------------------------------------------------- entry point

@@ -11,7 +11,7 @@ binding edge warns (:class:`GridEdgeWarning`); with ``extend=True`` the grid is
 first extended in that direction by factors of 10, at most ``max_extensions``
 values, until the choice is interior. The record of the search (grid,
 cross-validated scores, choice, edge, extensions) is kept on the returned
-estimator as ``selection_``, which :func:`~counterfactual_ltr.persistence.save_model`
+estimator as ``selection_``, which :func:`~counterfactual_ltr.model_files.persistence.save_model`
 writes into the model file. :func:`check_grid_edge` applies the same check to
 a user's own fitted ``GridSearchCV``.
 """

@@ -15,10 +15,9 @@ from pathlib import Path
 
 
 def scripts() -> list[str]:
-    """Reproduction scripts: every module of the package not starting with '_' or 'bench_'."""
-    here = Path(__file__).parent
-    return sorted(m.name for m in pkgutil.iter_modules([str(here)])
-                  if not m.name.startswith(("_", "bench_")))
+    """Reproduction scripts: every module of ``experiments/papers``."""
+    here = Path(__file__).parent / "papers"
+    return sorted(m.name for m in pkgutil.iter_modules([str(here)]) if not m.name.startswith("_"))
 
 
 def main(argv=None) -> int:
@@ -41,7 +40,7 @@ def main(argv=None) -> int:
         for name in progress(names, desc="experiments", unit="script"):
             started = time.time()
             print(f"=== {name} {' '.join(rest)}", flush=True)
-            importlib.import_module(f"experiments.{name}").main(rest)
+            importlib.import_module(f"experiments.papers.{name}").main(rest)
             print(f"=== {name} done in {time.time() - started:.0f} s", flush=True)
     return 0
 

@@ -320,7 +320,7 @@ def _sweep_run(task):
     label, x, seed, fold, kw, methods, C_grid = task
     from click_sim import train_production_ranker
 
-    from ._common import load_fold
+    from experiments._common import load_fold
 
     if fold not in _FOLDS:
         _FOLDS[fold] = load_fold(fold)
@@ -364,7 +364,7 @@ def sweep(name: str, doc: str, xs, configure, *, xlabel: str, quick_xs=None, met
     import time
     from concurrent.futures import ProcessPoolExecutor
 
-    from ._common import MQ2007_NOTE, parser, save_results
+    from experiments._common import MQ2007_NOTE, parser, save_results
 
     p = parser(doc)
     p.add_argument("--fold", type=int, default=1)
@@ -479,7 +479,7 @@ def summarise_sweep(records, xs, series, methods, metrics, C_grid) -> dict:
 
 
 def _load(fold):
-    from ._common import load_fold
+    from experiments._common import load_fold
 
     _FOLDS[fold] = load_fold(fold)
     return _FOLDS[fold]
@@ -491,7 +491,7 @@ def plot_sweep(name: str, results: dict, metrics, title: str, out) -> None:
     Sweeps over the number of passes are drawn against the mean number of training
     clicks on a log axis, as in the paper's Figures 2, 3 and 8.
     """
-    from ._common import figure_path, pyplot
+    from experiments._common import figure_path, pyplot
 
     plt = pyplot()
     summary = results["summary"]

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from click_sim.raw import simulate_raw_events
 from counterfactual_ltr import ClickLog, estimate_propensities
-from counterfactual_ltr._click_em import pbm_em
+from counterfactual_ltr.propensity._click_em import pbm_em
 from counterfactual_ltr.click_models import DocumentOnlyModel, PositionBasedModel, RankOnlyModel
 from counterfactual_ltr.propensity_estimation import IdentificationWarning
 from tests.test_raw_logs import requires_trec, trec_dir

@@ -1,4 +1,7 @@
-"""The library's modules import each other in one direction only, and never the experiment scripts.
+"""The library's packages import each other in one direction only, and never the experiment scripts.
+
+``FLOORS`` is the package-level order of ``docs/architecture.md``: a module may import modules of
+its own package (or top-level module) and of packages on lower floors, never one beside or above it.
 
 The graph is read from the source (AST), so an import hidden inside a function counts as much as
 one at the top of a module: a cycle that only works because one side imports late is still a cycle
@@ -99,7 +102,7 @@ def f():
     assert [name for name, _ in found] == ["numpy", "pkg.sub.datasets", "pkg.sub.estimators", "pkg.sub",
                                            "pkg.b.c", "pkg.sub.metrics"]
     edges, _ = import_graph()
-    assert "counterfactual_ltr.estimators" in edges["counterfactual_ltr.persistence"]    # inside a function
+    assert "counterfactual_ltr.estimators" in edges["counterfactual_ltr.model_files.persistence"]    # inside a function
 
 
 def test_find_cycle_names_the_modules_in_order():
@@ -118,3 +121,57 @@ def test_the_library_never_imports_the_experiments():
     _, outside = import_graph()
     found = {m: names["experiments"] for m, names in outside.items() if "experiments" in names}
     assert not found, f"library modules importing experiments (module: line): {found}"
+
+
+# The package-level order, bottom first: each entry a sub-package or a top-level module of the library.
+FLOORS = [
+    ("_moved",),
+    ("_segments", "_validation", "_linalg", "_progress", "_version", "ids", "distributed"),
+    ("datasets", "metrics", "models", "model_selection"),
+    ("examination",),
+    ("logs",),
+    ("propensity",),
+    ("surrogates",),
+    ("solvers",),
+    ("evaluation",),
+    ("estimators",),
+    ("online",),
+    ("model_files",),
+    ("cli",),
+    ("__main__", "counterfactual_ltr"),
+]
+
+
+def _node(module: str) -> str:
+    """The floor entry a module belongs to: its sub-package, or itself when it is a top-level module."""
+    parts = module.split(".")
+    return "counterfactual_ltr" if len(parts) == 1 else parts[1]
+
+
+def test_every_library_module_has_a_floor():
+    edges, _ = import_graph()
+    placed = {name for floor in FLOORS for name in floor}
+    unplaced = sorted({_node(m) for m in edges if m.startswith("counterfactual_ltr")} - placed)
+    assert not unplaced, f"modules or packages missing from FLOORS (add them to docs/architecture.md too): {unplaced}"
+
+
+def test_packages_import_only_downwards():
+    floor_of = {name: k for k, floor in enumerate(FLOORS) for name in floor}
+    edges, _ = import_graph()
+    upward = []
+    for module, targets in edges.items():
+        if not module.startswith("counterfactual_ltr"):
+            continue
+        for target, line in targets.items():
+            a, b = _node(module), _node(target)
+            if target.startswith("counterfactual_ltr") and a != b and floor_of[b] >= floor_of[a]:
+                upward.append(f"{module} (line {line}) imports {target}: floor {floor_of[a]} -> {floor_of[b]}")
+    assert not upward, "imports beside or above their own floor:\n" + "\n".join(upward)
+
+
+def test_the_library_imports_new_paths_only():
+    from counterfactual_ltr._moved import MOVED
+
+    edges, _ = import_graph()
+    old = {m: [t for t in targets if t in MOVED] for m, targets in edges.items() if m.startswith("counterfactual_ltr")}
+    assert not {m: t for m, t in old.items() if t}, "library modules importing a moved module by its old path"

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from sklearn.preprocessing import MinMaxScaler, QuantileTransformer, StandardScaler
 
 from click_sim import make_ranking, simulate_clicks
-from counterfactual_ltr._model_state import STATE
+from counterfactual_ltr.model_files._model_state import STATE
 from counterfactual_ltr.estimators import DeepPropDCG, GBDTPropDCG, RankSVM, SLAMRanker, SVMPropDCG, SVMPropRank, SVMPropRBP
 from counterfactual_ltr.persistence import (_estimator_classes, load_model, load_propensity, propensity_from_dict,
                                             propensity_to_dict, save_model)

@@ -13,3 +13,9 @@
 from .collection import DistributedAggregate, DistributedDataset, Partition
 
 __all__ = ["DistributedAggregate", "DistributedDataset", "Partition"]
+
+
+def __getattr__(name):
+    """``distributed.newton`` and ``distributed.fit`` moved to the solvers and estimators: see :mod:`.._moved`."""
+    from .._moved import moved_attribute
+    return moved_attribute(__name__, name)

@@ -13,7 +13,7 @@ sorted by (query id, document id); a pair given twice is an error.
 
 :meth:`DistributedDataset.aggregate` routes a click log (a Dask DataFrame whose ``qid`` and
 ``doc`` hold the data set's ids) to the partitions of its queries and reduces it there to one
-:class:`~counterfactual_ltr.aggregate.ClickAggregate` per partition (every session checked as
+:class:`~counterfactual_ltr.logs.aggregate.ClickAggregate` per partition (every session checked as
 every log path checks it): a :class:`DistributedAggregate`. Its IPS and SNIPS estimates are sums
 of per-partition sums; indexing it by partition positions (what scikit-learn's splitters do)
 gives the aggregate of those partitions, with the same futures.
@@ -343,16 +343,16 @@ class DistributedDataset:
             those partitions. A session id found in two data-set partitions (a session shows
             one query) is a ``ValueError``, as the in-memory checks refuse it.
         propensity : propensity model, eta, or None
-            As in :func:`~counterfactual_ltr.aggregate.aggregate_clicks`.
+            As in :func:`~counterfactual_ltr.logs.aggregate.aggregate_clicks`.
         local : callable
             ``local(frame, data, propensity, where)``: one partition's rows (local row numbers)
-            reduced to its ClickAggregate (:func:`~counterfactual_ltr.aggregate.frame_aggregate`).
+            reduced to its ClickAggregate (:func:`~counterfactual_ltr.logs.aggregate.frame_aggregate`).
         files : callable, optional
-            ``source -> list of paths`` (:func:`~counterfactual_ltr.log_integrity.log_files`),
+            ``source -> list of paths`` (:func:`~counterfactual_ltr.logs.log_integrity.log_files`),
             for a log given as files.
         read : callable, optional
             ``(path, columns, batch_size) -> frames``
-            (:func:`~counterfactual_ltr.log_integrity.iter_log_batches`), run on the workers.
+            (:func:`~counterfactual_ltr.logs.log_integrity.iter_log_batches`), run on the workers.
 
         Returns
         -------
@@ -491,7 +491,7 @@ class DistributedAggregate:
     dataset : DistributedDataset
         The partitions the aggregates refer to.
     parts : list of Future
-        One :class:`~counterfactual_ltr.aggregate.ClickAggregate` per partition.
+        One :class:`~counterfactual_ltr.logs.aggregate.ClickAggregate` per partition.
     n_sessions, n_clicks : list of int
         Per partition.
     propensity : propensity model or None

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..aggregate import ClickAggregate
-from ..clicklog import ClickLog
+from ..logs.aggregate import ClickAggregate
+from ..logs.clicklog import ClickLog
 from ..datasets import RankingDataset, checked_csr
 
 
@@ -35,7 +35,7 @@ def click_aggregate(log, propensity, estimator: str, *, allow_affine: bool = Fal
 
 
 #: The largest ``kappa`` (see :func:`check_C_scale`) each solver family resolves: measured on MQ2008 and
-#: synthetic data (``python -m experiments.bench_c_scale``, docs/reliability-notes.md), with a margin below
+#: synthetic data (``python -m experiments.benchmarks.bench_c_scale``, docs/reliability-notes.md), with a margin below
 #: the smallest kappa at which a fit was seen to fail or run away (the bundle method's master problem loses
 #: its precision first; the Newton solver's systems last).
 C_SCALE_LIMITS = {"newton": 1e14, "cutting_plane": 1e9, "bmrm": 1e6}
@@ -50,7 +50,7 @@ def c_scale(C: float, loss_at_zero: float, X, margin: float = 1.0) -> float:
     margins; ``kappa`` is also what the solvers' work grows with: the condition of the smoothed
     Newton systems and the iteration count of the bundle method.
     """
-    from ..hessian_free import centered_row_norms
+    from ..solvers.hessian_free import centered_row_norms
 
     if X.shape[0] == 0 or loss_at_zero <= 0:
         return 0.0

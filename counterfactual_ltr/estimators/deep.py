@@ -34,7 +34,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._progress import progress
 from .._segments import offsets_from_lengths, segment_gather, segment_ids
-from ..clicklog import ClickLog
+from ..logs.clicklog import ClickLog
 from ..datasets import dense_features
 from ..models import MLP, Adam, _check_activation, _check_float_dtype, _rng
 from ..propensity import as_propensity_model

@@ -19,7 +19,7 @@ Non-convexity. ``lambda`` is concave for DCG and RBP: ``J`` is a difference of c
 in the scores. Every boosting round is one Newton step, and it is taken on the convex-concave
 procedure's majoriser *at that round's scores*: the gradient is ``J``'s own (the majoriser touches
 ``J`` with the same gradient), the curvature the majoriser's diagonal, with the CCP weights
-``W_j lambda'(1 + H_j)`` of :func:`counterfactual_ltr.ccp.linearised_weights` re-computed each
+``W_j lambda'(1 + H_j)`` of :func:`counterfactual_ltr.solvers.ccp.linearised_weights` re-computed each
 round. Re-linearising every round costs nothing extra (the hinge sums come from the same pass
 as the gradient), while a linearisation kept for ``k`` rounds would boost towards a stale
 majoriser; the dropped ``lambda''`` term is negative, so the curvature is the conservative one.
@@ -51,8 +51,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._segments import offsets_from_lengths
 from .._validation import check_int, check_real
-from ..aggregate import ClickAggregate
-from ..clicklog import ClickLog
+from ..logs.aggregate import ClickAggregate
+from ..logs.clicklog import ClickLog
 from ..propensity import as_propensity_model
 from ._base import RankerMixin, click_aggregate, transform_log
 from ._booster_text import check_booster_text

@@ -34,8 +34,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ..aggregate import ClickAggregate
-from ..clicklog import ClickLog
+from ..logs.aggregate import ClickAggregate
+from ..logs.clicklog import ClickLog
 from ..datasets import DEFAULT_RELEVANCE_THRESHOLD, RankingDataset, dense_features
 from ..propensity import as_propensity_model
 from .._validation import check_int, check_real

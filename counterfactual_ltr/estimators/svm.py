@@ -5,7 +5,7 @@ from weighted pairwise hinges ``max(0, 1 - w.(x_i - x_j))``, solved exactly
 by :func:`counterfactual_ltr.solvers.solve_pairwise_hinge`. With constraints
 (``monotone_constraints``, ``bounds``, ``constraints``) or an L1 / elastic-net
 ``penalty`` the same loss is minimised over the feasible set by
-:func:`counterfactual_ltr.constrained.solve_constrained_hinge`.
+:func:`counterfactual_ltr.solvers.constrained.solve_constrained_hinge`.
 
 * :class:`RankSVM`: pairs of documents with different grades in a query,
   loss averaged over queries (``C / n_queries``), as svm_rank does. Fitted on
@@ -15,7 +15,7 @@ by :func:`counterfactual_ltr.solvers.solve_pairwise_hinge`. With constraints
   ``(C/n) sum_clicks (1/q_i) sum_{y != y_i} hinge`` is one convex QP; the
   clicks on a document aggregate into one weight ``W_j = sum 1/q``.
 * :class:`SVMPropDCG`: ``lambda(r) = -1/log2(1 + r)`` (concave), minimised by
-  the convex-concave procedure (:mod:`counterfactual_ltr.ccp`): each step
+  the convex-concave procedure (:mod:`counterfactual_ltr.solvers.ccp`): each step
   solves the PropRank QP with the weights ``W_j lambda'(1 + H_j)`` at the
   current hinge sums ``H_j``, warm-started from the last solution, until the
   relative change of ``0.5||w||^2 + (C/n) sum_j W_j lambda(1 + H_j)`` is at most
@@ -64,15 +64,15 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._segments import offsets_from_lengths, segment_gather, within_query_pairs
 from .._validation import check_int, check_probability, check_real
-from ..clicklog import ClickLog
-from ..constrained import check_penalty, feasible_set, solve_constrained_hinge
+from ..logs.clicklog import ClickLog
+from ..solvers.constrained import check_penalty, feasible_set, solve_constrained_hinge
 from ..datasets import RankingDataset
-from ..implicit_pairs import ClickPairs
+from ..surrogates.implicit_pairs import ClickPairs
 from ..propensity import as_propensity_model
 from ..solvers import solve_pairwise_hinge
 from ..solvers.pairwise import uses_implicit_pairs
-from ..aggregate import ClickAggregate
-from ..ccp import convex_concave, linearised_weights
+from ..logs.aggregate import ClickAggregate
+from ..solvers.ccp import convex_concave, linearised_weights
 from ._base import RankerMixin, check_C_scale, click_aggregate
 
 __all__ = ["RankSVM", "SVMPropRank", "SVMPropDCG", "SVMPropRBP", "click_pairs", "click_pair_set",
@@ -207,7 +207,7 @@ class _LinearRanker(RankerMixin, BaseEstimator):
     """Shared ``predict`` (and ``score``, ``preprocessor``) of the linear rankers, and their choice of solver.
 
     The constraint options of the four SVMs (documented on each) are checked before any
-    solving by :func:`~counterfactual_ltr.constrained.feasible_set`.
+    solving by :func:`~counterfactual_ltr.solvers.constrained.feasible_set`.
     """
 
     def _check_params(self, n_features=None) -> dict:
@@ -294,7 +294,7 @@ def affine_click_weights(log, model):
     With ``P(click | r) = alpha_r R + beta_r`` this is an unbiased estimate of
     ``R`` times the row's impressions; a plain propensity model
     (``beta = 0``) gives the usual ``sum over clicks of 1 / q``. Returns the
-    :class:`~counterfactual_ltr.aggregate.ClickAggregate` of ``log`` (a
+    :class:`~counterfactual_ltr.logs.aggregate.ClickAggregate` of ``log`` (a
     ``ClickLog`` or an aggregate) under ``model``; its ``weights`` may be negative.
 
     Examples
@@ -351,7 +351,7 @@ class RankSVM(_LinearRanker):
     solver : {"auto", "newton", "cutting_plane", "cvxpy"}, default "auto"
         ``"auto"``: the Newton solver (:func:`~counterfactual_ltr.solvers.solve_pairwise_hinge`)
         for the unconstrained L2 problem, the cutting-plane method of
-        :mod:`counterfactual_ltr.constrained` with constraints or an L1 / elastic-net penalty;
+        :mod:`counterfactual_ltr.solvers.constrained` with constraints or an L1 / elastic-net penalty;
         ``"cvxpy"``: one slack per pair through cvxpy (small problems only).
 
     Attributes
@@ -437,8 +437,8 @@ class RankSVM(_LinearRanker):
 
 
 def _fit_distributed(est, source):
-    """The fit on a distributed aggregate or data set (:mod:`counterfactual_ltr.distributed.fit`)."""
-    from ..distributed.fit import fit_linear
+    """The fit on a distributed aggregate or data set (:mod:`counterfactual_ltr.estimators.distributed_fit`)."""
+    from .distributed_fit import fit_linear
 
     return fit_linear(est, source, click_pairs)
 
@@ -657,7 +657,7 @@ class SVMPropRank(_PropensitySVM):
     solver : {"auto", "newton", "cutting_plane", "cvxpy"}, default "auto"
         ``"auto"``: the Newton solver (:func:`~counterfactual_ltr.solvers.solve_pairwise_hinge`)
         for the unconstrained L2 problem, the cutting-plane method of
-        :mod:`counterfactual_ltr.constrained` with constraints or an L1 / elastic-net penalty;
+        :mod:`counterfactual_ltr.solvers.constrained` with constraints or an L1 / elastic-net penalty;
         ``"cvxpy"``: one slack per pair through cvxpy (small problems only).
 
     Attributes
@@ -704,7 +704,7 @@ class SVMPropDCG(_PropensitySVM):
 
     Minimises ``0.5||w||^2 + (C/n) sum_j W_j lambda(1 + H_j(w))`` with
     ``lambda(r) = -1/log2(1 + r)`` and ``H_j`` the hinge bound on ``rank_j - 1``, by the
-    convex-concave procedure of :mod:`counterfactual_ltr.ccp`.
+    convex-concave procedure of :mod:`counterfactual_ltr.solvers.ccp`.
 
     Parameters
     ----------
@@ -744,7 +744,7 @@ class SVMPropDCG(_PropensitySVM):
     solver : {"auto", "newton", "cutting_plane", "cvxpy"}, default "auto"
         ``"auto"``: the Newton solver (:func:`~counterfactual_ltr.solvers.solve_pairwise_hinge`)
         for the unconstrained L2 problem, the cutting-plane method of
-        :mod:`counterfactual_ltr.constrained` with constraints or an L1 / elastic-net penalty;
+        :mod:`counterfactual_ltr.solvers.constrained` with constraints or an L1 / elastic-net penalty;
         ``"cvxpy"``: one slack per pair through cvxpy (small problems only).
 
     Attributes
@@ -778,7 +778,7 @@ class SVMPropDCG(_PropensitySVM):
     >>> bool(np.all(np.diff(model.objective_history_) <= 1e-9))
     True
 
-    Constraints and penalties are options (see :mod:`counterfactual_ltr.constrained`):
+    Constraints and penalties are options (see :mod:`counterfactual_ltr.solvers.constrained`):
 
     >>> monotone = SVMPropDCG(C=1.0, monotone_constraints={0: 1, 3: -1}, bounds=(-1.0, 1.0)).fit(log)
     >>> bool(monotone.coef_[0] >= 0 and monotone.coef_[3] <= 0 and np.abs(monotone.coef_).max() <= 1)
@@ -848,7 +848,7 @@ class SVMPropRBP(SVMPropDCG):
     solver : {"auto", "newton", "cutting_plane", "cvxpy"}, default "auto"
         ``"auto"``: the Newton solver (:func:`~counterfactual_ltr.solvers.solve_pairwise_hinge`)
         for the unconstrained L2 problem, the cutting-plane method of
-        :mod:`counterfactual_ltr.constrained` with constraints or an L1 / elastic-net penalty;
+        :mod:`counterfactual_ltr.solvers.constrained` with constraints or an L1 / elastic-net penalty;
         ``"cvxpy"``: one slack per pair through cvxpy (small problems only).
 
     Attributes

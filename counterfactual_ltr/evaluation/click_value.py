@@ -39,9 +39,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._segments import rank_within_queries, segment_ids
-from ..clicklog import ClickLog
+from ..logs.clicklog import ClickLog
 from ..metrics import metric_weight
-from ..propensity_models import affine_parts, as_propensity_model
+from ..examination.propensity_models import affine_parts, as_propensity_model
 from .offpolicy import _scores_for_log
 
 __all__ = ["on_policy_value", "true_click_values"]

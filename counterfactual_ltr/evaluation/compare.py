@@ -50,9 +50,9 @@ import numpy as np
 from scipy import stats
 
 from .._validation import check_int, check_real
-from ..clicklog import ClickLog
+from ..logs.clicklog import ClickLog
 from ..metrics import LOWER_IS_BETTER
-from ..propensity_models import resolve_propensity
+from ..examination.propensity_models import resolve_propensity
 from . import click_value
 from .offpolicy import (BOOTSTRAP_BLOCKS, ESTIMATORS, Estimate, EstimateWarning, _finish, _metric_name, _omega,
                         _scores_for_log, _session_terms, _setup, _unshown_mass)
@@ -378,7 +378,7 @@ def compare_rankers(log: ClickLog, candidate, baseline="logging", *, estimator="
         Examination model of the log, one for every ranker (a number: its
         ``eta``). ``None``: the propensity the rankers carry (estimators trained
         under one; they must agree), else ``PositionBasedPropensity(1.0)``; see
-        :func:`~counterfactual_ltr.propensity_models.resolve_propensity`.
+        :func:`~counterfactual_ltr.examination.propensity_models.resolve_propensity`.
     confidence : float in (0, 1), default 0.95
         Level of the two-sided intervals and of the one-sided lower bound
         (each corrected by Bonferroni for several candidates).

@@ -65,9 +65,9 @@ from scipy import stats
 
 from .._segments import predicted_scores, rank_within_queries
 from .._validation import check_int, check_real
-from ..clicklog import ClickLog
+from ..logs.clicklog import ClickLog
 from ..metrics import metric_weight
-from ..propensity_models import affine_parts, as_propensity_model, resolve_propensity
+from ..examination.propensity_models import affine_parts, as_propensity_model, resolve_propensity
 from .relevance import fit_relevance
 
 __all__ = ["Estimate", "EstimateWarning", "ips_estimate", "snips_estimate", "clipped_ips_estimate",
@@ -549,7 +549,7 @@ def ips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=No
         affinely by ``(c - beta) / alpha``). ``None``: the ranker's own
         ``propensity`` when it is an estimator that carries one (what it was
         trained under), else ``PositionBasedPropensity(1.0)``; see
-        :func:`~counterfactual_ltr.propensity_models.resolve_propensity`.
+        :func:`~counterfactual_ltr.examination.propensity_models.resolve_propensity`.
     confidence : float in (0, 1), default 0.95
         Level of the normal and bootstrap intervals.
     n_bootstrap : int >= 0, default 200
@@ -604,7 +604,7 @@ def snips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=
         affinely by ``(c - beta) / alpha``). ``None``: the ranker's own
         ``propensity`` when it is an estimator that carries one (what it was
         trained under), else ``PositionBasedPropensity(1.0)``; see
-        :func:`~counterfactual_ltr.propensity_models.resolve_propensity`.
+        :func:`~counterfactual_ltr.examination.propensity_models.resolve_propensity`.
     confidence : float in (0, 1), default 0.95
         Level of the normal and bootstrap intervals.
     n_bootstrap : int >= 0, default 200
@@ -663,7 +663,7 @@ def clipped_ips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", prope
         affinely by ``(c - beta) / alpha``). ``None``: the ranker's own
         ``propensity`` when it is an estimator that carries one (what it was
         trained under), else ``PositionBasedPropensity(1.0)``; see
-        :func:`~counterfactual_ltr.propensity_models.resolve_propensity`.
+        :func:`~counterfactual_ltr.examination.propensity_models.resolve_propensity`.
     confidence : float in (0, 1), default 0.95
         Level of the normal and bootstrap intervals.
     clip : float in (0, 1], default 0.1
@@ -727,7 +727,7 @@ def dr_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=Non
         affinely by ``(c - beta) / alpha``). ``None``: the ranker's own
         ``propensity`` when it is an estimator that carries one (what it was
         trained under), else ``PositionBasedPropensity(1.0)``; see
-        :func:`~counterfactual_ltr.propensity_models.resolve_propensity`.
+        :func:`~counterfactual_ltr.examination.propensity_models.resolve_propensity`.
     confidence : float in (0, 1), default 0.95
         Level of the normal and bootstrap intervals.
     relevance_model : None, scikit-learn estimator, callable, array (n_docs,) or RelevanceFit
@@ -737,7 +737,7 @@ def dr_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=Non
         Number of folds of queries when the relevance model is fitted here.
     logging_policy : object with ``position_probabilities(data)``, optional
         Policy that logged the sessions (e.g. a
-        :class:`~counterfactual_ltr.logging_policy.PlackettLucePolicy`); default
+        :class:`~counterfactual_ltr.examination.logging_policy.PlackettLucePolicy`); default
         ``None``: the log's own ``log.logging_policy``, and when neither
         is there, each session's propensity is the denominator.
     n_bootstrap : int >= 0, default 200
@@ -778,8 +778,8 @@ def policy_aware_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", prop
 
     Needs the logging policy: ``log.logging_policy`` (simulated logs carry
     it) or ``logging_policy=`` (e.g. a
-    :class:`~counterfactual_ltr.logging_policy.PlackettLucePolicy` or
-    :class:`~counterfactual_ltr.logging_policy.PositionProbabilities`);
+    :class:`~counterfactual_ltr.examination.logging_policy.PlackettLucePolicy` or
+    :class:`~counterfactual_ltr.examination.logging_policy.PositionProbabilities`);
     ``ValueError`` without one.
 
     Parameters
@@ -800,12 +800,12 @@ def policy_aware_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", prop
         affinely by ``(c - beta) / alpha``). ``None``: the ranker's own
         ``propensity`` when it is an estimator that carries one (what it was
         trained under), else ``PositionBasedPropensity(1.0)``; see
-        :func:`~counterfactual_ltr.propensity_models.resolve_propensity`.
+        :func:`~counterfactual_ltr.examination.propensity_models.resolve_propensity`.
     confidence : float in (0, 1), default 0.95
         Level of the normal and bootstrap intervals.
     logging_policy : object with ``position_probabilities(data)``, optional
         Policy that logged the sessions (e.g. a
-        :class:`~counterfactual_ltr.logging_policy.PlackettLucePolicy`); default
+        :class:`~counterfactual_ltr.examination.logging_policy.PlackettLucePolicy`); default
         ``None``: the log's own ``log.logging_policy``.
     n_bootstrap : int >= 0, default 200
         Number of bootstrap resamples of the sessions (0: no bootstrap

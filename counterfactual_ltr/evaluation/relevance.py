@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_int
-from ..clicklog import ClickLog
-from ..propensity_models import affine_parts, as_propensity_model
+from ..logs.clicklog import ClickLog
+from ..examination.propensity_models import affine_parts, as_propensity_model
 
 __all__ = ["RelevanceFit", "fit_relevance"]
 

@@ -21,9 +21,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .._segments import segment_ids
-from ..clicklog import ClickLog
+from ..logs.clicklog import ClickLog
 from ..metrics import LOWER_IS_BETTER
-from ..propensity_models import resolve_propensity
+from ..examination.propensity_models import resolve_propensity
 from . import _report_render as report_render
 from .compare import _compare, _degenerate, _percent
 from .offpolicy import ESTIMATORS, _setup, true_values
@@ -387,7 +387,7 @@ def validation_report(rankers: dict, log: ClickLog, *, propensity=None, metrics=
         Examination model of the log, one for every ranker (a number: its
         ``eta``); ``None``: the one the rankers were trained under when they
         carry one, else eta = 1 (see
-        :func:`~counterfactual_ltr.propensity_models.resolve_propensity`).
+        :func:`~counterfactual_ltr.examination.propensity_models.resolve_propensity`).
     metrics : sequence of str, default ("dcg", "avg_rank")
         Metrics to estimate, names of
         :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` without parameters.

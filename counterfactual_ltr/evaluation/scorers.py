@@ -1,14 +1,14 @@
 """scikit-learn scorers on click logs: an off-policy estimate of a fitted ranker is its score.
 
 ``GridSearchCV(..., scoring=snips_scorer("dcg"), cv=GroupKFold(...))`` over a
-:class:`~counterfactual_ltr.clicklog.ClickLog` chooses hyper-parameters by the
+:class:`~counterfactual_ltr.logs.clicklog.ClickLog` chooses hyper-parameters by the
 estimated value on held-out sessions. Scores are greater-is-better, so a
 metric where lower is better (average rank) is negated.
 """
 
 from __future__ import annotations
 
-from ..clicklog import ClickLog
+from ..logs.clicklog import ClickLog
 from ..metrics import LOWER_IS_BETTER
 from .offpolicy import _estimate
 
@@ -55,7 +55,7 @@ def ips_scorer(metric="dcg", propensity=None, **metric_params):
     callable
         ``scorer(estimator, log, y=None) -> float``: the IPS estimate of
         ``estimator`` (a fitted ranker with ``predict``) on the
-        :class:`~counterfactual_ltr.clicklog.ClickLog` ``log``, at
+        :class:`~counterfactual_ltr.logs.clicklog.ClickLog` ``log``, at
         ``confidence=0.95`` without bootstrap; negated for average rank.
         A ``log`` that is not a ``ClickLog`` is a ``ValueError``.
 
@@ -101,7 +101,7 @@ def snips_scorer(metric="dcg", propensity=None, **metric_params):
     callable
         ``scorer(estimator, log, y=None) -> float``: the SNIPS estimate of
         ``estimator`` (a fitted ranker with ``predict``) on the
-        :class:`~counterfactual_ltr.clicklog.ClickLog` ``log``, at
+        :class:`~counterfactual_ltr.logs.clicklog.ClickLog` ``log``, at
         ``confidence=0.95`` without bootstrap; negated for average rank.
         A ``log`` that is not a ``ClickLog`` is a ``ValueError``.
 
@@ -144,7 +144,7 @@ def clipped_ips_scorer(metric="dcg", propensity=None, clip=0.1, **metric_params)
     callable
         ``scorer(estimator, log, y=None) -> float``: the clipped IPS estimate of
         ``estimator`` (a fitted ranker with ``predict``) on the
-        :class:`~counterfactual_ltr.clicklog.ClickLog` ``log``, at
+        :class:`~counterfactual_ltr.logs.clicklog.ClickLog` ``log``, at
         ``confidence=0.95`` without bootstrap; negated for average rank.
         A ``log`` that is not a ``ClickLog`` is a ``ValueError``.
 
@@ -182,7 +182,7 @@ def dr_scorer(metric="dcg", propensity=None, relevance_model=None, n_folds=2, ra
     callable
         ``scorer(estimator, log, y=None) -> float``: the doubly robust estimate of
         ``estimator`` (a fitted ranker with ``predict``) on the
-        :class:`~counterfactual_ltr.clicklog.ClickLog` ``log``, at
+        :class:`~counterfactual_ltr.logs.clicklog.ClickLog` ``log``, at
         ``confidence=0.95`` without bootstrap; negated for average rank.
         A ``log`` that is not a ``ClickLog`` is a ``ValueError``.
 
@@ -217,7 +217,7 @@ def policy_aware_scorer(metric="dcg", propensity=None, logging_policy=None, **me
     callable
         ``scorer(estimator, log, y=None) -> float``: the policy-aware estimate of
         ``estimator`` (a fitted ranker with ``predict``) on the
-        :class:`~counterfactual_ltr.clicklog.ClickLog` ``log``, at
+        :class:`~counterfactual_ltr.logs.clicklog.ClickLog` ``log``, at
         ``confidence=0.95`` without bootstrap; negated for average rank.
         A ``log`` that is not a ``ClickLog`` is a ``ValueError``.
 

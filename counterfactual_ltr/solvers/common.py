@@ -1,7 +1,7 @@
 """What every solver of the toolkit shares: the result, the checks of its inputs, pair aggregation.
 
 :func:`~counterfactual_ltr.solvers.solve_pairwise_hinge`, the bundle method and the constrained
-solvers of :mod:`counterfactual_ltr.constrained` validate their inputs the same way, aggregate
+solvers of :mod:`counterfactual_ltr.solvers.constrained` validate their inputs the same way, aggregate
 pair values per document the same way and report a :class:`SolverResult`, so they share these.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .. import hessian_free as _hf
+from . import hessian_free as _hf
 from .._segments import check_finite_1d
 from .._validation import check_int, check_real
 
@@ -48,7 +48,7 @@ class SolverResult:
         ``(objective, dual_objective)`` of the best points after every iteration.
     method : str
         The path taken: ``"newton"`` (dense Hessian), ``"newton_cg"`` (Hessian-free,
-        see :mod:`counterfactual_ltr.hessian_free`) or ``"bmrm"``.
+        see :mod:`counterfactual_ltr.solvers.hessian_free`) or ``"bmrm"``.
     stalled : bool
         Stopped, as asked by ``min_decrease``, because a Newton step lowered the
         objective by less than that after the solve had lowered it by at least that

@@ -38,7 +38,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .. import hessian_free as _hf
+from . import hessian_free as _hf
 from .common import MAX_WEIGHT_BOUND, aggregate_pairs, bracket_step
 from .finisher import Finisher
 from .newton_direction import damping, newton_direction

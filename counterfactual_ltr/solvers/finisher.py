@@ -5,7 +5,7 @@ features: about ``d`` support pairs), the small-``mu`` smoothing levels crawl: e
 lets a few more pairs into the band, an active-set method in disguise. Once the relative gap is
 below 1e-2 and the band holds at most ``3 max(d, 100)`` pairs, the pairs within ``10 mu`` of the
 kink (at most that many, the closest) are solved *exactly* by
-:func:`~counterfactual_ltr.pair_qp.solve_pair_dual`, every other pair held on its current side;
+:func:`~counterfactual_ltr.solvers.pair_qp.solve_pair_dual`, every other pair held on its current side;
 pairs found on the other side at that solution join the set and it is solved again (three
 rounds at most, while the set stays under twice the cap). Its dual point is feasible for the
 full problem and its primal point is a candidate, both with exact objectives, so a wrong guess
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import hessian_free as _hf
-from ..pair_qp import solve_pair_dual
+from . import hessian_free as _hf
+from .pair_qp import solve_pair_dual
 from .common import aggregate_pairs
 
 __all__ = ["Finisher", "kink_rounds", "finish_cap", "kink_threshold"]
@@ -185,7 +185,7 @@ def kink_rounds(restricted, candidate, margin, atol, d):
     """The finisher's active-set loop over any store of pairs (arrays in memory, partitions on a cluster).
 
     Each round solves the problem exactly over the kink set, every other pair held on its side
-    (:func:`~counterfactual_ltr.pair_qp.solve_pair_dual`), and evaluates the candidate exactly;
+    (:func:`~counterfactual_ltr.solvers.pair_qp.solve_pair_dual`), and evaluates the candidate exactly;
     pairs found on the other side join the set, up to ``_FINISH_ROUNDS`` rounds and twice
     :func:`finish_cap` pairs.
 
@@ -243,7 +243,7 @@ def _finish_on_kink(X, i, j, Cc, z, kink, margin, fixed_v, fixed_sum, fixed_g, a
     Returns the full problem's dual point (``alpha``, ``v = X^T g(alpha)``), the primal
     candidate ``v`` with its scores, and both exact objectives (:func:`kink_rounds` on the
     pair arrays). Where the held sides are those of the optimum, the two objectives meet;
-    otherwise they are still a valid bound and a candidate (see :mod:`~counterfactual_ltr.pair_qp`).
+    otherwise they are still a valid bound and a candidate (see :mod:`~counterfactual_ltr.solvers.pair_qp`).
     """
     held = z > 0.0                               # side each pair outside the kink set is held on
     in_kink = np.zeros(z.size, dtype=bool)

@@ -1,6 +1,6 @@
 """The implicit path of :func:`~counterfactual_ltr.solvers.solve_pairwise_hinge`: click pairs on sorted scores.
 
-For :class:`~counterfactual_ltr.implicit_pairs.ClickPairs` on long candidate lists the pairs are
+For :class:`~counterfactual_ltr.surrogates.implicit_pairs.ClickPairs` on long candidate lists the pairs are
 never formed. Objective, dual point ``alpha = C c clip(z / mu, 0, 1)``, its aggregate ``g``,
 ``sum alpha``, the band Laplacian's products and the Newton Hessian ``X^T L X`` all come from the
 scores sorted once per query (prefix sums and difference arrays over sorted positions; see that
@@ -21,8 +21,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from .. import hessian_free as _hf
-from ..implicit_pairs import _Smoothed, band_hessian, line_search
+from . import hessian_free as _hf
+from ..surrogates.implicit_pairs import _Smoothed, band_hessian, line_search
 from .smoothing import best_dual_on_segment, initial_mu, shrunk_mu, smoothing_dominates, stalls
 
 __all__ = ["solve_implicit"]
@@ -56,7 +56,7 @@ def solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose, ops=Non
         Newton iterations at most.
     verbose : bool
         Print one line per iteration.
-    ops : :class:`~counterfactual_ltr.hessian_free.Products`, optional
+    ops : :class:`~counterfactual_ltr.solvers.hessian_free.Products`, optional
         The Hessian-free path's products; None for the dense Hessian.
     min_decrease : float, default 0
         Stop once a Newton step gains less (see ``solve_pairwise_hinge``).
@@ -68,7 +68,7 @@ def solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose, ops=Non
     Examples
     --------
     >>> import numpy as np
-    >>> from counterfactual_ltr.implicit_pairs import ClickPairs
+    >>> from counterfactual_ltr.surrogates.implicit_pairs import ClickPairs
     >>> X = np.random.default_rng(0).normal(size=(6, 3))
     >>> w, P, D, *_ = solve_implicit(X, ClickPairs([0, 3, 6], [0, 4], [1.0, 2.0]), 1.0, 1.0, np.zeros(3),
     ...                              False, 1e-9, 100, False)

@@ -15,7 +15,7 @@ features the band Hessian misses directions, and a Levenberg-Marquardt weight on
 (``0.5 / t`` after a step cut to ``t``, halved back after full steps) shortens steps there.
 
 Sparse or very wide ``X``: conjugate gradients on Hessian-vector products
-(:mod:`counterfactual_ltr.hessian_free`), handing over to the dense Hessian where CG needs
+(:mod:`counterfactual_ltr.solvers.hessian_free`), handing over to the dense Hessian where CG needs
 more steps than a Hessian costs.
 """
 
@@ -25,7 +25,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from .. import hessian_free as _hf
+from . import hessian_free as _hf
 from .._linalg import pair_gram
 
 __all__ = ["newton_direction", "damping"]
@@ -58,7 +58,7 @@ def newton_direction(X, grad, i, j, Cc, band, mu, damp, ops, rng, rtol):
         The smoothing level (band pairs weigh ``Cc / mu``).
     damp : float
         The identity's weight where the band holds fewer pairs than features (see :func:`damping`).
-    ops : :class:`~counterfactual_ltr.hessian_free.Products` or None
+    ops : :class:`~counterfactual_ltr.solvers.hessian_free.Products` or None
         The Hessian-free path (conjugate gradients to the relative residual ``rtol``), or the dense one.
     rng : numpy Generator
         Draws the sample of a wide band.

@@ -1,21 +1,21 @@
 """The entry point of the pairwise-hinge solver: inputs checked, the path chosen, BLAS threads limited.
 
 :func:`solve_pairwise_hinge` takes pairs as index arrays (the explicit path, :mod:`.explicit`)
-or as :class:`~counterfactual_ltr.implicit_pairs.ClickPairs`, every clicked row against every
+or as :class:`~counterfactual_ltr.surrogates.implicit_pairs.ClickPairs`, every clicked row against every
 other row of its query; those are solved on sorted scores (:mod:`.implicit`) where the lists are
 long (at least 64 pairs per click: there both paths cost about the same CPU time and the
 implicit one needs no pair arrays), on their explicit pairs otherwise (screening and the
 finisher pay on short lists). A sparse ``X``, or one with more than 2,000 features, takes its
-Newton steps by conjugate gradients (:mod:`counterfactual_ltr.hessian_free`).
+Newton steps by conjugate gradients (:mod:`counterfactual_ltr.solvers.hessian_free`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .. import hessian_free as _hf
+from . import hessian_free as _hf
 from .._validation import check_real
-from ..implicit_pairs import ClickPairs
+from ..surrogates.implicit_pairs import ClickPairs
 from .common import SolverResult, check_C, check_max_iter, check_pairs, check_tol, check_w0, check_X, make_result
 from .explicit import solve_explicit
 from .implicit import solve_implicit
@@ -42,7 +42,7 @@ def solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin=1.0, w0
         A sparse ``X`` stays sparse (CSR) on the Hessian-free path.
     pairs_i, pairs_j : (n_pairs,) int arrays
         Rows of the preferred and the other document of each pair. Or
-        ``pairs_i`` is a :class:`~counterfactual_ltr.implicit_pairs.ClickPairs`
+        ``pairs_i`` is a :class:`~counterfactual_ltr.surrogates.implicit_pairs.ClickPairs`
         (every clicked row against every other row of its query, never
         materialised) and ``pairs_j = pair_weights = None``; then lists with
         at least 64 pairs per click are solved on sorted scores (``O(n log n)``
@@ -67,7 +67,7 @@ def solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin=1.0, w0
         Newton steps from an explicit ``d x d`` Hessian (``"newton"``) or by
         conjugate gradients on Hessian-vector products (``"newton_cg"``, cost
         per iteration following the non-zeros of ``X``; see
-        :mod:`counterfactual_ltr.hessian_free`). ``"auto"`` takes the latter
+        :mod:`counterfactual_ltr.solvers.hessian_free`). ``"auto"`` takes the latter
         for a sparse ``X`` or more than 2,000 features. Same objective, same
         certificate; the path is recorded in ``SolverResult.method``.
     min_decrease : float >= 0
@@ -95,7 +95,7 @@ def solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin=1.0, w0
     >>> res = solve_pairwise_hinge(X, [0, 0, 1, 3], [1, 2, 2, 4], [1.0, 2.0, 1.0, 0.5], C=1.0)
     >>> res.converged and res.gap <= 1e-6 * max(1.0, res.objective)
     True
-    >>> from counterfactual_ltr.implicit_pairs import ClickPairs
+    >>> from counterfactual_ltr.surrogates.implicit_pairs import ClickPairs
     >>> pairs = ClickPairs([0, 3, 6], [0, 4], [1.0, 2.0])      # rows 0 and 4 clicked
     >>> a = solve_pairwise_hinge(X, pairs, None, None, C=1.0, tol=1e-9)
     >>> b = solve_pairwise_hinge(X, *pairs.explicit(), C=1.0, tol=1e-9)
@@ -118,7 +118,7 @@ def uses_implicit_pairs(pairs: ClickPairs, n_features: int) -> bool:
     Parameters
     ----------
     pairs : ClickPairs
-        Click pairs (see :class:`~counterfactual_ltr.implicit_pairs.ClickPairs`).
+        Click pairs (see :class:`~counterfactual_ltr.surrogates.implicit_pairs.ClickPairs`).
     n_features : int
         Columns of ``X`` (the choice does not depend on them today).
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import hessian_free as _hf
+from . import hessian_free as _hf
 from .common import aggregate_pairs
 
 __all__ = ["WorkingSet", "hinge_objective"]

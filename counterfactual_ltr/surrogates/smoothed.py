@@ -24,7 +24,7 @@ The curvature (the ``*_newton`` functions). ``lambda`` is concave for DCG and RB
 not convex in the scores; its Hessian is ``sum_j W_j [lambda'' grad H_j grad H_j^T + lambda' hess H_j]``
 with a non-positive first term. The curvature returned is the diagonal of the convex majoriser
 of the convex-concave procedure at the current scores -- ``lambda`` replaced by its tangent, i.e.
-the weights ``c_j = W_j lambda'(1 + H_j)`` of :func:`counterfactual_ltr.ccp.linearised_weights`:
+the weights ``c_j = W_j lambda'(1 + H_j)`` of :func:`counterfactual_ltr.solvers.ccp.linearised_weights`:
 ``h_d = sum_{pairs (j, y) with d in {j, y}, c_j > 0} c_j h_t''(z_jy)``. The majoriser touches the
 objective with the same gradient, and it keeps only the terms that curve upwards (a negative
 ``c_j``, from a trust-bias correction, is linearised as the SVMs' CCP does). For the LambdaRank loss
@@ -32,7 +32,7 @@ it is LambdaMART's own ``w sigma^2 rho (1 - rho)`` per pair, again over positive
 
 Pairs are explicit index arrays (:class:`ClickAnchorPairs`, built once per training set): the
 softplus has no closed form over a run of sorted scores, so the prefix sums of
-:mod:`counterfactual_ltr.implicit_pairs` do not apply. Memory and time are ``O(sum over clicked
+:mod:`counterfactual_ltr.surrogates.implicit_pairs` do not apply. Memory and time are ``O(sum over clicked
 documents of their list length)``: one ``exp`` and one ``log1p`` per pair and a few ``bincount``.
 """
 
@@ -42,7 +42,7 @@ import numpy as np
 
 from .._segments import check_finite_1d, check_offsets, rank_within_queries, segment_ids
 from .._validation import check_real
-from ..implicit_pairs import ClickPairs
+from .implicit_pairs import ClickPairs
 from ._common import reduce_losses
 
 __all__ = ["softplus_hinge", "ClickAnchorPairs", "SortedAnchorPairs", "anchor_pairs", "check_width", "SMOOTHINGS",
@@ -112,7 +112,7 @@ class ClickAnchorPairs:
 
     Built once per training set and reused at every boosting round: ``a`` (anchor rows), ``y``
     (the other rows) and ``owner`` (the anchor of each pair, 0 .. n_anchors - 1) are the pairs of
-    :class:`~counterfactual_ltr.implicit_pairs.ClickPairs`, enumerated anchor after anchor, so that
+    :class:`~counterfactual_ltr.surrogates.implicit_pairs.ClickPairs`, enumerated anchor after anchor, so that
     the sums over an anchor's pairs are contiguous (``np.add.reduceat``) and only the other rows'
     sums need a ``bincount``.
 
@@ -247,7 +247,7 @@ class SortedAnchorPairs:
     With the Huber smoothing ``phi_mu`` (0 for ``z <= 0``, ``z^2 / (2 mu)`` on ``(0, mu)``,
     ``z - mu/2`` beyond) shifted by half its band, ``phi_mu(z + mu/2) >= max(0, z)``, equal to the hinge
     for ``|z| >= mu/2``, each anchor's pairs fall into runs of its query's sorted scores (idle, band,
-    linear: :mod:`counterfactual_ltr.implicit_pairs`) whose sums are differences of prefix sums of
+    linear: :mod:`counterfactual_ltr.surrogates.implicit_pairs`) whose sums are differences of prefix sums of
     the scores and their squares: one sort per round, ``O(n log n + k log n)`` for ``n`` rows and
     ``k`` anchors, however many pairs. The curvature is ``c_j / mu`` on band pairs only.
 
@@ -300,7 +300,7 @@ class SortedAnchorPairs:
         grad : array (n_docs,)
         hess : array (n_docs,) or None
         """
-        from ..implicit_pairs import _Smoothed
+        from .implicit_pairs import _Smoothed
 
         s = check_finite_1d(scores, "scores", self.n)
         mu, shifted = width, margin + 0.5 * width

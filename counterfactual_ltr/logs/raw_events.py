@@ -1,0 +1,185 @@
+"""Raw click events as a real log has them, turned into a log's arrays; and joining features by id.
+
+One row per shown result: query id, document id, position, click, optionally a page (session)
+id. :func:`event_arrays` checks the rows and returns what :class:`~counterfactual_ltr.logs.clicklog.ClickLog`
+is built from: pages in order, the shown (query, document) rows as codes into an
+:class:`~counterfactual_ltr.ids.IdTable`, positions as recorded. :func:`join_rows` maps those
+rows to the rows of a feature table keyed by the same ids (``ClickLog.with_data``).
+"""
+
+from __future__ import annotations
+
+import warnings
+import numpy as np
+
+from ..datasets import _frame_column
+from ..ids import IdTable, factorize, format_id, frame_of, id_column, match
+from .session_checks import cut_pages
+
+__all__ = ["event_arrays", "join_rows", "kept_after_join", "missing_features_error", "MissingFeaturesWarning"]
+
+
+class MissingFeaturesWarning(UserWarning):
+    """Shown documents without features were dropped from a log by ``with_data(..., missing=...)``.
+
+    Examples
+    --------
+    >>> issubclass(MissingFeaturesWarning, UserWarning)
+    True
+    """
+
+
+def event_arrays(frame, *, query="query", doc="doc", position="position", click="click", session=None) -> dict:
+    """The arrays of a log from raw events (see :meth:`ClickLog.from_events` for the rules).
+
+    Parameters
+    ----------
+    frame : pandas DataFrame or mapping of column name to values
+        One row per shown result.
+    query, doc, position, click : str
+        Column names.
+    session : str, optional
+        The column naming each row's page; without it, pages are cut from runs of rows.
+
+    Returns
+    -------
+    dict
+        ``ids`` (IdTable), ``session_query``, ``offsets``, ``rows``, ``positions``, ``clicks``,
+        ``session_ids``.
+
+    Examples
+    --------
+    >>> arrays = event_arrays({"query": ["a", "a", "b"], "doc": [7, 8, 7], "position": [1, 2, 1],
+    ...                        "click": [0, 1, 0]})
+    >>> arrays["offsets"].tolist(), arrays["rows"].tolist(), arrays["ids"].doc_ids.tolist()
+    ([0, 2, 3], [0, 1, 2], [7, 8, 7])
+    """
+    frame = frame_of(frame, {"query": query, "doc": doc, "position": position, "click": click,
+                              "session": session})
+    query_code, query_ids = factorize(id_column(frame, query))
+    doc_code, doc_ids = factorize(id_column(frame, doc))
+    positions = _frame_column(frame, position)
+    clicks = _frame_column(frame, click, as_click=True)
+    session_code = session_ids = None
+    if session is not None:
+        session_code, session_ids = factorize(id_column(frame, session), sort=True)
+
+    def locate(i):
+        return f"frame row {frame.index[i]!r}"
+
+    order, offsets = cut_pages(query_code, positions, session_code, locate, names=(query, position))
+    ids, rows = IdTable.from_codes(query_code, query_ids, doc_code, doc_ids)
+    rows, query_code = rows[order], query_code[order]
+    starts = offsets[:-1]
+    return {"ids": ids, "session_query": query_code[starts], "offsets": offsets, "rows": rows,
+            "positions": positions[order], "clicks": clicks[order],
+            "session_ids": session_ids[session_code[order][starts]] if session is not None
+            else np.arange(len(starts), dtype=np.int64)}
+
+
+def join_rows(keys: tuple, data, missing: str = "raise") -> tuple[np.ndarray, np.ndarray]:
+    """``(data_row, known)``: the row of ``data`` with each (query id, document id) of ``keys``, and which have one.
+
+    Parameters
+    ----------
+    keys : tuple of two 1-D id arrays
+        (query id, document id) of the log's rows.
+    data : RankingDataset
+        A data set with ``query_keys`` and ``doc_keys`` (see ``RankingDataset.from_frame``), or
+        any data set (its qid and row index are then its ids).
+    missing : {"raise", "drop_sessions", "drop_rows"}
+        What to do when shown documents have no features (the caller drops them).
+
+    Returns
+    -------
+    data_row : int64 array (-1 where unknown), known : bool array
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from counterfactual_ltr import RankingDataset
+    >>> data = RankingDataset.from_frame({"query": ["q", "q"], "doc": ["a", "b"], "f": [0.0, 1.0]})
+    >>> keys = (np.array(["q", "q"], dtype=object), np.array(["b", "c"], dtype=object))
+    >>> join_rows(keys, data, missing="drop_rows")[0].tolist()
+    [1, -1]
+    """
+    if missing not in ("raise", "drop_sessions", "drop_rows"):
+        raise ValueError(f"missing must be 'raise', 'drop_sessions' or 'drop_rows', got {missing!r}")
+    data_row = match(keys, (data.query_keys[data.query_index], data.doc_keys))
+    known = data_row >= 0
+    if not known.all() and missing == "raise":
+        unknown = np.flatnonzero(~known)
+        raise missing_features_error(unknown.size, keys[0][unknown[:3]], keys[1][unknown[:3]])
+    return data_row, known
+
+
+def missing_features_error(count: int, query_ids, doc_ids) -> ValueError:
+    """The error of a join that meets ``count`` distinct shown (query, document) pairs without features.
+
+    Parameters
+    ----------
+    count : int
+        How many distinct pairs have no features.
+    query_ids, doc_ids : sequences of ids
+        A few of them, for the message.
+
+    Returns
+    -------
+    ValueError
+
+    Examples
+    --------
+    >>> print(str(missing_features_error(1, ["q"], [7])).split(";")[0])
+    1 shown (query, document) pairs of the log have no features in the data set, e.g. (query 'q', doc 7)
+    """
+    examples = ", ".join(f"(query {format_id(q)}, doc {format_id(d)})" for q, d in zip(query_ids, doc_ids))
+    return ValueError(f"{count} shown (query, document) pairs of the log have no features in the data set, "
+                      f"e.g. {examples}; give them features or pass missing='drop_sessions' or 'drop_rows'")
+
+
+def kept_after_join(item_session: np.ndarray, shown_known: np.ndarray, n_sessions: int,
+                    missing: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(keep_items, keep_sessions)`` of a join whose shown results ``shown_known`` have features.
+
+    ``"drop_sessions"`` drops every session that shows a document without features;
+    ``"drop_rows"`` drops those rows only. Either way a session left without rows is dropped.
+
+    Parameters
+    ----------
+    item_session : int array (n_items,)
+        Session index of every shown result.
+    shown_known : bool array (n_items,)
+        Whether each shown result has features.
+    n_sessions : int
+        Number of sessions.
+    missing : {"raise", "drop_sessions", "drop_rows"}
+        The join's option (``"raise"`` keeps everything: the caller has raised already).
+
+    Returns
+    -------
+    keep_items : bool array (n_items,), keep_sessions : bool array (n_sessions,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> items, sessions = kept_after_join(np.array([0, 0, 1]), np.array([True, False, True]), 2, "drop_sessions")
+    >>> items.tolist(), sessions.tolist()
+    ([False, False, True], [False, True])
+    """
+    keep_items = np.ones(len(item_session), dtype=bool)
+    keep_sessions = np.ones(n_sessions, dtype=bool)
+    if missing == "raise" or shown_known.all():
+        return keep_items, keep_sessions
+    lost = np.bincount(item_session, weights=~shown_known, minlength=n_sessions) > 0
+    keep_sessions = ~lost if missing == "drop_sessions" else keep_sessions
+    keep_items = shown_known & keep_sessions[item_session]
+    keep_sessions &= np.bincount(item_session, weights=keep_items, minlength=n_sessions) > 0
+    return keep_items, keep_sessions
+
+
+def warn_dropped(missing: str, n_rows: int, n_sessions: int, total_rows: int, total_sessions: int, *,
+                 stacklevel: int = 3) -> None:
+    """The warning of a join that dropped shown documents without features."""
+    warnings.warn(f"with_data(missing={missing!r}): dropped {n_rows} of {total_rows} shown results and "
+                  f"{n_sessions} of {total_sessions} sessions whose documents have no features",
+                  MissingFeaturesWarning, stacklevel=stacklevel)
