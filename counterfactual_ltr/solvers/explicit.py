@@ -296,7 +296,9 @@ class _ExplicitNewton:
             # best_w was the best on the reduced problem, whose speculatively fixed pairs can be
             # on the wrong side there: keep the (exactly evaluated) start.
             w, P = self.start
-        converged = self.converged and P - self.best_D <= self.tol * max(1.0, abs(P))
+        # A dual bound above the primal value is impossible in exact arithmetic: at a huge C the dual's
+        # two terms (~C^2) cancel to junk, and such a "certificate" must not pass as convergence.
+        converged = self.converged and abs(P - self.best_D) <= self.tol * max(1.0, abs(P))
         return (w, P, self.best_D, self.it, converged, self.history, self.stalled,
                 _hf.taken(self.method, self.ops))
 
