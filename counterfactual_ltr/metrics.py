@@ -65,6 +65,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from ._docs import fill_doc
 from ._segments import (check_finite_1d, check_offsets, offsets_from_qid, order_within_queries, rank_within_queries,
                         segment_ids)
 from ._validation import check_int, check_probability, check_real
@@ -94,6 +95,33 @@ __all__ = [
 ]
 
 _LN2 = math.log(2.0)
+
+# Parameter and return text that many docstrings here share: a ``{name, ...}`` line is filled from it at import.
+_DOCS = {
+    "scores": "scores : array (n_docs,)\n    Scores of all documents (higher ranks first).",
+    "labels": "labels : array (n_docs,)\n    Graded relevance labels >= 0.",
+    "query_offsets": "query_offsets : array (n_queries + 1,), optional\n"
+                     "    Query boundaries (see ``docs/conventions.md``); or give ``qid``.",
+    "qid": "qid : array (n_docs,), optional\n"
+           "    Query id of every document (a query's rows contiguous), instead of ``query_offsets``.",
+    "k": "k : int >= 1, optional\n    Cutoff (default: the whole list).",
+    "gain": 'gain : {"exp2", "linear"}, default "exp2"\n    Gain of a label ``y``: ``2**y - 1`` or ``y``.',
+    "threshold": "threshold : float, default 1\n    ``rel = labels >= threshold``.",
+    "no_relevant": 'no_relevant : float or "skip", default 0.0\n'
+                   "    Value of a query without relevant documents, or leave it out.",
+    "reduce": 'reduce : {"mean", "sum", None}, default "mean"\n    Mean or sum over the queries, or one value per query.',
+    "per_query": "float, or array (n_queries,) with ``reduce=None``",
+    "r_real": "r : array of ranks >= 1\n"
+              "    Ranks (real numbers allowed: the surrogates evaluate them between integers).",
+    "same_shape": "array, same shape as ``r``",
+}
+_DOCS["data"] = "\n".join(_DOCS[name] for name in ("scores", "labels", "query_offsets", "qid"))
+# The rank weights ``lambda(r)``: their Parameters and Returns sections and the Examples heading.
+_DOCS["r_sections"], _DOCS["r_p_sections"] = (
+    f"Parameters\n----------\n{params}\n\nReturns\n-------\n{_DOCS['same_shape']}\n\nExamples\n--------"
+    for params in ("r : array of ranks >= 1 (real-valued allowed)\n    Ranks, one weight each.",
+                   _DOCS["r_real"] + "\np : float in (0, 1), default 0.8\n    Persistence of the RBP user model."))
+_doc = fill_doc(_DOCS)
 
 
 # ----------------------------------------------------------------------------- input handling
@@ -203,6 +231,7 @@ def _undefined(per_query, defined, no_relevant, reduce):
 # ----------------------------------------------------------------------------- ranks
 
 
+@_doc
 def ranks(scores, query_offsets=None, *, qid=None) -> np.ndarray:
     """1-based rank of every document inside its query (int64, same order as ``scores``).
 
@@ -211,10 +240,7 @@ def ranks(scores, query_offsets=None, *, qid=None) -> np.ndarray:
 
     Parameters
     ----------
-    scores : array (n_docs,)
-        Scores of all documents (higher ranks first).
-    query_offsets : array (n_queries + 1,), optional
-        Query boundaries (see ``docs/conventions.md``); or give ``qid``.
+    {scores, query_offsets}
     qid : array (n_docs,), optional
         Query id of every document, instead of ``query_offsets``.
 
@@ -250,6 +276,7 @@ def _dcg_per_query(srt: _Sorted, labels_sorted, k, gain):
     return srt.per_query(_gain(labels_sorted, gain) * discount)
 
 
+@_doc
 def dcg(scores, labels, query_offsets=None, *, qid=None, k=None, gain="exp2", reduce="mean"):
     """Discounted cumulative gain at ``k``.
 
@@ -260,24 +287,11 @@ def dcg(scores, labels, query_offsets=None, *, qid=None, k=None, gain="exp2", re
 
     Parameters
     ----------
-    scores : array (n_docs,)
-        Scores of all documents (higher ranks first).
-    labels : array (n_docs,)
-        Graded relevance labels >= 0.
-    query_offsets : array (n_queries + 1,), optional
-        Query boundaries (see ``docs/conventions.md``); or give ``qid``.
-    qid : array (n_docs,), optional
-        Query id of every document (a query's rows contiguous), instead of ``query_offsets``.
-    k : int >= 1, optional
-        Cutoff (default: the whole list).
-    gain : {"exp2", "linear"}, default "exp2"
-        Gain of a label ``y``: ``2**y - 1`` or ``y``.
-    reduce : {"mean", "sum", None}, default "mean"
-        Mean or sum over the queries, or one value per query.
+    {data, k, gain, reduce}
 
     Returns
     -------
-    float, or array (n_queries,) with ``reduce=None``
+    {per_query}
 
     Examples
     --------
@@ -292,6 +306,7 @@ def dcg(scores, labels, query_offsets=None, *, qid=None, k=None, gain="exp2", re
     return _reduce(_dcg_per_query(srt, srt.labels, k, gain), reduce)
 
 
+@_doc
 def ndcg(scores, labels, query_offsets=None, *, qid=None, k=None, gain="exp2", no_relevant=0.0, reduce="mean"):
     """Normalised DCG at ``k``: DCG@k divided by the DCG@k of the ideal ranking.
 
@@ -304,26 +319,11 @@ def ndcg(scores, labels, query_offsets=None, *, qid=None, k=None, gain="exp2", n
 
     Parameters
     ----------
-    scores : array (n_docs,)
-        Scores of all documents (higher ranks first).
-    labels : array (n_docs,)
-        Graded relevance labels >= 0.
-    query_offsets : array (n_queries + 1,), optional
-        Query boundaries (see ``docs/conventions.md``); or give ``qid``.
-    qid : array (n_docs,), optional
-        Query id of every document (a query's rows contiguous), instead of ``query_offsets``.
-    k : int >= 1, optional
-        Cutoff (default: the whole list).
-    gain : {"exp2", "linear"}, default "exp2"
-        Gain of a label ``y``: ``2**y - 1`` or ``y``.
-    no_relevant : float or "skip", default 0.0
-        Value of a query without relevant documents, or leave it out.
-    reduce : {"mean", "sum", None}, default "mean"
-        Mean or sum over the queries, or one value per query.
+    {data, k, gain, no_relevant, reduce}
 
     Returns
     -------
-    float, or array (n_queries,) with ``reduce=None``
+    {per_query}
 
     Examples
     --------
@@ -356,6 +356,7 @@ def _within_query_cumsum(srt: _Sorted, values):
     return total - before[srt.seg]
 
 
+@_doc
 def average_precision(scores, labels, query_offsets=None, *, qid=None, k=None, threshold=1, no_relevant=0.0,
                       reduce="mean"):
     """Average precision of the binary relevance ``rel = labels >= threshold``.
@@ -368,26 +369,11 @@ def average_precision(scores, labels, query_offsets=None, *, qid=None, k=None, t
 
     Parameters
     ----------
-    scores : array (n_docs,)
-        Scores of all documents (higher ranks first).
-    labels : array (n_docs,)
-        Graded relevance labels >= 0.
-    query_offsets : array (n_queries + 1,), optional
-        Query boundaries (see ``docs/conventions.md``); or give ``qid``.
-    qid : array (n_docs,), optional
-        Query id of every document (a query's rows contiguous), instead of ``query_offsets``.
-    k : int >= 1, optional
-        Cutoff (default: the whole list).
-    threshold : float, default 1
-        ``rel = labels >= threshold``.
-    no_relevant : float or "skip", default 0.0
-        Value of a query without relevant documents, or leave it out.
-    reduce : {"mean", "sum", None}, default "mean"
-        Mean or sum over the queries, or one value per query.
+    {data, k, threshold, no_relevant, reduce}
 
     Returns
     -------
-    float, or array (n_queries,) with ``reduce=None``
+    {per_query}
 
     Examples
     --------
@@ -408,6 +394,7 @@ def average_precision(scores, labels, query_offsets=None, *, qid=None, k=None, t
     return _undefined(value, defined, no_relevant, reduce)
 
 
+@_doc
 def precision_at_k(scores, labels, query_offsets=None, *, qid=None, k, threshold=1, reduce="mean"):
     """Precision at ``k``: the fraction of the top ``k`` positions holding a relevant document.
 
@@ -419,24 +406,14 @@ def precision_at_k(scores, labels, query_offsets=None, *, qid=None, k, threshold
 
     Parameters
     ----------
-    scores : array (n_docs,)
-        Scores of all documents (higher ranks first).
-    labels : array (n_docs,)
-        Graded relevance labels >= 0.
-    query_offsets : array (n_queries + 1,), optional
-        Query boundaries (see ``docs/conventions.md``); or give ``qid``.
-    qid : array (n_docs,), optional
-        Query id of every document (a query's rows contiguous), instead of ``query_offsets``.
+    {data}
     k : int >= 1
         Cutoff (required).
-    threshold : float, default 1
-        ``rel = labels >= threshold``.
-    reduce : {"mean", "sum", None}, default "mean"
-        Mean or sum over the queries, or one value per query.
+    {threshold, reduce}
 
     Returns
     -------
-    float, or array (n_queries,) with ``reduce=None``
+    {per_query}
 
     Examples
     --------
@@ -449,6 +426,7 @@ def precision_at_k(scores, labels, query_offsets=None, *, qid=None, k, threshold
     return _reduce(srt.per_query(rel * _cutoff(srt.pos, k)) / k, reduce)
 
 
+@_doc
 def rbp(scores, labels, query_offsets=None, *, qid=None, p=0.8, k=None, threshold=1, reduce="mean"):
     """Rank-biased precision (Moffat and Zobel, 2008) with persistence ``p``.
 
@@ -456,26 +434,14 @@ def rbp(scores, labels, query_offsets=None, *, qid=None, p=0.8, k=None, threshol
 
     Parameters
     ----------
-    scores : array (n_docs,)
-        Scores of all documents (higher ranks first).
-    labels : array (n_docs,)
-        Graded relevance labels >= 0.
-    query_offsets : array (n_queries + 1,), optional
-        Query boundaries (see ``docs/conventions.md``); or give ``qid``.
-    qid : array (n_docs,), optional
-        Query id of every document (a query's rows contiguous), instead of ``query_offsets``.
+    {data}
     p : float in (0, 1), default 0.8
         Persistence.
-    k : int >= 1, optional
-        Cutoff (default: the whole list).
-    threshold : float, default 1
-        ``rel = labels >= threshold``.
-    reduce : {"mean", "sum", None}, default "mean"
-        Mean or sum over the queries, or one value per query.
+    {k, threshold, reduce}
 
     Returns
     -------
-    float, or array (n_queries,) with ``reduce=None``
+    {per_query}
 
     Examples
     --------
@@ -490,6 +456,7 @@ def rbp(scores, labels, query_offsets=None, *, qid=None, p=0.8, k=None, threshol
     return _reduce(srt.per_query(rel * weight), reduce)
 
 
+@_doc
 def avg_rank(scores, labels, query_offsets=None, *, qid=None, threshold=1, reduce="mean"):
     """Sum of the ranks of the relevant documents of each query (lower is better).
 
@@ -502,22 +469,11 @@ def avg_rank(scores, labels, query_offsets=None, *, qid=None, threshold=1, reduc
 
     Parameters
     ----------
-    scores : array (n_docs,)
-        Scores of all documents (higher ranks first).
-    labels : array (n_docs,)
-        Graded relevance labels >= 0.
-    query_offsets : array (n_queries + 1,), optional
-        Query boundaries (see ``docs/conventions.md``); or give ``qid``.
-    qid : array (n_docs,), optional
-        Query id of every document (a query's rows contiguous), instead of ``query_offsets``.
-    threshold : float, default 1
-        ``rel = labels >= threshold``.
-    reduce : {"mean", "sum", None}, default "mean"
-        Mean or sum over the queries, or one value per query.
+    {data, threshold, reduce}
 
     Returns
     -------
-    float, or array (n_queries,) with ``reduce=None``
+    {per_query}
 
     Examples
     --------
@@ -529,6 +485,7 @@ def avg_rank(scores, labels, query_offsets=None, *, qid=None, threshold=1, reduc
     return _reduce(srt.per_query(rel * srt.pos), reduce)
 
 
+@_doc
 def mean_relevant_rank(scores, labels, query_offsets=None, *, qid=None, threshold=1, no_relevant="skip",
                        reduce="mean"):
     """Mean rank of the relevant documents of each query: :func:`avg_rank` / number relevant.
@@ -541,24 +498,15 @@ def mean_relevant_rank(scores, labels, query_offsets=None, *, qid=None, threshol
 
     Parameters
     ----------
-    scores : array (n_docs,)
-        Scores of all documents (higher ranks first).
-    labels : array (n_docs,)
-        Graded relevance labels >= 0.
-    query_offsets : array (n_queries + 1,), optional
-        Query boundaries (see ``docs/conventions.md``); or give ``qid``.
-    qid : array (n_docs,), optional
-        Query id of every document (a query's rows contiguous), instead of ``query_offsets``.
-    threshold : float, default 1
-        ``rel = labels >= threshold``.
+    {data}
+    {threshold}
     no_relevant : float or "skip", default "skip"
         Value of a query without relevant documents, or ``"skip"`` to leave it out.
-    reduce : {"mean", "sum", None}, default "mean"
-        Mean or sum over the queries, or one value per query.
+    {reduce}
 
     Returns
     -------
-    float, or array (n_queries,) with ``reduce=None``
+    {per_query}
 
     Examples
     --------
@@ -579,80 +527,44 @@ def mean_relevant_rank(scores, labels, query_offsets=None, *, qid=None, threshol
 # ----------------------------------------------------------------------------- additive lambda-metrics
 
 
+@_doc
 def lambda_avg_rank(r):
     """``lambda(r) = r``: the sum of relevant ranks (Table 1, AvgRank).
 
-    Parameters
-    ----------
-    r : array of ranks >= 1 (real-valued allowed)
-        Ranks, one weight each.
-
-    Returns
-    -------
-    array, same shape as ``r``
-
-    Examples
-    --------
+    {r_sections}
     >>> lambda_avg_rank([1, 2, 5]).tolist()
     [1.0, 2.0, 5.0]
     """
     return np.asarray(r, dtype=np.float64).copy()
 
 
+@_doc
 def lambda_avg_rank_derivative(r):
     """``lambda'(r) = 1``.
 
-    Parameters
-    ----------
-    r : array of ranks >= 1 (real-valued allowed)
-        Ranks, one weight each.
-
-    Returns
-    -------
-    array, same shape as ``r``
-
-    Examples
-    --------
+    {r_sections}
     >>> lambda_avg_rank_derivative([1, 4]).tolist()
     [1.0, 1.0]
     """
     return np.ones_like(np.asarray(r, dtype=np.float64))
 
 
+@_doc
 def lambda_dcg(r):
     """``lambda(r) = -1 / log2(1 + r)``: minus the DCG discount (Table 1, DCG).
 
-    Parameters
-    ----------
-    r : array of ranks >= 1 (real-valued allowed)
-        Ranks, one weight each.
-
-    Returns
-    -------
-    array, same shape as ``r``
-
-    Examples
-    --------
+    {r_sections}
     >>> lambda_dcg([1, 3]).tolist()
     [-1.0, -0.5]
     """
     return -1.0 / np.log2(1.0 + np.asarray(r, dtype=np.float64))
 
 
+@_doc
 def lambda_dcg_derivative(r):
     """``lambda'(r) = ln 2 / ((1 + r) ln(1 + r)^2)`` (positive and decreasing: lambda is concave).
 
-    Parameters
-    ----------
-    r : array of ranks >= 1 (real-valued allowed)
-        Ranks, one weight each.
-
-    Returns
-    -------
-    array, same shape as ``r``
-
-    Examples
-    --------
+    {r_sections}
     >>> round(float(lambda_dcg_derivative(1.0)), 4)   # 1 / (2 ln 2)
     0.7213
     """
@@ -660,19 +572,19 @@ def lambda_dcg_derivative(r):
     return _LN2 / ((1.0 + r) * np.log1p(r) ** 2)
 
 
+@_doc
 def lambda_prec_at_k(r, k):
     """``lambda(r) = -1[r <= k] / k`` (Table 1, Prec@k). A step: no derivative.
 
     Parameters
     ----------
-    r : array of ranks >= 1
-        Ranks (real numbers allowed: the surrogates evaluate them between integers).
+    {r_real}
     k : int >= 1
         The cutoff.
 
     Returns
     -------
-    array, same shape as ``r``
+    {same_shape}
 
     Examples
     --------
@@ -683,22 +595,11 @@ def lambda_prec_at_k(r, k):
     return np.where(np.asarray(r, dtype=np.float64) <= k, -1.0 / k, 0.0)
 
 
+@_doc
 def lambda_rbp(r, p=0.8):
     """``lambda(r) = -(1 - p) p^(r - 1)`` (Table 1, RBP-p, corrected; see the module docstring).
 
-    Parameters
-    ----------
-    r : array of ranks >= 1
-        Ranks (real numbers allowed: the surrogates evaluate them between integers).
-    p : float in (0, 1), default 0.8
-        Persistence of the RBP user model.
-
-    Returns
-    -------
-    array, same shape as ``r``
-
-    Examples
-    --------
+    {r_p_sections}
     >>> lambda_rbp([1, 2, 3], p=0.5).tolist()
     [-0.5, -0.25, -0.125]
     """
@@ -706,22 +607,11 @@ def lambda_rbp(r, p=0.8):
     return -(1.0 - p) * p ** (np.asarray(r, dtype=np.float64) - 1.0)
 
 
+@_doc
 def lambda_rbp_derivative(r, p=0.8):
     """``lambda'(r) = -(1 - p) ln(p) p^(r - 1)`` (positive and decreasing: lambda is concave).
 
-    Parameters
-    ----------
-    r : array of ranks >= 1
-        Ranks (real numbers allowed: the surrogates evaluate them between integers).
-    p : float in (0, 1), default 0.8
-        Persistence of the RBP user model.
-
-    Returns
-    -------
-    array, same shape as ``r``
-
-    Examples
-    --------
+    {r_p_sections}
     >>> round(float(lambda_rbp_derivative(1.0, p=0.5)), 4)   # -(1 - 0.5) ln(0.5)
     0.3466
     """
@@ -886,6 +776,7 @@ def metric_weight(metric="dcg", **params):
     return lambda r: sign * lam.value(np.asarray(r, dtype=np.float64))
 
 
+@_doc
 def additive_metric(scores, labels, query_offsets=None, *, qid=None, weight, threshold=1, reduce="mean",
                     **weight_params):
     """Additive lambda-metric of Table 1 (risk orientation, lower is better).
@@ -898,26 +789,18 @@ def additive_metric(scores, labels, query_offsets=None, *, qid=None, weight, thr
 
     Parameters
     ----------
-    scores : array (n_docs,)
-        Scores of all documents (higher ranks first).
-    labels : array (n_docs,)
-        Graded relevance labels >= 0.
-    query_offsets : array (n_queries + 1,), optional
-        Query boundaries (see ``docs/conventions.md``); or give ``qid``.
-    qid : array (n_docs,), optional
-        Query id of every document (a query's rows contiguous), instead of ``query_offsets``.
+    {data}
     weight : str, callable or LambdaWeight
         The rank weight (see :func:`get_lambda`).
     threshold : float or None, default 1
         ``rel = labels >= threshold``; None uses the labels themselves.
-    reduce : {"mean", "sum", None}, default "mean"
-        Mean or sum over the queries, or one value per query.
+    {reduce}
     **weight_params
         ``k`` for prec@k, ``p`` for rbp.
 
     Returns
     -------
-    float, or array (n_queries,) with ``reduce=None``
+    {per_query}
 
     Examples
     --------

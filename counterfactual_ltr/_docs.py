@@ -1,0 +1,98 @@
+"""Shared numpydoc text: a parameter that many functions take is described once.
+
+A docstring names shared blocks by a line that holds nothing but ``{name}`` or ``{name, other, ...}``;
+:func:`fill_doc` replaces that line, at import time, by the blocks ``table[name]`` one after the
+other, indented as the placeholder was. So
+``help()``, doctest and numpydoc read the complete docstring, and the source holds each description
+once. Only whole-line placeholders are replaced: braces anywhere else (LaTeX, ``{"mean", "sum"}``)
+stay as written. An unknown name is an error at import, not a hole in the docs.
+
+Examples
+--------
+>>> @fill_doc({"x": "x : float\\n    The input."})
+... def f(x):
+...     '''Identity.
+...
+...     Parameters
+...     ----------
+...     {x}
+...     '''
+>>> print(f.__doc__.strip())
+Identity.
+<BLANKLINE>
+    Parameters
+    ----------
+    x : float
+        The input.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+__all__ = ["fill_doc", "fill_text"]
+
+_PLACEHOLDER = re.compile(r"^([ \t]*)\{(\w+(?:, *\w+)*)\}[ \t]*$", re.M)
+
+
+def fill_text(doc: str, table: dict) -> str:
+    """``doc`` with every whole-line ``{name, ...}`` replaced by the ``table`` blocks, indented as the placeholder.
+
+    Parameters
+    ----------
+    doc : str
+        A docstring.
+    table : dict of str to str
+        Shared blocks, written from column 0 (their own relative indentation is kept).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> fill_text("Parameters\\n    {a, b}\\n", {"a": "a : int\\n    A count.", "b": "b : str"})
+    'Parameters\\n    a : int\\n        A count.\\n    b : str\\n'
+    """
+    def blocks(match):
+        indent, names = match.groups()
+        missing = [n.strip() for n in names.split(",") if n.strip() not in table]
+        if missing:
+            raise KeyError(f"docstring placeholder {{{names}}}: no shared text for {missing} (known: {sorted(table)})")
+        text = "\n".join(textwrap.dedent(table[n.strip()]).strip("\n") for n in names.split(","))
+        return textwrap.indent(text, indent)
+
+    return _PLACEHOLDER.sub(blocks, doc)
+
+
+def fill_doc(table: dict):
+    """Decorator: fill the ``{name}`` lines of a function's or class's docstring from ``table``.
+
+    Parameters
+    ----------
+    table : dict of str to str
+        Shared blocks (see :func:`fill_text`).
+
+    Returns
+    -------
+    callable
+        The decorator; it returns the object itself, with ``__doc__`` filled.
+
+    Examples
+    --------
+    >>> @fill_doc({"n": "n : int\\n    How many."})
+    ... def g(n):
+    ...     '''Parameters
+    ...     ----------
+    ...     {n}
+    ...     '''
+    >>> "How many." in g.__doc__
+    True
+    """
+    def decorate(obj):
+        if obj.__doc__:
+            obj.__doc__ = fill_text(obj.__doc__, table)
+        return obj
+
+    return decorate
