@@ -2,9 +2,9 @@
 
 A docstring names shared blocks by a line that holds nothing but ``{name}`` or ``{name, other, ...}``;
 :func:`fill_doc` replaces that line, at import time, by the blocks ``table[name]`` one after the
-other, indented as the placeholder was. So
-``help()``, doctest and numpydoc read the complete docstring, and the source holds each description
-once. Only whole-line placeholders are replaced: braces anywhere else (LaTeX, ``{"mean", "sum"}``)
+other, indented as the placeholder was; a block that opens a numpydoc section (a heading over
+dashes, e.g. a shared Returns section) is set off by a blank line. So ``help()``, doctest and
+numpydoc read the complete docstring, and the source holds each description once. Only whole-line placeholders are replaced: braces anywhere else (LaTeX, ``{"mean", "sum"}``)
 stay as written. An unknown name is an error at import, not a hole in the docs.
 
 Examples
@@ -34,6 +34,7 @@ import textwrap
 __all__ = ["fill_doc", "fill_text"]
 
 _PLACEHOLDER = re.compile(r"^([ \t]*)\{(\w+(?:, *\w+)*)\}[ \t]*$", re.M)
+_SECTION = re.compile(r"[^\n]+\n-+(\n|$)")
 
 
 def fill_text(doc: str, table: dict) -> str:
@@ -54,13 +55,24 @@ def fill_text(doc: str, table: dict) -> str:
     --------
     >>> fill_text("Parameters\\n    {a, b}\\n", {"a": "a : int\\n    A count.", "b": "b : str"})
     'Parameters\\n    a : int\\n        A count.\\n    b : str\\n'
+    >>> print(fill_text("{b, r}", {"b": "b : str", "r": "Returns\\n-------\\nint"}))
+    b : str
+    <BLANKLINE>
+    Returns
+    -------
+    int
     """
     def blocks(match):
         indent, names = match.groups()
         missing = [n.strip() for n in names.split(",") if n.strip() not in table]
         if missing:
             raise KeyError(f"docstring placeholder {{{names}}}: no shared text for {missing} (known: {sorted(table)})")
-        text = "\n".join(textwrap.dedent(table[n.strip()]).strip("\n") for n in names.split(","))
+        text = ""
+        for name in names.split(","):
+            block = textwrap.dedent(table[name.strip()]).strip("\n")
+            if text:   # a block that opens a section (a heading over dashes) is set off by a blank line
+                text += "\n\n" if _SECTION.match(block) else "\n"
+            text += block
         return textwrap.indent(text, indent)
 
     return _PLACEHOLDER.sub(blocks, doc)

@@ -110,7 +110,7 @@ _DOCS = {
     "no_relevant": 'no_relevant : float or "skip", default 0.0\n'
                    "    Value of a query without relevant documents, or leave it out.",
     "reduce": 'reduce : {"mean", "sum", None}, default "mean"\n    Mean or sum over the queries, or one value per query.',
-    "per_query": "float, or array (n_queries,) with ``reduce=None``",
+    "returns": "Returns\n-------\nfloat, or array (n_queries,) with ``reduce=None``",
     "r_real": "r : array of ranks >= 1\n"
               "    Ranks (real numbers allowed: the surrogates evaluate them between integers).",
     "same_shape": "array, same shape as ``r``",
@@ -287,11 +287,7 @@ def dcg(scores, labels, query_offsets=None, *, qid=None, k=None, gain="exp2", re
 
     Parameters
     ----------
-    {data, k, gain, reduce}
-
-    Returns
-    -------
-    {per_query}
+    {data, k, gain, reduce, returns}
 
     Examples
     --------
@@ -319,11 +315,7 @@ def ndcg(scores, labels, query_offsets=None, *, qid=None, k=None, gain="exp2", n
 
     Parameters
     ----------
-    {data, k, gain, no_relevant, reduce}
-
-    Returns
-    -------
-    {per_query}
+    {data, k, gain, no_relevant, reduce, returns}
 
     Examples
     --------
@@ -369,11 +361,7 @@ def average_precision(scores, labels, query_offsets=None, *, qid=None, k=None, t
 
     Parameters
     ----------
-    {data, k, threshold, no_relevant, reduce}
-
-    Returns
-    -------
-    {per_query}
+    {data, k, threshold, no_relevant, reduce, returns}
 
     Examples
     --------
@@ -409,11 +397,7 @@ def precision_at_k(scores, labels, query_offsets=None, *, qid=None, k, threshold
     {data}
     k : int >= 1
         Cutoff (required).
-    {threshold, reduce}
-
-    Returns
-    -------
-    {per_query}
+    {threshold, reduce, returns}
 
     Examples
     --------
@@ -437,11 +421,7 @@ def rbp(scores, labels, query_offsets=None, *, qid=None, p=0.8, k=None, threshol
     {data}
     p : float in (0, 1), default 0.8
         Persistence.
-    {k, threshold, reduce}
-
-    Returns
-    -------
-    {per_query}
+    {k, threshold, reduce, returns}
 
     Examples
     --------
@@ -469,11 +449,7 @@ def avg_rank(scores, labels, query_offsets=None, *, qid=None, threshold=1, reduc
 
     Parameters
     ----------
-    {data, threshold, reduce}
-
-    Returns
-    -------
-    {per_query}
+    {data, threshold, reduce, returns}
 
     Examples
     --------
@@ -502,11 +478,7 @@ def mean_relevant_rank(scores, labels, query_offsets=None, *, qid=None, threshol
     {threshold}
     no_relevant : float or "skip", default "skip"
         Value of a query without relevant documents, or ``"skip"`` to leave it out.
-    {reduce}
-
-    Returns
-    -------
-    {per_query}
+    {reduce, returns}
 
     Examples
     --------
@@ -798,9 +770,7 @@ def additive_metric(scores, labels, query_offsets=None, *, qid=None, weight, thr
     **weight_params
         ``k`` for prec@k, ``p`` for rbp.
 
-    Returns
-    -------
-    {per_query}
+    {returns}
 
     Examples
     --------

@@ -30,6 +30,7 @@ import numpy as np
 from .._linalg import pair_gram
 from .._segments import (check_offsets, concat_ranges, padded_layout, segment_gather, segment_ids, segment_searchsorted,
                         sorted_within_queries)
+from ._common import doc
 
 __all__ = ["ClickPairs"]
 
@@ -134,15 +135,13 @@ class ClickPairs:
         keep = members != self.anchors[owner]
         return self.anchors[owner[keep]], members[keep], owner[keep]
 
+    @doc
     def hinge_sums(self, scores, margin: float = 1.0) -> np.ndarray:
         """Per anchor, ``sum_{y != a} max(0, margin - (s_a - s_y))`` (no pairs formed).
 
         Parameters
         ----------
-        scores : array (n_rows,)
-            Scores of the rows the pairs index.
-        margin : float, default 1.0
-            The hinge's margin.
+        {pair_scores, hinge_margin}
 
         Returns
         -------
@@ -153,6 +152,7 @@ class ClickPairs:
             raise ValueError(f"scores has shape {scores.shape}, expected ({self.n_rows},)")
         return _Sorted(self, scores).hinge_per_anchor(float(margin))
 
+    @doc
     def hinge_sums_and_ranks(self, scores, margin: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`hinge_sums` and each anchor's 1-based rank in its query, from one sort.
 
@@ -160,10 +160,7 @@ class ClickPairs:
 
         Parameters
         ----------
-        scores : array (n_rows,)
-            Scores of the rows the pairs index.
-        margin : float, default 1.0
-            The hinge's margin.
+        {pair_scores, hinge_margin}
 
         Returns
         -------

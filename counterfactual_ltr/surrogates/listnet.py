@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._segments import segment_ids
-from ._common import check_reduce, prepare, reduce_losses
+from ._common import check_reduce, doc, prepare, reduce_losses
 
 __all__ = ["listnet_loss", "LISTNET_TARGETS"]
 
@@ -58,6 +58,7 @@ def _listnet_core(s, y, offsets, target):
     return per_query, grad
 
 
+@doc
 def listnet_loss(scores, labels, query_offsets, *, target="softmax", reduce="sum"):
     """ListNet (top-one) cross entropy, per query:
 
@@ -81,22 +82,10 @@ def listnet_loss(scores, labels, query_offsets, *, target="softmax", reduce="sum
 
     Parameters
     ----------
-    scores : array (n_docs,)
-        Scores of all documents, queries back to back.
-    labels : array (n_docs,)
-        Graded relevance labels >= 0.
-    query_offsets : array (n_queries + 1,)
-        Query boundaries (see ``docs/conventions.md``).
+    {scores, labels, query_offsets}
     target : {"softmax", "gain"}, default "softmax"
         The target top-one distribution (see above).
-    reduce : {"sum", "mean", None}, default "sum"
-        Sum or mean over queries, or one loss per query (``grad`` is then the gradient of their sum).
-
-    Returns
-    -------
-    loss : float, or array (n_queries,) with ``reduce=None``
-    grad : array (n_docs,)
-        The (sub)gradient of the (summed) loss with respect to ``scores``.
+    {reduce, returns}
 
     Examples
     --------

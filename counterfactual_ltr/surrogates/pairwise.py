@@ -9,11 +9,12 @@ import numpy as np
 
 from .._segments import (check_finite_1d, check_offsets, segment_ids, segment_searchsorted, within_query_pairs)
 from .._validation import check_real
-from ._common import prepare, reduce_losses
+from ._common import doc, prepare, reduce_losses
 
 __all__ = ["pairwise_hinge", "hinge_rank_bound", "lambda_hinge_bound"]
 
 
+@doc
 def pairwise_hinge(scores, labels, query_offsets, *, weights=None, margin: float = 1.0, reduce="sum"):
     """Ranking SVM loss: hinge on every pair of documents with different grades.
 
@@ -28,24 +29,12 @@ def pairwise_hinge(scores, labels, query_offsets, *, weights=None, margin: float
 
     Parameters
     ----------
-    scores : array (n_docs,)
-        Scores of all documents, queries back to back.
-    labels : array (n_docs,)
-        Graded relevance labels >= 0.
-    query_offsets : array (n_queries + 1,)
-        Query boundaries (see ``docs/conventions.md``).
+    {scores, labels, query_offsets}
     weights : array (n_docs,), optional
         Weight of each document when it is the preferred one of a pair (default 1).
     margin : float, default 1.0
         Required score difference of a preferred pair.
-    reduce : {"sum", "mean", None}, default "sum"
-        Sum or mean over queries, or one loss per query (``grad`` is then the gradient of their sum).
-
-    Returns
-    -------
-    loss : float, or array (n_queries,) with ``reduce=None``
-    grad : array (n_docs,)
-        The (sub)gradient of the (summed) loss with respect to ``scores``.
+    {reduce, returns}
 
     Examples
     --------
@@ -69,6 +58,7 @@ def pairwise_hinge(scores, labels, query_offsets, *, weights=None, margin: float
     return reduce_losses(per_query, grad, reduce, len(offsets) - 1)
 
 
+@doc
 def hinge_rank_bound(scores, query_offsets, rows, *, margin: float = 1.0):
     """Hinge upper bound on ``rank - 1`` of the documents ``rows`` in their queries.
 
@@ -83,10 +73,7 @@ def hinge_rank_bound(scores, query_offsets, rows, *, margin: float = 1.0):
 
     Parameters
     ----------
-    scores : array (n_docs,)
-        Scores of all documents, queries back to back.
-    query_offsets : array (n_queries + 1,)
-        Query boundaries (see ``docs/conventions.md``).
+    {scores, query_offsets}
     rows : array of int
         The documents whose bound is wanted.
     margin : float, default 1.0
@@ -125,6 +112,7 @@ def hinge_rank_bound(scores, query_offsets, rows, *, margin: float = 1.0):
     return np.maximum(H, 0.0), count - 1
 
 
+@doc
 def lambda_hinge_bound(scores, click_weights, query_offsets, *, metric="dcg", margin: float = 1.0,
                        reduce="sum", **metric_params):
     """Propensity-weighted hinge bound on an additive metric's IPS risk (Agarwal et al. 2019, Eq. 7).
@@ -144,26 +132,15 @@ def lambda_hinge_bound(scores, click_weights, query_offsets, *, metric="dcg", ma
 
     Parameters
     ----------
-    scores : array (n_docs,)
-        Scores of all documents, queries back to back.
+    {scores}
     click_weights : array (n_docs,)
         ``W_j``, the summed inverse propensity of the clicks on each document.
-    query_offsets : array (n_queries + 1,)
-        Query boundaries (see ``docs/conventions.md``).
+    {query_offsets}
     metric : str or LambdaWeight, default "dcg"
         The rank weight ``lambda`` (see :func:`~counterfactual_ltr.metrics.get_lambda`).
     margin : float, default 1.0
         Margin of the hinges.
-    reduce : {"sum", "mean", None}, default "sum"
-        Sum or mean over queries, or one loss per query (``grad`` is then the gradient of their sum).
-    **metric_params
-        E.g. ``p`` for ``"rbp"``.
-
-    Returns
-    -------
-    loss : float, or array (n_queries,) with ``reduce=None``
-    grad : array (n_docs,)
-        The (sub)gradient of the (summed) loss with respect to ``scores``.
+    {reduce, metric_params, returns}
 
     Examples
     --------

@@ -49,7 +49,7 @@ import numpy as np
 from .._segments import check_finite_1d, check_offsets, segment_ids
 from .._validation import check_int, check_real
 from ..datasets import DEFAULT_RELEVANCE_THRESHOLD
-from ._common import check_reduce, prepare, reduce_losses
+from ._common import check_reduce, doc, prepare, reduce_losses
 
 __all__ = ["slam_loss", "slam_weights", "max_pair_loss", "lower_grade_max", "SLAM_WEIGHT_KINDS"]
 
@@ -147,6 +147,7 @@ def _weights_core(y, offsets, kind, k, threshold, lv=None):
     return per_level[seg, li]
 
 
+@doc
 def slam_weights(labels, query_offsets, kind: str = "ndcg", k=None, *,
                  threshold: float = DEFAULT_RELEVANCE_THRESHOLD) -> np.ndarray:
     """SLAM weight vectors ``v^NDCG``, ``v^NDCG@k`` and ``v^AP`` (Eq. 10, 11, 24), one value per document.
@@ -187,10 +188,7 @@ def slam_weights(labels, query_offsets, kind: str = "ndcg", k=None, *,
 
     Parameters
     ----------
-    labels : array (n_docs,)
-        Graded relevance labels >= 0.
-    query_offsets : array (n_queries + 1,)
-        Query boundaries (see ``docs/conventions.md``).
+    {labels, query_offsets}
     kind : {"ndcg", "ndcg@k", "ap"}, default "ndcg"
         The measure whose SLAM weights are wanted.
     k : int, optional
@@ -255,6 +253,7 @@ def _lower_max_core(s, y, offsets, lv=None):
     return M, arg
 
 
+@doc
 def lower_grade_max(scores, labels, query_offsets):
     """For every document, the highest score among documents of *lower* grade in its query.
 
@@ -264,12 +263,7 @@ def lower_grade_max(scores, labels, query_offsets):
 
     Parameters
     ----------
-    scores : array (n_docs,)
-        Scores of all documents, queries back to back.
-    labels : array (n_docs,)
-        Graded relevance labels >= 0.
-    query_offsets : array (n_queries + 1,)
-        Query boundaries (see ``docs/conventions.md``).
+    {scores, labels, query_offsets}
 
     Returns
     -------
@@ -302,6 +296,7 @@ def _slam_core(s, y, v, offsets, margin, lv=None):
     return per_query, grad
 
 
+@doc
 def slam_loss(scores, labels, query_offsets, *, weights="ndcg", k=None, margin: float = 1.0,
               threshold: float = DEFAULT_RELEVANCE_THRESHOLD, reduce="sum"):
     """SLAM surrogate (Eq. 9): ``sum_i v_i max(0, max_{j: R_j < R_i} (Delta + s_j - s_i))`` per query.
@@ -310,8 +305,7 @@ def slam_loss(scores, labels, query_offsets, *, weights="ndcg", k=None, margin: 
     ----------
     scores, labels : arrays (n_docs,)
         Scores and graded labels, queries back to back (``query_offsets``).
-    query_offsets : array (n_queries + 1,)
-        Query boundaries (see ``docs/conventions.md``).
+    {query_offsets}
     weights : "ndcg", "ndcg@k", "ap" or array (n_docs,)
         The weight vector ``v`` (see :func:`slam_weights`) or explicit non-negative
         per-document weights. With ``"ap"`` the labels are binarised with ``threshold``
@@ -385,6 +379,7 @@ def _max_pair_core(s, y, offsets, margin):
     return qmax, grad
 
 
+@doc
 def max_pair_loss(scores, labels, query_offsets, *, margin: float = 1.0, reduce="sum"):
     """Max-pair surrogate (Eq. 27): ``max_{i,j} 1[R_i > R_j] (Delta + s_j - s_i)_+`` per query.
 
@@ -398,22 +393,10 @@ def max_pair_loss(scores, labels, query_offsets, *, margin: float = 1.0, reduce=
 
     Parameters
     ----------
-    scores : array (n_docs,)
-        Scores of all documents, queries back to back.
-    labels : array (n_docs,)
-        Graded relevance labels >= 0.
-    query_offsets : array (n_queries + 1,)
-        Query boundaries (see ``docs/conventions.md``).
+    {scores, labels, query_offsets}
     margin : float, default 1.0
         ``Delta``, the required score difference.
-    reduce : {"sum", "mean", None}, default "sum"
-        Sum or mean over queries, or one loss per query (``grad`` is then the gradient of their sum).
-
-    Returns
-    -------
-    loss : float, or array (n_queries,) with ``reduce=None``
-    grad : array (n_docs,)
-        The (sub)gradient of the (summed) loss with respect to ``scores``.
+    {reduce, returns}
 
     Examples
     --------

@@ -43,7 +43,7 @@ import numpy as np
 from .._segments import check_finite_1d, check_offsets, rank_within_queries, segment_ids
 from .._validation import check_real
 from .implicit_pairs import ClickPairs
-from ._common import reduce_losses
+from ._common import doc, reduce_losses
 
 __all__ = ["softplus_hinge", "ClickAnchorPairs", "SortedAnchorPairs", "anchor_pairs", "check_width", "SMOOTHINGS",
            "smooth_lambda_bound", "smooth_lambda_bound_newton", "ips_lambdarank", "ips_lambdarank_newton"]
@@ -107,6 +107,7 @@ def softplus_hinge(z, temperature: float):
     return value, slope, curvature
 
 
+@doc
 class ClickAnchorPairs:
     """Every document with a non-zero click weight (an anchor) against every other document of its query.
 
@@ -120,8 +121,7 @@ class ClickAnchorPairs:
     ----------
     click_weights : array (n_docs,)
         ``W_j`` per row (negative under a trust-bias correction; 0: not an anchor).
-    query_offsets : array (n_queries + 1,)
-        Query boundaries (see ``docs/conventions.md``).
+    {query_offsets}
 
     Examples
     --------
@@ -170,27 +170,16 @@ class ClickAnchorPairs:
         d -= s[self.y]
         return d                                            # s_j - s_y per pair
 
+    @doc
     def bound(self, scores, lam, margin, temperature, hessian):
         """The smoothed bound of :func:`smooth_lambda_bound` per query, its gradient and curvature.
 
         Parameters
         ----------
-        scores : array (n_docs,)
-            Scores of the rows.
-        lam : LambdaWeight
-            The rank weight (differentiable).
-        margin : float
-            The hinges' margin.
+        {row_scores, lam, margin}
         temperature : float >= 0
             The softplus temperature.
-        hessian : bool
-            Whether to compute the curvature.
-
-        Returns
-        -------
-        per_query : array (n_queries,)
-        grad : array (n_docs,)
-        hess : array (n_docs,) or None
+        {hessian, round_returns}
         """
         z = self._differences(scores)
         np.subtract(margin, z, out=z)                       # z = margin - (s_j - s_y)
@@ -204,25 +193,18 @@ class ClickAnchorPairs:
             return per_query, grad, None
         return per_query, grad, self._per_doc(curvature, np.maximum(c, 0.0), 1.0)
 
+    @doc
     def lambdarank(self, scores, lam, sigma, hessian):
         """The loss of :func:`ips_lambdarank` per query at the current ranks, its gradient and curvature.
 
         Parameters
         ----------
-        scores : array (n_docs,)
-            Scores of the rows.
+        {row_scores}
         lam : LambdaWeight
             The rank weight of the ``|Delta|``.
         sigma : float > 0
             The logistic's scale.
-        hessian : bool
-            Whether to compute the curvature.
-
-        Returns
-        -------
-        per_query : array (n_queries,)
-        grad : array (n_docs,)
-        hess : array (n_docs,) or None
+        {hessian, round_returns}
         """
         s = check_finite_1d(scores, "scores", self.n)
         lam_r = lam.value(rank_within_queries(s, self.offsets).astype(np.float64))
@@ -278,27 +260,16 @@ class SortedAnchorPairs:
     def n_pairs(self) -> int:
         return self.pairs.n_pairs
 
+    @doc
     def bound(self, scores, lam, margin, width, hessian):
         """The shifted-Huber bound per query, its gradient and curvature (see the class docstring).
 
         Parameters
         ----------
-        scores : array (n_docs,)
-            Scores of the rows.
-        lam : LambdaWeight
-            The rank weight (differentiable).
-        margin : float
-            The hinges' margin.
+        {row_scores, lam, margin}
         width : float in (0, margin]
             The Huber band ``mu``.
-        hessian : bool
-            Whether to compute the curvature.
-
-        Returns
-        -------
-        per_query : array (n_queries,)
-        grad : array (n_docs,)
-        hess : array (n_docs,) or None
+        {hessian, round_returns}
         """
         from .implicit_pairs import _Smoothed
 
@@ -339,6 +310,7 @@ def _lambda(metric, metric_params, need_derivative: bool):
     return lam
 
 
+@doc
 def smooth_lambda_bound(scores, click_weights, query_offsets, *, metric="dcg", margin: float = 1.0,
                         temperature: float = 1.0, smoothing: str = "softplus", reduce="sum", **metric_params):
     """Softplus-smoothed propensity-weighted rank bound (Agarwal et al. 2019, Eq. 7); see the module docstring.
@@ -353,13 +325,11 @@ def smooth_lambda_bound(scores, click_weights, query_offsets, *, metric="dcg", m
 
     Parameters
     ----------
-    scores : array (n_docs,)
-        Scores of all documents, queries back to back.
+    {scores}
     click_weights : array (n_docs,)
         ``W_j``, the summed inverse propensity of the clicks on each document (may be negative
         under a trust-bias correction).
-    query_offsets : array (n_queries + 1,)
-        Query boundaries (see ``docs/conventions.md``).
+    {query_offsets}
     metric : str or LambdaWeight, default "dcg"
         The rank weight ``lambda`` (differentiable: "dcg", "avg_rank", "rbp").
     margin : float > 0, default 1.0
@@ -370,10 +340,7 @@ def smooth_lambda_bound(scores, click_weights, query_offsets, *, metric="dcg", m
         The softplus over explicit pairs, or the Huber smoothing shifted by half its band
         (``phi_mu(z + mu/2)``, also an upper bound of the hinge, exceeding it by at most ``mu/8``
         per pair) from sorted scores without forming pairs (:class:`SortedAnchorPairs`).
-    reduce : {"sum", "mean", None}, default "sum"
-        Sum or mean over queries, or one loss per query (``grad`` is then the gradient of their sum).
-    **metric_params
-        E.g. ``p`` for ``"rbp"``.
+    {reduce, metric_params}
 
     Returns
     -------
@@ -396,6 +363,7 @@ def smooth_lambda_bound(scores, click_weights, query_offsets, *, metric="dcg", m
     return loss, grad
 
 
+@doc
 def smooth_lambda_bound_newton(scores, click_weights, query_offsets, *, metric="dcg", margin: float = 1.0,
                                temperature: float = 1.0, smoothing: str = "softplus", reduce="sum", **metric_params):
     """:func:`smooth_lambda_bound` with the positive curvature per document that Newton boosting needs.
@@ -407,12 +375,7 @@ def smooth_lambda_bound_newton(scores, click_weights, query_offsets, *, metric="
 
     Parameters
     ----------
-    scores : array (n_docs,)
-        Scores of all documents, queries back to back.
-    click_weights : array (n_docs,)
-        ``W_j`` per document.
-    query_offsets : array (n_queries + 1,)
-        Query boundaries.
+    {scores, click_weights, offsets}
     metric : str or LambdaWeight, default "dcg"
         The rank weight ``lambda``.
     margin : float > 0, default 1.0
@@ -423,8 +386,7 @@ def smooth_lambda_bound_newton(scores, click_weights, query_offsets, *, metric="
         As in :func:`smooth_lambda_bound` (Huber: curvature ``c_j / mu`` on band pairs only).
     reduce : {"sum", "mean", None}, default "sum"
         As in :func:`smooth_lambda_bound` (the curvature follows the gradient's scaling).
-    **metric_params
-        E.g. ``p`` for ``"rbp"``.
+    {metric_params}
 
     Returns
     -------
@@ -515,6 +477,7 @@ def _reduced(per_query, grad, hess, reduce, with_hessian):
     return loss, grad_r, (hess / per_query.size if reduce == "mean" else hess)
 
 
+@doc
 def ips_lambdarank(scores, click_weights, query_offsets, *, metric="dcg", sigma: float = 1.0, reduce="sum",
                    **metric_params):
     """LambdaMART's loss with each clicked document's pairs weighted by its inverse propensity.
@@ -531,8 +494,7 @@ def ips_lambdarank(scores, click_weights, query_offsets, *, metric="dcg", sigma:
 
     Parameters
     ----------
-    scores : array (n_docs,)
-        Scores of all documents, queries back to back.
+    {scores}
     click_weights : array (n_docs,)
         ``W_j``, the summed inverse propensity of the clicks on each document.
     query_offsets : array (n_queries + 1,)
@@ -562,18 +524,14 @@ def ips_lambdarank(scores, click_weights, query_offsets, *, metric="dcg", sigma:
     return loss, grad
 
 
+@doc
 def ips_lambdarank_newton(scores, click_weights, query_offsets, *, metric="dcg", sigma: float = 1.0, reduce="sum",
                           **metric_params):
     """:func:`ips_lambdarank` with LambdaMART's curvature ``sum w sigma^2 rho (1 - rho)`` per document.
 
     Parameters
     ----------
-    scores : array (n_docs,)
-        Scores of all documents, queries back to back.
-    click_weights : array (n_docs,)
-        ``W_j`` per document.
-    query_offsets : array (n_queries + 1,)
-        Query boundaries.
+    {scores, click_weights, offsets}
     metric : str or LambdaWeight, default "dcg"
         The rank weight of the ``|Delta|``.
     sigma : float > 0, default 1.0

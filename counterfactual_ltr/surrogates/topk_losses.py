@@ -26,7 +26,7 @@ import numpy as np
 
 from .._segments import segment_ids
 from .._validation import check_real
-from ._common import prepare, reduce_losses
+from ._common import doc, prepare, reduce_losses
 
 __all__ = ["squared_loss", "kl_listnet_loss", "smooth_dcg_at1_loss"]
 
@@ -37,6 +37,7 @@ def _finish(per_doc, grad, offsets, reduce):
     return reduce_losses(np.bincount(segment_ids(offsets), per_doc, minlength=n_queries), grad, reduce, n_queries)
 
 
+@doc
 def squared_loss(scores, labels, query_offsets, *, reduce="sum"):
     """Pointwise squared loss (Cossock & Zhang), per query:
 
@@ -50,20 +51,7 @@ def squared_loss(scores, labels, query_offsets, *, reduce="sum"):
 
     Parameters
     ----------
-    scores : array (n_docs,)
-        Scores of all documents, queries back to back.
-    labels : array (n_docs,)
-        Graded relevance labels >= 0.
-    query_offsets : array (n_queries + 1,)
-        Query boundaries (see ``docs/conventions.md``).
-    reduce : {"sum", "mean", None}, default "sum"
-        Sum or mean over queries, or one loss per query (``grad`` is then the gradient of their sum).
-
-    Returns
-    -------
-    loss : float, or array (n_queries,) with ``reduce=None``
-    grad : array (n_docs,)
-        The (sub)gradient of the (summed) loss with respect to ``scores``.
+    {scores, labels, query_offsets, reduce, returns}
 
     Examples
     --------
@@ -78,6 +66,7 @@ def squared_loss(scores, labels, query_offsets, *, reduce="sum"):
     return _finish(diff * diff, 2.0 * diff, offsets, reduce)
 
 
+@doc
 def kl_listnet_loss(scores, labels, query_offsets, *, reduce="sum"):
     """ListNet with the unnormalised KL divergence (the paper's modified listwise surrogate).
 
@@ -93,20 +82,7 @@ def kl_listnet_loss(scores, labels, query_offsets, *, reduce="sum"):
 
     Parameters
     ----------
-    scores : array (n_docs,)
-        Scores of all documents, queries back to back.
-    labels : array (n_docs,)
-        Graded relevance labels >= 0.
-    query_offsets : array (n_queries + 1,)
-        Query boundaries (see ``docs/conventions.md``).
-    reduce : {"sum", "mean", None}, default "sum"
-        Sum or mean over queries, or one loss per query (``grad`` is then the gradient of their sum).
-
-    Returns
-    -------
-    loss : float, or array (n_queries,) with ``reduce=None``
-    grad : array (n_docs,)
-        The (sub)gradient of the (summed) loss with respect to ``scores``.
+    {scores, labels, query_offsets, reduce, returns}
 
     Examples
     --------
@@ -122,6 +98,7 @@ def kl_listnet_loss(scores, labels, query_offsets, *, reduce="sum"):
     return _finish(ey * (y - s - 1.0) + es, es - ey, offsets, reduce)
 
 
+@doc
 def smooth_dcg_at1_loss(scores, labels, query_offsets, *, epsilon: float = 0.01, reduce="sum"):
     """Negative SmoothDCG@1 (Chapelle & Wu, 2010), the paper's non-convex surrogate.
 
@@ -142,22 +119,10 @@ def smooth_dcg_at1_loss(scores, labels, query_offsets, *, epsilon: float = 0.01,
 
     Parameters
     ----------
-    scores : array (n_docs,)
-        Scores of all documents, queries back to back.
-    labels : array (n_docs,)
-        Graded relevance labels >= 0.
-    query_offsets : array (n_queries + 1,)
-        Query boundaries (see ``docs/conventions.md``).
+    {scores, labels, query_offsets}
     epsilon : float > 0, default 0.01
         Softmax smoothing.
-    reduce : {"sum", "mean", None}, default "sum"
-        Sum or mean over queries, or one loss per query (``grad`` is then the gradient of their sum).
-
-    Returns
-    -------
-    loss : float, or array (n_queries,) with ``reduce=None``
-    grad : array (n_docs,)
-        The (sub)gradient of the (summed) loss with respect to ``scores``.
+    {reduce, returns}
 
     Examples
     --------
