@@ -108,6 +108,15 @@ def softplus_hinge(z, temperature: float):
 
 
 @doc
+def _anchors(click_weights, query_offsets):
+    """``(offsets, n, anchors, weights)``: checked offsets, the row count, the rows with ``W_j != 0`` and their ``W_j``."""
+    offsets = check_offsets(query_offsets)
+    n = int(offsets[-1])
+    W = check_finite_1d(click_weights, "click_weights", n)
+    anchors = np.flatnonzero(W)
+    return offsets, n, anchors, W[anchors]
+
+
 class ClickAnchorPairs:
     """Every document with a non-zero click weight (an anchor) against every other document of its query.
 
@@ -131,11 +140,7 @@ class ClickAnchorPairs:
     """
 
     def __init__(self, click_weights, query_offsets):
-        self.offsets = check_offsets(query_offsets)
-        self.n = int(self.offsets[-1])
-        W = check_finite_1d(click_weights, "click_weights", self.n)
-        self.anchors = np.flatnonzero(W)
-        self.weights = W[self.anchors]
+        self.offsets, self.n, self.anchors, self.weights = _anchors(click_weights, query_offsets)
         self.a, self.y, self.owner = ClickPairs(self.offsets, self.anchors, np.abs(self.weights)).explicit_owners()
         self.anchor_query = segment_ids(self.offsets)[self.anchors]
         self.counts = np.bincount(self.owner, minlength=self.anchors.size)     # pairs per anchor
@@ -248,11 +253,7 @@ class SortedAnchorPairs:
     """
 
     def __init__(self, click_weights, query_offsets):
-        self.offsets = check_offsets(query_offsets)
-        self.n = int(self.offsets[-1])
-        W = check_finite_1d(click_weights, "click_weights", self.n)
-        self.anchors = np.flatnonzero(W)
-        self.weights = W[self.anchors]
+        self.offsets, self.n, self.anchors, self.weights = _anchors(click_weights, query_offsets)
         self.pairs = ClickPairs(self.offsets, self.anchors, np.abs(self.weights))
         self.anchor_query = self.pairs.anchor_query
 
