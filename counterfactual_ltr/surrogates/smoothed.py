@@ -107,7 +107,6 @@ def softplus_hinge(z, temperature: float):
     return value, slope, curvature
 
 
-@doc
 def _anchors(click_weights, query_offsets):
     """``(offsets, n, anchors, weights)``: checked offsets, the row count, the rows with ``W_j != 0`` and their ``W_j``."""
     offsets = check_offsets(query_offsets)
@@ -117,6 +116,7 @@ def _anchors(click_weights, query_offsets):
     return offsets, n, anchors, W[anchors]
 
 
+@doc
 class ClickAnchorPairs:
     """Every document with a non-zero click weight (an anchor) against every other document of its query.
 
