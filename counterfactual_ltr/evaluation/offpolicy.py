@@ -68,6 +68,7 @@ from .._validation import check_int, check_real
 from ..logs.clicklog import ClickLog
 from ..metrics import metric_weight
 from ..examination.propensity_models import affine_parts, as_propensity_model, resolve_propensity
+from ._docs import doc
 from .relevance import fit_relevance
 
 __all__ = ["Estimate", "EstimateWarning", "ips_estimate", "snips_estimate", "clipped_ips_estimate",
@@ -519,6 +520,7 @@ _EXAMPLE = """
 """
 
 
+@doc
 def ips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=None, confidence=0.95,
                  n_bootstrap=200, random_state=None, **metric_params) -> Estimate:
     """IPS estimate of ``metric`` for a ranker (object with ``predict``) or scores per data-set row.
@@ -531,34 +533,7 @@ def ips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=No
     A log without any click is a ``ValueError``: every ranker would get 0 with a zero-width interval,
     a certainty the log does not give (as SNIPS, which is undefined there).
 
-    Parameters
-    ----------
-    log : ClickLog
-        The logged sessions (shown documents, their positions and clicks).
-    scores_or_ranker : array of shape (n_docs,) or object with ``predict``
-        Scores of every data-set row, or a fitted ranker whose ``predict`` is
-        called on the rows of the queries the log touches; each query's rows
-        are ranked by decreasing score.
-    metric : str or callable, default "dcg"
-        Name of :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` or a rank
-        weight ``m(ranks) -> weights``; see :func:`~counterfactual_ltr.metrics.metric_weight`.
-    propensity : None, float or propensity model, default None
-        Examination model of the log: a number for the ``eta`` of
-        ``PositionBasedPropensity``, or a model (e.g.
-        :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`, corrected
-        affinely by ``(c - beta) / alpha``). ``None``: the ranker's own
-        ``propensity`` when it is an estimator that carries one (what it was
-        trained under), else ``PositionBasedPropensity(1.0)``; see
-        :func:`~counterfactual_ltr.examination.propensity_models.resolve_propensity`.
-    confidence : float in (0, 1), default 0.95
-        Level of the normal and bootstrap intervals.
-    n_bootstrap : int >= 0, default 200
-        Number of bootstrap resamples of the sessions (0: no bootstrap
-        interval, ``boot_low`` and ``boot_high`` are ``None``).
-    random_state : None, int or numpy Generator, default None
-        Seed of the bootstrap.
-    **metric_params
-        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
+    {parameters}
 
     Returns
     -------
@@ -566,54 +541,18 @@ def ips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=No
         The IPS estimate of the metric (mean over sessions), with its
         intervals and diagnostics.
 
-    Raises
-    ------
-    ValueError
-        If the log has no sessions or no clicks, or the scores do not have one
-        finite value per data-set row.
-
-    Warns
-    -----
-    EstimateWarning
-        When a diagnostic says not to trust the number (see
-        :class:`EstimateWarning`); its message is also in ``Estimate.warnings``.
+    {raises, warns}
     """
     return _estimate("ips", log, scores_or_ranker, metric, propensity, confidence, metric_params,
                      n_bootstrap=n_bootstrap, random_state=random_state)
 
 
+@doc
 def snips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=None, confidence=0.95,
                    n_bootstrap=200, random_state=None, **metric_params) -> Estimate:
     """SNIPS estimate (metric per relevant document) of ``metric``; see the module docstring.
 
-    Parameters
-    ----------
-    log : ClickLog
-        The logged sessions (shown documents, their positions and clicks).
-    scores_or_ranker : array of shape (n_docs,) or object with ``predict``
-        Scores of every data-set row, or a fitted ranker whose ``predict`` is
-        called on the rows of the queries the log touches; each query's rows
-        are ranked by decreasing score.
-    metric : str or callable, default "dcg"
-        Name of :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` or a rank
-        weight ``m(ranks) -> weights``; see :func:`~counterfactual_ltr.metrics.metric_weight`.
-    propensity : None, float or propensity model, default None
-        Examination model of the log: a number for the ``eta`` of
-        ``PositionBasedPropensity``, or a model (e.g.
-        :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`, corrected
-        affinely by ``(c - beta) / alpha``). ``None``: the ranker's own
-        ``propensity`` when it is an estimator that carries one (what it was
-        trained under), else ``PositionBasedPropensity(1.0)``; see
-        :func:`~counterfactual_ltr.examination.propensity_models.resolve_propensity`.
-    confidence : float in (0, 1), default 0.95
-        Level of the normal and bootstrap intervals.
-    n_bootstrap : int >= 0, default 200
-        Number of bootstrap resamples of the sessions (0: no bootstrap
-        interval, ``boot_low`` and ``boot_high`` are ``None``).
-    random_state : None, int or numpy Generator, default None
-        Seed of the bootstrap.
-    **metric_params
-        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
+    {parameters}
 
     Returns
     -------
@@ -621,22 +560,13 @@ def snips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=
         The SNIPS estimate (ratio of the summed weighted metric to the summed
         click weights), with its intervals and diagnostics.
 
-    Raises
-    ------
-    ValueError
-        If the log has no sessions or no clicks, or the scores do not have one
-        finite value per data-set row.
-
-    Warns
-    -----
-    EstimateWarning
-        When a diagnostic says not to trust the number (see
-        :class:`EstimateWarning`); its message is also in ``Estimate.warnings``.
+    {raises, warns}
     """
     return _estimate("snips", log, scores_or_ranker, metric, propensity, confidence, metric_params,
                      n_bootstrap=n_bootstrap, random_state=random_state)
 
 
+@doc
 def clipped_ips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=None, confidence=0.95,
                          clip=0.1, n_bootstrap=200, random_state=None, **metric_params) -> Estimate:
     """IPS with every ``alpha`` (propensity) floored at ``clip``; ``Estimate.bias_bound`` bounds the bias.
@@ -647,34 +577,10 @@ def clipped_ips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", prope
 
     Parameters
     ----------
-    log : ClickLog
-        The logged sessions (shown documents, their positions and clicks).
-    scores_or_ranker : array of shape (n_docs,) or object with ``predict``
-        Scores of every data-set row, or a fitted ranker whose ``predict`` is
-        called on the rows of the queries the log touches; each query's rows
-        are ranked by decreasing score.
-    metric : str or callable, default "dcg"
-        Name of :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` or a rank
-        weight ``m(ranks) -> weights``; see :func:`~counterfactual_ltr.metrics.metric_weight`.
-    propensity : None, float or propensity model, default None
-        Examination model of the log: a number for the ``eta`` of
-        ``PositionBasedPropensity``, or a model (e.g.
-        :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`, corrected
-        affinely by ``(c - beta) / alpha``). ``None``: the ranker's own
-        ``propensity`` when it is an estimator that carries one (what it was
-        trained under), else ``PositionBasedPropensity(1.0)``; see
-        :func:`~counterfactual_ltr.examination.propensity_models.resolve_propensity`.
-    confidence : float in (0, 1), default 0.95
-        Level of the normal and bootstrap intervals.
+    {log, scores_or_ranker, metric, propensity, confidence}
     clip : float in (0, 1], default 0.1
         Floor ``tau`` of the propensities (the slopes ``alpha``).
-    n_bootstrap : int >= 0, default 200
-        Number of bootstrap resamples of the sessions (0: no bootstrap
-        interval, ``boot_low`` and ``boot_high`` are ``None``).
-    random_state : None, int or numpy Generator, default None
-        Seed of the bootstrap.
-    **metric_params
-        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
+    {n_bootstrap, random_state, metric_params}
 
     Returns
     -------
@@ -688,16 +594,13 @@ def clipped_ips_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", prope
         If the log has no sessions or no clicks, or the scores do not have one
         finite value per data-set row, or ``clip`` is not in (0, 1].
 
-    Warns
-    -----
-    EstimateWarning
-        When a diagnostic says not to trust the number (see
-        :class:`EstimateWarning`); its message is also in ``Estimate.warnings``.
+    {warns}
     """
     return _estimate("clipped_ips", log, scores_or_ranker, metric, propensity, confidence, metric_params,
                      clip=clip, n_bootstrap=n_bootstrap, random_state=random_state)
 
 
+@doc
 def dr_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=None, confidence=0.95,
                 relevance_model=None, n_folds=2, logging_policy=None, n_bootstrap=200, random_state=None,
                 **metric_params) -> Estimate:
@@ -711,25 +614,7 @@ def dr_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=Non
 
     Parameters
     ----------
-    log : ClickLog
-        The logged sessions (shown documents, their positions and clicks).
-    scores_or_ranker : array of shape (n_docs,) or object with ``predict``
-        Scores of every data-set row, or a fitted ranker whose ``predict`` is
-        called on the rows of the queries the log touches; each query's rows
-        are ranked by decreasing score.
-    metric : str or callable, default "dcg"
-        Name of :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` or a rank
-        weight ``m(ranks) -> weights``; see :func:`~counterfactual_ltr.metrics.metric_weight`.
-    propensity : None, float or propensity model, default None
-        Examination model of the log: a number for the ``eta`` of
-        ``PositionBasedPropensity``, or a model (e.g.
-        :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`, corrected
-        affinely by ``(c - beta) / alpha``). ``None``: the ranker's own
-        ``propensity`` when it is an estimator that carries one (what it was
-        trained under), else ``PositionBasedPropensity(1.0)``; see
-        :func:`~counterfactual_ltr.examination.propensity_models.resolve_propensity`.
-    confidence : float in (0, 1), default 0.95
-        Level of the normal and bootstrap intervals.
+    {log, scores_or_ranker, metric, propensity, confidence}
     relevance_model : None, scikit-learn estimator, callable, array (n_docs,) or RelevanceFit
         The relevance model ``R_hat``, as :func:`fit_relevance` takes it;
         default ``None``: a ridge regression on the features, cross-fitted.
@@ -740,13 +625,10 @@ def dr_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=Non
         :class:`~counterfactual_ltr.examination.logging_policy.PlackettLucePolicy`); default
         ``None``: the log's own ``log.logging_policy``, and when neither
         is there, each session's propensity is the denominator.
-    n_bootstrap : int >= 0, default 200
-        Number of bootstrap resamples of the sessions (0: no bootstrap
-        interval, ``boot_low`` and ``boot_high`` are ``None``).
+    {n_bootstrap}
     random_state : None, int or numpy Generator, default None
         Seed of the bootstrap and of the folds of the relevance model.
-    **metric_params
-        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
+    {metric_params}
 
     Returns
     -------
@@ -761,17 +643,14 @@ def dr_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=Non
         finite value per data-set row, or the relevance model does not give
         one finite prediction per row.
 
-    Warns
-    -----
-    EstimateWarning
-        When a diagnostic says not to trust the number (see
-        :class:`EstimateWarning`); its message is also in ``Estimate.warnings``.
+    {warns}
     """
     return _estimate("dr", log, scores_or_ranker, metric, propensity, confidence, metric_params,
                      relevance_model=relevance_model, n_folds=n_folds, logging_policy=logging_policy,
                      n_bootstrap=n_bootstrap, random_state=random_state)
 
 
+@doc
 def policy_aware_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=None, confidence=0.95,
                           logging_policy=None, n_bootstrap=200, random_state=None, **metric_params) -> Estimate:
     """Policy-aware IPS (Oosterhuis & de Rijke, CIKM 2020): divide by the expected examination under the logger.
@@ -784,36 +663,12 @@ def policy_aware_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", prop
 
     Parameters
     ----------
-    log : ClickLog
-        The logged sessions (shown documents, their positions and clicks).
-    scores_or_ranker : array of shape (n_docs,) or object with ``predict``
-        Scores of every data-set row, or a fitted ranker whose ``predict`` is
-        called on the rows of the queries the log touches; each query's rows
-        are ranked by decreasing score.
-    metric : str or callable, default "dcg"
-        Name of :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` or a rank
-        weight ``m(ranks) -> weights``; see :func:`~counterfactual_ltr.metrics.metric_weight`.
-    propensity : None, float or propensity model, default None
-        Examination model of the log: a number for the ``eta`` of
-        ``PositionBasedPropensity``, or a model (e.g.
-        :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`, corrected
-        affinely by ``(c - beta) / alpha``). ``None``: the ranker's own
-        ``propensity`` when it is an estimator that carries one (what it was
-        trained under), else ``PositionBasedPropensity(1.0)``; see
-        :func:`~counterfactual_ltr.examination.propensity_models.resolve_propensity`.
-    confidence : float in (0, 1), default 0.95
-        Level of the normal and bootstrap intervals.
+    {log, scores_or_ranker, metric, propensity, confidence}
     logging_policy : object with ``position_probabilities(data)``, optional
         Policy that logged the sessions (e.g. a
         :class:`~counterfactual_ltr.examination.logging_policy.PlackettLucePolicy`); default
         ``None``: the log's own ``log.logging_policy``.
-    n_bootstrap : int >= 0, default 200
-        Number of bootstrap resamples of the sessions (0: no bootstrap
-        interval, ``boot_low`` and ``boot_high`` are ``None``).
-    random_state : None, int or numpy Generator, default None
-        Seed of the bootstrap.
-    **metric_params
-        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
+    {n_bootstrap, random_state, metric_params}
 
     Returns
     -------
@@ -828,11 +683,7 @@ def policy_aware_estimate(log: ClickLog, scores_or_ranker, *, metric="dcg", prop
         finite value per data-set row, or no logging policy is known or it
         gives 0 expected examination to a document the log shows.
 
-    Warns
-    -----
-    EstimateWarning
-        When a diagnostic says not to trust the number (see
-        :class:`EstimateWarning`); its message is also in ``Estimate.warnings``.
+    {warns}
     """
     return _estimate("policy_aware", log, scores_or_ranker, metric, propensity, confidence, metric_params,
                      logging_policy=logging_policy, n_bootstrap=n_bootstrap, random_state=random_state)

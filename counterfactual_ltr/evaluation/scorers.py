@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..logs.clicklog import ClickLog
 from ..metrics import LOWER_IS_BETTER
+from ._docs import doc
 from .offpolicy import _estimate
 
 __all__ = ["ips_scorer", "snips_scorer", "clipped_ips_scorer", "dr_scorer", "policy_aware_scorer"]
@@ -35,29 +36,14 @@ class _LogScorer:
         return f"{self.kind}_scorer(metric={self.metric!r}, propensity={self.propensity!r}{options})"
 
 
+@doc
 def ips_scorer(metric="dcg", propensity=None, **metric_params):
     """Scorer for ``GridSearchCV``/``cross_validate`` on click logs: the IPS estimate (greater is better;
     average rank is negated).
 
     Parameters
     ----------
-    metric : str or callable, default "dcg"
-        Metric to estimate; see :func:`~counterfactual_ltr.metrics.metric_weight`.
-    propensity : None, float or propensity model, default None
-        Examination model of the scored logs, as the estimators take it (a
-        number: its ``eta``; ``None``: the scored estimator's own
-        ``propensity``, else ``PositionBasedPropensity(1.0)``).
-    **metric_params
-        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
-
-    Returns
-    -------
-    callable
-        ``scorer(estimator, log, y=None) -> float``: the IPS estimate of
-        ``estimator`` (a fitted ranker with ``predict``) on the
-        :class:`~counterfactual_ltr.logs.clicklog.ClickLog` ``log``, at
-        ``confidence=0.95`` without bootstrap; negated for average rank.
-        A ``log`` that is not a ``ClickLog`` is a ``ValueError``.
+    {scorer_metric, scorer_propensity, metric_params, ips_scorer_returns}
 
     Examples
     --------
@@ -81,29 +67,14 @@ def ips_scorer(metric="dcg", propensity=None, **metric_params):
     return _LogScorer("ips", metric, propensity, metric_params)
 
 
+@doc
 def snips_scorer(metric="dcg", propensity=None, **metric_params):
     """Scorer for ``GridSearchCV``/``cross_validate`` on click logs: the SNIPS estimate (greater is better;
     average rank is negated).
 
     Parameters
     ----------
-    metric : str or callable, default "dcg"
-        Metric to estimate; see :func:`~counterfactual_ltr.metrics.metric_weight`.
-    propensity : None, float or propensity model, default None
-        Examination model of the scored logs, as the estimators take it (a
-        number: its ``eta``; ``None``: the scored estimator's own
-        ``propensity``, else ``PositionBasedPropensity(1.0)``).
-    **metric_params
-        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
-
-    Returns
-    -------
-    callable
-        ``scorer(estimator, log, y=None) -> float``: the SNIPS estimate of
-        ``estimator`` (a fitted ranker with ``predict``) on the
-        :class:`~counterfactual_ltr.logs.clicklog.ClickLog` ``log``, at
-        ``confidence=0.95`` without bootstrap; negated for average rank.
-        A ``log`` that is not a ``ClickLog`` is a ``ValueError``.
+    {scorer_metric, scorer_propensity, metric_params, snips_scorer_returns}
 
     Examples
     --------
@@ -123,30 +94,16 @@ def snips_scorer(metric="dcg", propensity=None, **metric_params):
     return _LogScorer("snips", metric, propensity, metric_params)
 
 
+@doc
 def clipped_ips_scorer(metric="dcg", propensity=None, clip=0.1, **metric_params):
     """Scorer of the clipped IPS estimate (greater is better; average rank is negated).
 
     Parameters
     ----------
-    metric : str or callable, default "dcg"
-        Metric to estimate; see :func:`~counterfactual_ltr.metrics.metric_weight`.
-    propensity : None, float or propensity model, default None
-        Examination model of the scored logs, as the estimators take it (a
-        number: its ``eta``; ``None``: the scored estimator's own
-        ``propensity``, else ``PositionBasedPropensity(1.0)``).
+    {scorer_metric, scorer_propensity}
     clip : float in (0, 1], default 0.1
         Floor of the propensities; see :func:`~counterfactual_ltr.evaluation.clipped_ips_estimate`.
-    **metric_params
-        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
-
-    Returns
-    -------
-    callable
-        ``scorer(estimator, log, y=None) -> float``: the clipped IPS estimate of
-        ``estimator`` (a fitted ranker with ``predict``) on the
-        :class:`~counterfactual_ltr.logs.clicklog.ClickLog` ``log``, at
-        ``confidence=0.95`` without bootstrap; negated for average rank.
-        A ``log`` that is not a ``ClickLog`` is a ``ValueError``.
+    {metric_params, clipped_ips_scorer_returns}
 
     Examples
     --------
@@ -156,17 +113,13 @@ def clipped_ips_scorer(metric="dcg", propensity=None, clip=0.1, **metric_params)
     return _LogScorer("clipped_ips", metric, propensity, metric_params, {"clip": clip})
 
 
+@doc
 def dr_scorer(metric="dcg", propensity=None, relevance_model=None, n_folds=2, random_state=None, **metric_params):
     """Scorer of the doubly robust estimate (the relevance model is fitted on each scored log; greater is better).
 
     Parameters
     ----------
-    metric : str or callable, default "dcg"
-        Metric to estimate; see :func:`~counterfactual_ltr.metrics.metric_weight`.
-    propensity : None, float or propensity model, default None
-        Examination model of the scored logs, as the estimators take it (a
-        number: its ``eta``; ``None``: the scored estimator's own
-        ``propensity``, else ``PositionBasedPropensity(1.0)``).
+    {scorer_metric, scorer_propensity}
     relevance_model : None, scikit-learn estimator, callable or array (n_docs,), default None
         Relevance model of :func:`~counterfactual_ltr.evaluation.fit_relevance` (``None``: ridge regression);
         an unfitted estimator is cross-fitted on each scored log.
@@ -174,17 +127,7 @@ def dr_scorer(metric="dcg", propensity=None, relevance_model=None, n_folds=2, ra
         Number of folds of queries of the cross-fitting.
     random_state : None, int or numpy Generator, default None
         Seed of the folds.
-    **metric_params
-        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
-
-    Returns
-    -------
-    callable
-        ``scorer(estimator, log, y=None) -> float``: the doubly robust estimate of
-        ``estimator`` (a fitted ranker with ``predict``) on the
-        :class:`~counterfactual_ltr.logs.clicklog.ClickLog` ``log``, at
-        ``confidence=0.95`` without bootstrap; negated for average rank.
-        A ``log`` that is not a ``ClickLog`` is a ``ValueError``.
+    {metric_params, dr_scorer_returns}
 
     Examples
     --------
@@ -195,31 +138,17 @@ def dr_scorer(metric="dcg", propensity=None, relevance_model=None, n_folds=2, ra
                       {"relevance_model": relevance_model, "n_folds": n_folds, "random_state": random_state})
 
 
+@doc
 def policy_aware_scorer(metric="dcg", propensity=None, logging_policy=None, **metric_params):
     """Scorer of the policy-aware estimate (the log's own logging policy unless one is given; greater is better).
 
     Parameters
     ----------
-    metric : str or callable, default "dcg"
-        Metric to estimate; see :func:`~counterfactual_ltr.metrics.metric_weight`.
-    propensity : None, float or propensity model, default None
-        Examination model of the scored logs, as the estimators take it (a
-        number: its ``eta``; ``None``: the scored estimator's own
-        ``propensity``, else ``PositionBasedPropensity(1.0)``).
+    {scorer_metric, scorer_propensity}
     logging_policy : object with ``position_probabilities(data)``, optional
         Policy that logged the scored logs; default ``None``: each log's own
         ``logging_policy``.
-    **metric_params
-        Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
-
-    Returns
-    -------
-    callable
-        ``scorer(estimator, log, y=None) -> float``: the policy-aware estimate of
-        ``estimator`` (a fitted ranker with ``predict``) on the
-        :class:`~counterfactual_ltr.logs.clicklog.ClickLog` ``log``, at
-        ``confidence=0.95`` without bootstrap; negated for average rank.
-        A ``log`` that is not a ``ClickLog`` is a ``ValueError``.
+    {metric_params, policy_aware_scorer_returns}
 
     Examples
     --------
