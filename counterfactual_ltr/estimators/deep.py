@@ -40,6 +40,7 @@ from ..models import MLP, Adam, _check_activation, _check_float_dtype, _rng
 from ..propensity import as_propensity_model
 from .._validation import check_int, check_random_state, check_real
 from ._base import RankerMixin, transform_log
+from ._docs import doc
 
 __all__ = ["DeepPropDCG", "deep_propdcg_objective", "paper_lr_schedule", "query_batches", "DivergenceError"]
 
@@ -507,18 +508,11 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
         model.clear_cache()
 
     # ----------------------------------------------------------------- predict
+    @doc
     def predict(self, X):
         """Scores of the rows of ``X`` (array, RankingDataset or ClickLog's data); higher is better.
 
-        Parameters
-        ----------
-        X : array (n_docs, n_features), RankingDataset or ClickLog
-            The rows to score (a data set's or a log's data-set rows).
-
-        Returns
-        -------
-        scores : array (n_docs,)
-            Through ``preprocessor_`` first when a preprocessor was given.
+        {predict}
         """
         check_is_fitted(self, "model_")
         X = self._prediction_features(X, self.model_.params[0].shape[0])

@@ -40,11 +40,13 @@ from ..datasets import DEFAULT_RELEVANCE_THRESHOLD, RankingDataset, dense_featur
 from ..propensity import as_propensity_model
 from .._validation import check_int, check_real
 from ._base import RankerMixin, check_C_scale, click_aggregate
+from ._docs import doc
 from ..surrogates.slam import SLAM_WEIGHT_KINDS, _check_kind, _check_margin, _slam_core, _weights_core
 
 __all__ = ["SLAMRanker"]
 
 
+@doc
 class SLAMRanker(RankerMixin, BaseEstimator):
     """Linear ranker minimising ``0.5||w||^2 + C * mean_q SLAM_q(X_q w)`` (batch SLAM).
 
@@ -52,8 +54,7 @@ class SLAMRanker(RankerMixin, BaseEstimator):
     ----------
     C : float > 0, default 1.0
         Weight of the empirical loss (a mean over queries, or over sessions for click logs).
-        A C too large for the solver is refused before any solving, by the rule every learner with
-        a C shares (:func:`~counterfactual_ltr.estimators._base.check_C_scale`).
+        {C_scale}
     weights : {"ndcg", "ndcg@k", "ap"}, default "ndcg"
         SLAM weight vector (see :func:`~counterfactual_ltr.surrogates.slam_weights`).
     k : int >= 1, optional
@@ -237,18 +238,11 @@ class SLAMRanker(RankerMixin, BaseEstimator):
         return self
 
     # ----------------------------------------------------------------- predict
+    @doc
     def predict(self, X):
         """Scores ``X @ coef_`` (higher is better); ``X`` may be a RankingDataset or ClickLog.
 
-        Parameters
-        ----------
-        X : array (n_docs, n_features), RankingDataset or ClickLog
-            The rows to score (a data set's or a log's data-set rows).
-
-        Returns
-        -------
-        scores : array (n_docs,)
-            Through ``preprocessor_`` first when a preprocessor was given.
+        {predict}
         """
         check_is_fitted(self, "coef_")
         return self._prediction_features(X, self.coef_.shape[0]) @ self.coef_

@@ -74,6 +74,7 @@ from ..solvers.pairwise import uses_implicit_pairs
 from ..logs.aggregate import ClickAggregate
 from ..solvers.ccp import convex_concave, linearised_weights
 from ._base import RankerMixin, check_C_scale, click_aggregate
+from ._docs import doc
 
 __all__ = ["RankSVM", "SVMPropRank", "SVMPropDCG", "SVMPropRBP", "click_pairs", "click_pair_set",
            "affine_click_weights"]
@@ -210,6 +211,15 @@ class _LinearRanker(RankerMixin, BaseEstimator):
     solving by :func:`~counterfactual_ltr.solvers.constrained.feasible_set`.
     """
 
+    def _keep_params(self, params: dict):
+        """Store each ``__init__`` argument (``params``: that call's ``locals()``) unchanged under its own name.
+
+        scikit-learn's rule for ``__init__``: no checks, no changes; ``fit`` checks them (:meth:`_check_params`).
+        """
+        for name, value in params.items():
+            if name != "self" and not name.startswith("__"):
+                setattr(self, name, value)
+
     def _check_params(self, n_features=None) -> dict:
         """Every hyper-parameter checked as ``fit`` uses it, whatever the others (``load_model`` runs it too).
 
@@ -311,6 +321,7 @@ def affine_click_weights(log, model):
     return log.aggregate(model) if isinstance(log, ClickLog) else log.reweight(model)
 
 
+@doc
 class RankSVM(_LinearRanker):
     """Linear Ranking SVM (Joachims 2002) on graded labels, or naively on clicks.
 
@@ -326,40 +337,16 @@ class RankSVM(_LinearRanker):
     ----------
     C : float > 0, default 1.0
         Weight of the hinge loss against ``0.5||w||^2``.
-        A C too large for the solver is refused before any solving, by the rule every learner with
-        a C shares (:func:`~counterfactual_ltr.estimators._base.check_C_scale`).
+        {C_scale}
     tol : float > 0, default 1e-6
         Relative duality gap at which the solver stops.
-    max_iter : int >= 1, default 1000
-        Solver iterations before a ConvergenceWarning.
-    preprocessor : scikit-learn transformer, optional
-        E.g. ``StandardScaler()``: a clone is fitted in ``fit`` on the documents the
-        training input touches (a click log's queries' rows) and applied in
-        ``predict``; tunable in model selection as ``preprocessor__<param>``.
-    monotone_constraints : sequence of -1/0/+1 per feature, or dict {feature index: sign}, optional
-        LightGBM's convention: ``+1``, the score never decreases when the feature increases
-        (``coef_[k] >= 0`` for a linear ranker); ``-1``, it never increases; ``0``, free.
-    bounds : (lower, upper), optional
-        Bounds on the weights, each None, a number or one value per feature (``-inf``/``inf``: free).
-    penalty : {"l2", "l1", "elasticnet"}, default "l2"
-        The regulariser: ``0.5 ||w||^2``, ``||w||_1`` or ``l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``.
-    l1_ratio : float in [0, 1], default 0.5
-        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``, checked whatever the penalty).
-    constraints : callable, optional
-        ``w -> list of cvxpy constraints`` on a cvxpy variable ``w`` of shape ``(n_features,)``,
-        e.g. ``lambda w: [w[0] >= w[1]]``; checked (convex, feasible) before any solving.
-    solver : {"auto", "newton", "cutting_plane", "cvxpy"}, default "auto"
-        ``"auto"``: the Newton solver (:func:`~counterfactual_ltr.solvers.solve_pairwise_hinge`)
-        for the unconstrained L2 problem, the cutting-plane method of
-        :mod:`counterfactual_ltr.solvers.constrained` with constraints or an L1 / elastic-net penalty;
-        ``"cvxpy"``: one slack per pair through cvxpy (small problems only).
+    {max_iter_warning, svm_options}
 
     Attributes
     ----------
     coef_ : array (n_model_features,)
     n_iter_, objective_, duality_gap_, converged_ : solver diagnostics
-    preprocessor_ : the fitted preprocessor or None
-    n_features_in_ : int
+    {fitted}
 
     Examples
     --------
@@ -373,16 +360,7 @@ class RankSVM(_LinearRanker):
     def __init__(self, C: float = 1.0, tol: float = 1e-6, max_iter: int = 1000, preprocessor=None, *,
                  monotone_constraints=None, bounds=None, penalty: str = "l2", l1_ratio: float = 0.5,
                  constraints=None, solver: str = "auto"):
-        self.C = C
-        self.tol = tol
-        self.max_iter = max_iter
-        self.preprocessor = preprocessor
-        self.monotone_constraints = monotone_constraints
-        self.bounds = bounds
-        self.penalty = penalty
-        self.l1_ratio = l1_ratio
-        self.constraints = constraints
-        self.solver = solver
+        self._keep_params(locals())
 
     def fit(self, X, y=None, qid=None):
         """Fit on full-information labels ``(X, y, qid)`` / a RankingDataset, or naively on a ClickLog.
@@ -616,6 +594,7 @@ class _PropensitySVM(_LinearRanker):
         return float(np.sum(W * m) / np.sum(W))
 
 
+@doc
 class SVMPropRank(_PropensitySVM):
     """SVM PropRank (Joachims et al. 2017): ``lambda(r) = r``, one convex QP.
 
@@ -627,38 +606,11 @@ class SVMPropRank(_PropensitySVM):
     ----------
     C : float > 0, default 1.0
         Weight of the propensity-weighted hinge bound (divided by the number of clicks).
-        A C too large for the solver is refused before any solving, by the rule every learner with
-        a C shares (:func:`~counterfactual_ltr.estimators._base.check_C_scale`).
-    propensity : None, float or propensity model, default None
-        Examination propensities of the logged clicks: ``None`` is position-based
-        with eta = 1, a float is that eta. It must match how the log was collected
-        (see :mod:`counterfactual_ltr.propensity`); a trust-bias model
-        (:class:`~counterfactual_ltr.propensity.TrustBiasPropensity`) gives the affine correction.
+        {C_scale}
+    {propensity}
     solver_tol : float > 0, default 1e-6
         Relative duality gap at which the QP solver stops.
-    max_iter : int >= 1, default 1000
-        Solver iterations before a ConvergenceWarning.
-    preprocessor : scikit-learn transformer, optional
-        E.g. ``StandardScaler()``: a clone is fitted in ``fit`` on the documents the
-        training input touches (a click log's queries' rows) and applied in
-        ``predict``; tunable in model selection as ``preprocessor__<param>``.
-    monotone_constraints : sequence of -1/0/+1 per feature, or dict {feature index: sign}, optional
-        LightGBM's convention: ``+1``, the score never decreases when the feature increases
-        (``coef_[k] >= 0`` for a linear ranker); ``-1``, it never increases; ``0``, free.
-    bounds : (lower, upper), optional
-        Bounds on the weights, each None, a number or one value per feature (``-inf``/``inf``: free).
-    penalty : {"l2", "l1", "elasticnet"}, default "l2"
-        The regulariser: ``0.5 ||w||^2``, ``||w||_1`` or ``l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``.
-    l1_ratio : float in [0, 1], default 0.5
-        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``, checked whatever the penalty).
-    constraints : callable, optional
-        ``w -> list of cvxpy constraints`` on a cvxpy variable ``w`` of shape ``(n_features,)``,
-        e.g. ``lambda w: [w[0] >= w[1]]``; checked (convex, feasible) before any solving.
-    solver : {"auto", "newton", "cutting_plane", "cvxpy"}, default "auto"
-        ``"auto"``: the Newton solver (:func:`~counterfactual_ltr.solvers.solve_pairwise_hinge`)
-        for the unconstrained L2 problem, the cutting-plane method of
-        :mod:`counterfactual_ltr.solvers.constrained` with constraints or an L1 / elastic-net penalty;
-        ``"cvxpy"``: one slack per pair through cvxpy (small problems only).
+    {max_iter_warning, svm_options}
 
     Attributes
     ----------
@@ -666,8 +618,7 @@ class SVMPropRank(_PropensitySVM):
     objective_, objective_history_, n_iter_, duality_gap_, converged_ : solver diagnostics
         (a trust-bias ``propensity`` with negative weights makes the fit a convex-concave
         procedure: one entry of ``n_iter_`` per step)
-    preprocessor_ : the fitted preprocessor or None
-    n_features_in_ : int
+    {fitted}
 
     Examples
     --------
@@ -683,22 +634,13 @@ class SVMPropRank(_PropensitySVM):
     def __init__(self, C: float = 1.0, propensity=None, solver_tol: float = 1e-6, max_iter: int = 1000,
                  preprocessor=None, *, monotone_constraints=None, bounds=None, penalty: str = "l2",
                  l1_ratio: float = 0.5, constraints=None, solver: str = "auto"):
-        self.C = C
-        self.propensity = propensity
-        self.solver_tol = solver_tol
-        self.max_iter = max_iter
-        self.preprocessor = preprocessor
-        self.monotone_constraints = monotone_constraints
-        self.bounds = bounds
-        self.penalty = penalty
-        self.l1_ratio = l1_ratio
-        self.constraints = constraints
-        self.solver = solver
+        self._keep_params(locals())
 
     tol = 0.0
     max_ccp_iter = 1
 
 
+@doc
 class SVMPropDCG(_PropensitySVM):
     """SVM PropDCG (Agarwal et al. 2019): DCG hinge bound by the convex-concave procedure.
 
@@ -710,42 +652,8 @@ class SVMPropDCG(_PropensitySVM):
     ----------
     C : float > 0, default 1.0
         Weight of the propensity-weighted DCG bound (divided by the number of clicks).
-        A C too large for the solver is refused before any solving, by the rule every learner with
-        a C shares (:func:`~counterfactual_ltr.estimators._base.check_C_scale`).
-    propensity : None, float or propensity model, default None
-        Examination propensities of the logged clicks: ``None`` is position-based
-        with eta = 1, a float is that eta. It must match how the log was collected
-        (see :mod:`counterfactual_ltr.propensity`); a trust-bias model
-        (:class:`~counterfactual_ltr.propensity.TrustBiasPropensity`) gives the affine correction.
-    max_ccp_iter : int >= 1, default 50
-        Convex-concave iterations before a ConvergenceWarning.
-    tol : float >= 0, default 1e-3
-        Relative change of the objective at which the CCP stops.
-    solver_tol : float > 0, default 1e-6
-        Tightest relative duality gap asked of a subproblem.
-    max_iter : int >= 1, default 1000
-        Solver iterations per subproblem.
-    preprocessor : scikit-learn transformer, optional
-        E.g. ``StandardScaler()``: a clone is fitted in ``fit`` on the documents the
-        training input touches (a click log's queries' rows) and applied in
-        ``predict``; tunable in model selection as ``preprocessor__<param>``.
-    monotone_constraints : sequence of -1/0/+1 per feature, or dict {feature index: sign}, optional
-        LightGBM's convention: ``+1``, the score never decreases when the feature increases
-        (``coef_[k] >= 0`` for a linear ranker); ``-1``, it never increases; ``0``, free.
-    bounds : (lower, upper), optional
-        Bounds on the weights, each None, a number or one value per feature (``-inf``/``inf``: free).
-    penalty : {"l2", "l1", "elasticnet"}, default "l2"
-        The regulariser: ``0.5 ||w||^2``, ``||w||_1`` or ``l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``.
-    l1_ratio : float in [0, 1], default 0.5
-        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``, checked whatever the penalty).
-    constraints : callable, optional
-        ``w -> list of cvxpy constraints`` on a cvxpy variable ``w`` of shape ``(n_features,)``,
-        e.g. ``lambda w: [w[0] >= w[1]]``; checked (convex, feasible) before any solving.
-    solver : {"auto", "newton", "cutting_plane", "cvxpy"}, default "auto"
-        ``"auto"``: the Newton solver (:func:`~counterfactual_ltr.solvers.solve_pairwise_hinge`)
-        for the unconstrained L2 problem, the cutting-plane method of
-        :mod:`counterfactual_ltr.solvers.constrained` with constraints or an L1 / elastic-net penalty;
-        ``"cvxpy"``: one slack per pair through cvxpy (small problems only).
+        {C_scale}
+    {propensity, max_ccp_iter, tol, solver_tol, max_iter, svm_options}
 
     Attributes
     ----------
@@ -765,8 +673,7 @@ class SVMPropDCG(_PropensitySVM):
         The last subproblem's.
     converged_ : bool
         The CCP met ``tol`` (and its last subproblem converged or stopped at descent).
-    preprocessor_ : the fitted preprocessor or None
-    n_features_in_ : int
+    {fitted}
 
     Examples
     --------
@@ -790,21 +697,10 @@ class SVMPropDCG(_PropensitySVM):
     def __init__(self, C: float = 1.0, propensity=None, max_ccp_iter: int = 50, tol: float = 1e-3,
                  solver_tol: float = 1e-6, max_iter: int = 1000, preprocessor=None, *, monotone_constraints=None,
                  bounds=None, penalty: str = "l2", l1_ratio: float = 0.5, constraints=None, solver: str = "auto"):
-        self.C = C
-        self.propensity = propensity
-        self.max_ccp_iter = max_ccp_iter
-        self.tol = tol
-        self.solver_tol = solver_tol
-        self.max_iter = max_iter
-        self.preprocessor = preprocessor
-        self.monotone_constraints = monotone_constraints
-        self.bounds = bounds
-        self.penalty = penalty
-        self.l1_ratio = l1_ratio
-        self.constraints = constraints
-        self.solver = solver
+        self._keep_params(locals())
 
 
+@doc
 class SVMPropRBP(SVMPropDCG):
     """Propensity SVM for rank-biased precision, ``lambda(r) = -(1-p) p^(r-1)`` (concave), by CCP.
 
@@ -812,44 +708,10 @@ class SVMPropRBP(SVMPropDCG):
     ----------
     C : float > 0, default 1.0
         Weight of the propensity-weighted RBP bound (divided by the number of clicks).
-        A C too large for the solver is refused before any solving, by the rule every learner with
-        a C shares (:func:`~counterfactual_ltr.estimators._base.check_C_scale`).
+        {C_scale}
     p : float in (0, 1), default 0.8
         Persistence of rank-biased precision.
-    propensity : None, float or propensity model, default None
-        Examination propensities of the logged clicks: ``None`` is position-based
-        with eta = 1, a float is that eta. It must match how the log was collected
-        (see :mod:`counterfactual_ltr.propensity`); a trust-bias model
-        (:class:`~counterfactual_ltr.propensity.TrustBiasPropensity`) gives the affine correction.
-    max_ccp_iter : int >= 1, default 50
-        Convex-concave iterations before a ConvergenceWarning.
-    tol : float >= 0, default 1e-3
-        Relative change of the objective at which the CCP stops.
-    solver_tol : float > 0, default 1e-6
-        Tightest relative duality gap asked of a subproblem.
-    max_iter : int >= 1, default 1000
-        Solver iterations per subproblem.
-    preprocessor : scikit-learn transformer, optional
-        E.g. ``StandardScaler()``: a clone is fitted in ``fit`` on the documents the
-        training input touches (a click log's queries' rows) and applied in
-        ``predict``; tunable in model selection as ``preprocessor__<param>``.
-    monotone_constraints : sequence of -1/0/+1 per feature, or dict {feature index: sign}, optional
-        LightGBM's convention: ``+1``, the score never decreases when the feature increases
-        (``coef_[k] >= 0`` for a linear ranker); ``-1``, it never increases; ``0``, free.
-    bounds : (lower, upper), optional
-        Bounds on the weights, each None, a number or one value per feature (``-inf``/``inf``: free).
-    penalty : {"l2", "l1", "elasticnet"}, default "l2"
-        The regulariser: ``0.5 ||w||^2``, ``||w||_1`` or ``l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``.
-    l1_ratio : float in [0, 1], default 0.5
-        Share of L1 in the elastic net (used only by ``penalty="elasticnet"``, checked whatever the penalty).
-    constraints : callable, optional
-        ``w -> list of cvxpy constraints`` on a cvxpy variable ``w`` of shape ``(n_features,)``,
-        e.g. ``lambda w: [w[0] >= w[1]]``; checked (convex, feasible) before any solving.
-    solver : {"auto", "newton", "cutting_plane", "cvxpy"}, default "auto"
-        ``"auto"``: the Newton solver (:func:`~counterfactual_ltr.solvers.solve_pairwise_hinge`)
-        for the unconstrained L2 problem, the cutting-plane method of
-        :mod:`counterfactual_ltr.solvers.constrained` with constraints or an L1 / elastic-net penalty;
-        ``"cvxpy"``: one slack per pair through cvxpy (small problems only).
+    {propensity, max_ccp_iter, tol, solver_tol, max_iter, svm_options}
 
     Attributes
     ----------
@@ -873,11 +735,7 @@ class SVMPropRBP(SVMPropDCG):
                  tol: float = 1e-3, solver_tol: float = 1e-6, max_iter: int = 1000, preprocessor=None, *,
                  monotone_constraints=None, bounds=None, penalty: str = "l2", l1_ratio: float = 0.5,
                  constraints=None, solver: str = "auto"):
-        super().__init__(C=C, propensity=propensity, max_ccp_iter=max_ccp_iter, tol=tol,
-                         solver_tol=solver_tol, max_iter=max_iter, preprocessor=preprocessor,
-                         monotone_constraints=monotone_constraints, bounds=bounds, penalty=penalty,
-                         l1_ratio=l1_ratio, constraints=constraints, solver=solver)
-        self.p = p
+        self._keep_params(locals())
 
     def _metric_params(self):
         return {"p": check_probability(self.p, "p", include_zero=False, include_one=False)}
