@@ -108,11 +108,51 @@ class _LinearPerceptron(OnlineLearner):
         self._offset_cache = {}
 
 
+class _MistakeDriven(_LinearPerceptron):
+    """The parameters both perceptrons take, kept by ``__init__`` and checked there and by ``reset``.
+
+    ``eta``, a ranking measure (named ``weights`` or ``measure``), ``k``, ``margin`` and ``threshold``.
+    """
+
+    #: the parameter naming the ranking measure ("weights" or "measure"), and the measures it may name
+    _measure_param: str
+    _measure_options: tuple
+
+    def _keep_params(self, eta, measure, k, margin, threshold):
+        """Keep ``__init__``'s arguments (the measure under the class's own name for it), then check them."""
+        self.eta = eta
+        setattr(self, self._measure_param, measure)
+        self.k = k
+        self.margin = margin
+        self.threshold = threshold
+        self._validate()
+
+    def _validate(self):
+        eta = check_learning_rate(self.eta, "eta")
+        name, measure = self._measure_param, getattr(self, self._measure_param)
+        if not isinstance(measure, str) or measure not in self._measure_options:
+            raise ValueError(f"{name} must be one of {self._measure_options}, got {measure!r}")
+        k = _check_kind(measure, self.k)
+        return eta, k, _check_margin(self.margin), check_real(self.threshold, "threshold")
+
+    def _mistake_step(self, g, X):
+        """``w <- w - eta X^T g`` on a mistake round (refused if it overflows), counted in ``n_updates_``."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            w = self.coef_ - self._eta * (g @ X)
+        self._take_step(w)
+        self.n_updates_ += 1
+
+    def reset(self, n_features: int):
+        self._eta, self._k, self._margin, self._threshold = self._validate()
+        self._base_reset(n_features)
+        return self
+
+
 # Label vectors whose SLAM weights are kept (a few MiB for lists of 20).
 _WEIGHT_CACHE_SIZE = 100_000
 
 
-class SLAMPerceptron(_LinearPerceptron):
+class SLAMPerceptron(_MistakeDriven):
     """Algorithm 2: perceptron on the SLAM surrogate, updating on NDCG/NDCG@k/AP mistakes.
 
     Parameters
@@ -145,25 +185,14 @@ class SLAMPerceptron(_LinearPerceptron):
     (1, 2)
     """
 
+    _measure_param, _measure_options = "weights", SLAM_WEIGHT_KINDS
+
     def __init__(self, eta: float = 1.0, weights: str = "ndcg", k: int | None = None, margin: float = 1.0,
                  threshold: float = DEFAULT_RELEVANCE_THRESHOLD):
-        self.eta = eta
-        self.weights = weights
-        self.k = k
-        self.margin = margin
-        self.threshold = threshold
-        self._validate()
-
-    def _validate(self):
-        eta = check_learning_rate(self.eta, "eta")
-        if not isinstance(self.weights, str) or self.weights not in SLAM_WEIGHT_KINDS:
-            raise ValueError(f"weights must be one of {SLAM_WEIGHT_KINDS}, got {self.weights!r}")
-        k = _check_kind(self.weights, self.k)
-        return eta, k, _check_margin(self.margin), check_real(self.threshold, "threshold")
+        self._keep_params(eta, weights, k, margin, threshold)
 
     def reset(self, n_features: int) -> "SLAMPerceptron":
-        self._eta, self._k, self._margin, self._threshold = self._validate()
-        self._base_reset(n_features)
+        super().reset(n_features)
         self._weight_cache = {}
         return self
 
@@ -188,15 +217,12 @@ class SLAMPerceptron(_LinearPerceptron):
             else:
                 v, y, lv = cached
             _, g = _slam_core(s, y, v, off, self._margin, lv)
-            with np.errstate(over="ignore", invalid="ignore"):
-                w = self.coef_ - self._eta * (g @ X)
-            self._take_step(w)
-            self.n_updates_ += 1
+            self._mistake_step(g, X)
         self.t_ += 1
         return self
 
 
-class MaxPairPerceptron(_LinearPerceptron):
+class MaxPairPerceptron(_MistakeDriven):
     """Algorithm 3: perceptron on the max-pair surrogate (Eq. 27); predictions do not depend on ``eta``.
 
     Parameters
@@ -227,26 +253,14 @@ class MaxPairPerceptron(_LinearPerceptron):
     True
     """
 
+    _measure_param, _measure_options = "measure", _MEASURES
+
     def __init__(self, eta: float = 1.0, measure: str = "ndcg", k: int | None = None, margin: float = 1.0,
                  threshold: float = DEFAULT_RELEVANCE_THRESHOLD):
-        self.eta = eta
-        self.measure = measure
-        self.k = k
-        self.margin = margin
-        self.threshold = threshold
-        self._validate()
-
-    def _validate(self):
-        eta = check_learning_rate(self.eta, "eta")
-        if not isinstance(self.measure, str) or self.measure not in _MEASURES:
-            raise ValueError(f"measure must be one of {_MEASURES}, got {self.measure!r}")
-        k = _check_kind(self.measure, self.k)
-        return eta, k, _check_margin(self.margin), check_real(self.threshold, "threshold")
+        self._keep_params(eta, measure, k, margin, threshold)
 
     def reset(self, n_features: int) -> "MaxPairPerceptron":
-        self._eta, self._k, self._margin, self._threshold = self._validate()
-        self._base_reset(n_features)
-        return self
+        return super().reset(n_features)
 
     def update(self, X, feedback: Feedback) -> "MaxPairPerceptron":
         s, y, shown_labels = self._scores_and_labels(X, feedback)
@@ -254,9 +268,6 @@ class MaxPairPerceptron(_LinearPerceptron):
             if self.measure == "ap":
                 y = (y >= self._threshold).astype(np.float64)
             _, g = _max_pair_core(s, y, self._offsets(X.shape[0]), self._margin)
-            with np.errstate(over="ignore", invalid="ignore"):
-                w = self.coef_ - self._eta * (g @ X)
-            self._take_step(w)
-            self.n_updates_ += 1
+            self._mistake_step(g, X)
         self.t_ += 1
         return self

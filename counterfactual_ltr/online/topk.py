@@ -51,6 +51,7 @@ from .._segments import check_finite_1d, offsets_from_lengths
 from .._validation import check_int, check_real
 from ..surrogates.pairwise import pairwise_hinge
 from ..models import _rng
+from .._docs import fill_doc
 from ._base import Feedback, OnlineLearner, make_schedule
 
 __all__ = [
@@ -71,6 +72,16 @@ SURROGATE_MIN_K = {"squared": 1, "ranksvm": 2, "kl_listnet": 1, "smooth_dcg": 1}
 # ----------------------------------------------------------------------------------------------
 # Public estimators (vectorised over many draws of the shown permutation)
 # ----------------------------------------------------------------------------------------------
+
+# Parameter and return text the gradient estimators share: a ``{name, ...}`` line is filled from it at import.
+_doc = fill_doc({
+    "scores": "scores : array (m,)\n    The learner's scores of the query's documents.",
+    "shown": "shown : array (m,) or (n_draws, m)\n    The shown permutation(s).",
+    "labels": "labels : array (k,)\n    Labels of the first ``k`` shown documents.",
+    "gamma": "gamma : float in [0, 1]\n    Exploration probability the list was drawn with.",
+    "returns": "Returns\n-------\narray like ``scores`` (or ``(n_draws, m)``)",
+})
+
 
 def _check_gamma(gamma, upper: float = 1.0, name: str = "gamma") -> float:
     gamma = check_real(gamma, name)
@@ -115,6 +126,7 @@ def _prepare(scores, shown, labels, gamma):
     return s, idx, lab2, gamma, in_top, single
 
 
+@_doc
 def inclusion_probabilities(scores, shown, k: int, gamma):
     """Exact ``P(doc in shown top-k)`` of the documents ``shown[..., :k]``.
 
@@ -123,14 +135,10 @@ def inclusion_probabilities(scores, shown, k: int, gamma):
 
     Parameters
     ----------
-    scores : array (m,)
-        The learner's scores of the query's documents.
-    shown : array (m,) or (n_draws, m)
-        The shown permutation(s).
+    {scores, shown}
     k : int >= 1
         Number of top positions whose labels are revealed.
-    gamma : float in [0, 1]
-        Exploration probability the list was drawn with.
+    {gamma}
 
     Returns
     -------
@@ -153,16 +161,23 @@ def inclusion_probabilities(scores, shown, k: int, gamma):
     idx = np.asarray(shown, dtype=np.int64)[..., :k]
     in_top = np.zeros(m, dtype=bool)
     in_top[np.argsort(-s, kind="stable")[:k]] = True
-    gamma = _check_gamma(gamma)
-    return (1.0 - gamma) * in_top[idx] + gamma * k / m
+    return _inclusion(in_top, idx, _check_gamma(gamma), k, m)
 
 
-def _scatter(n, m, idx, values):
+def _scatter(m, idx, values):
+    """``(n_draws, m)`` zeros with ``values`` at each draw's shown top-k documents ``idx``."""
+    n = idx.shape[0]
     out = np.zeros((n, m))
     out[np.arange(n)[:, None], idx] = values  # indices are distinct within a draw
     return out
 
 
+def _inclusion(in_top, idx, gamma, k, m):
+    """``P(j in S_k) = (1 - gamma) 1[j in L_k] + gamma k / m`` of the shown top-k documents ``idx``."""
+    return (1.0 - gamma) * in_top[idx] + gamma * k / m
+
+
+@_doc
 def squared_gradient_estimate(scores, shown, labels, gamma):
     """Unbiased estimate of ``grad_s ||s - R||^2 = 2 (s - R)`` from top-k feedback.
 
@@ -174,18 +189,7 @@ def squared_gradient_estimate(scores, shown, labels, gamma):
 
     Parameters
     ----------
-    scores : array (m,)
-        The learner's scores of the query's documents.
-    shown : array (m,) or (n_draws, m)
-        The shown permutation(s).
-    labels : array (k,)
-        Labels of the first ``k`` shown documents.
-    gamma : float in [0, 1]
-        Exploration probability the list was drawn with.
-
-    Returns
-    -------
-    array like ``scores`` (or ``(n_draws, m)``)
+    {scores, shown, labels, gamma, returns}
 
     Examples
     --------
@@ -195,13 +199,13 @@ def squared_gradient_estimate(scores, shown, labels, gamma):
     [1.0, 0.0, -19.6]
     """
     s, idx, R, gamma, in_top, single = _prepare(scores, shown, labels, gamma)
-    n, k = R.shape
     m = s.shape[0]
-    p = (1.0 - gamma) * in_top[idx] + gamma * k / m
-    g = 2.0 * s - _scatter(n, m, idx, 2.0 * R / p)
+    p = _inclusion(in_top, idx, gamma, R.shape[1], m)
+    g = 2.0 * s - _scatter(m, idx, 2.0 * R / p)
     return g[0] if single else g
 
 
+@_doc
 def kl_listnet_gradient_estimate(scores, shown, labels, gamma):
     """Unbiased estimate of ``grad_s phi_KL = exp(s) - exp(R)`` from top-k feedback.
 
@@ -209,18 +213,7 @@ def kl_listnet_gradient_estimate(scores, shown, labels, gamma):
 
     Parameters
     ----------
-    scores : array (m,)
-        The learner's scores of the query's documents.
-    shown : array (m,) or (n_draws, m)
-        The shown permutation(s).
-    labels : array (k,)
-        Labels of the first ``k`` shown documents.
-    gamma : float in [0, 1]
-        Exploration probability the list was drawn with.
-
-    Returns
-    -------
-    array like ``scores`` (or ``(n_draws, m)``)
+    {scores, shown, labels, gamma, returns}
 
     Examples
     --------
@@ -229,10 +222,9 @@ def kl_listnet_gradient_estimate(scores, shown, labels, gamma):
     [-1.909202, 0.0]
     """
     s, idx, R, gamma, in_top, single = _prepare(scores, shown, labels, gamma)
-    n, k = R.shape
     m = s.shape[0]
-    p = (1.0 - gamma) * in_top[idx] + gamma * k / m
-    g = _scatter(n, m, idx, (np.exp(s[idx]) - np.exp(R)) / p)
+    p = _inclusion(in_top, idx, gamma, R.shape[1], m)
+    g = _scatter(m, idx, (np.exp(s[idx]) - np.exp(R)) / p)
     return g[0] if single else g
 
 
@@ -242,6 +234,7 @@ def _softmax(s, epsilon):
     return e / e.sum()
 
 
+@_doc
 def smooth_dcg_gradient_estimate(scores, shown, labels, gamma, *, epsilon: float = 0.01):
     """Unbiased estimate of the gradient of negative SmoothDCG@1 from top-k feedback.
 
@@ -250,20 +243,11 @@ def smooth_dcg_gradient_estimate(scores, shown, labels, gamma, *, epsilon: float
 
     Parameters
     ----------
-    scores : array (m,)
-        The learner's scores of the query's documents.
-    shown : array (m,) or (n_draws, m)
-        The shown permutation(s).
-    labels : array (k,)
-        Labels of the first ``k`` shown documents.
-    gamma : float in [0, 1]
-        Exploration probability the list was drawn with.
+    {scores, shown, labels, gamma}
     epsilon : float > 0, default 0.01
         SmoothDCG smoothing.
 
-    Returns
-    -------
-    array like ``scores`` (or ``(n_draws, m)``)
+    {returns}
 
     Examples
     --------
@@ -273,15 +257,15 @@ def smooth_dcg_gradient_estimate(scores, shown, labels, gamma, *, epsilon: float
     """
     epsilon = check_real(epsilon, "epsilon", min_value=0.0, include_min=False)
     s, idx, R, gamma, in_top, single = _prepare(scores, shown, labels, gamma)
-    n, k = R.shape
     m = s.shape[0]
-    p = (1.0 - gamma) * in_top[idx] + gamma * k / m
+    p = _inclusion(in_top, idx, gamma, R.shape[1], m)
     pi = _softmax(s, epsilon)
     c = (np.exp2(R) - 1.0) * pi[idx] / p
-    g = -(_scatter(n, m, idx, c) - c.sum(axis=1)[:, None] * pi) / epsilon
+    g = -(_scatter(m, idx, c) - c.sum(axis=1)[:, None] * pi) / epsilon
     return g[0] if single else g
 
 
+@_doc
 def ranksvm_gradient_estimate(scores, shown, labels, gamma, *, margin: float = 1.0):
     """Unbiased estimate of the RankSVM hinge gradient from top-k feedback (k >= 2).
 
@@ -294,20 +278,11 @@ def ranksvm_gradient_estimate(scores, shown, labels, gamma, *, margin: float = 1
 
     Parameters
     ----------
-    scores : array (m,)
-        The learner's scores of the query's documents.
-    shown : array (m,) or (n_draws, m)
-        The shown permutation(s).
-    labels : array (k,)
-        Labels of the first ``k`` shown documents.
-    gamma : float in [0, 1]
-        Exploration probability the list was drawn with.
+    {scores, shown, labels, gamma}
     margin : float, default 1.0
         Margin of the pairwise hinge.
 
-    Returns
-    -------
-    array like ``scores`` (or ``(n_draws, m)``)
+    {returns}
 
     Examples
     --------
@@ -347,6 +322,7 @@ _ESTIMATORS = {
 }
 
 
+@_doc
 def estimate_score_gradient(surrogate: str, scores, shown, labels, gamma, **params):
     """Dispatch to the estimator of ``surrogate`` (``"squared"``, ``"ranksvm"``, ``"kl_listnet"``, ``"smooth_dcg"``).
 
@@ -364,9 +340,7 @@ def estimate_score_gradient(surrogate: str, scores, shown, labels, gamma, **para
     **params
         ``epsilon`` or ``margin``.
 
-    Returns
-    -------
-    array like ``scores`` (or ``(n_draws, m)``)
+    {returns}
 
     Examples
     --------
