@@ -4,8 +4,9 @@ A docstring names shared blocks by a line that holds nothing but ``{name}`` or `
 :func:`fill_doc` replaces that line, at import time, by the blocks ``table[name]`` one after the
 other, indented as the placeholder was; a block that opens a numpydoc section (a heading over
 dashes, e.g. a shared Returns section) is set off by a blank line. So ``help()``, doctest and
-numpydoc read the complete docstring, and the source holds each description once. Only whole-line placeholders are replaced: braces anywhere else (LaTeX, ``{"mean", "sum"}``)
-stay as written. An unknown name is an error at import, not a hole in the docs.
+numpydoc read the complete docstring, and the source holds each description once. Only whole-line
+placeholders are replaced: braces anywhere else (LaTeX, ``{"mean", "sum"}``) stay as written. An
+unknown name is an error at import, not a hole in the docs.
 
 Examples
 --------
@@ -31,7 +32,7 @@ from __future__ import annotations
 import re
 import textwrap
 
-__all__ = ["fill_doc", "fill_text"]
+__all__ = ["fill_doc", "fill_text", "COMMON", "common_doc"]
 
 _PLACEHOLDER = re.compile(r"^([ \t]*)\{(\w+(?:, *\w+)*)\}[ \t]*$", re.M)
 _SECTION = re.compile(r"[^\n]+\n-+(\n|$)")
@@ -108,3 +109,13 @@ def fill_doc(table: dict):
         return obj
 
     return decorate
+
+
+#: Sections that modules of several packages share (e.g. a scorer of feature rows).
+COMMON = {
+    "feature_rows_scores": "Parameters\n----------\nX : array of shape (n_docs, n_features)\n    Feature rows.\n\n"
+                           "Returns\n-------\nndarray of shape (n_docs,)",
+}
+
+#: decorator filling a docstring's ``{name, ...}`` lines from :data:`COMMON`
+common_doc = fill_doc(COMMON)

@@ -10,8 +10,15 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ._docs import fill_doc
 from ._segments import segment_gather, segment_ids
 from ._validation import check_real
+
+# The Parameters section of the methods taking queries: a ``{name}`` line is filled from it at import.
+_doc = fill_doc({
+    "queries": "Parameters\n----------\nqueries : array of int or bool\n"
+               "    Query indices (0 .. n_queries - 1), or a mask over the queries.",
+})
 
 __all__ = ["RankingDataset", "binarize", "dense_features", "checked_csr", "DEFAULT_RELEVANCE_THRESHOLD"]
 
@@ -276,16 +283,14 @@ class RankingDataset:
         return binarize(self.y, threshold)
 
     # --------------------------------------------------------------- subsets
+    @_doc
     def subset(self, queries) -> "RankingDataset":
         """A new data set holding the given queries (indices or boolean mask), in that order.
 
         A query may appear only once: a repeated query would merge with itself into one longer
         query (its rows share the query id), so repeats raise instead.
 
-        Parameters
-        ----------
-        queries : array of int or bool
-            Query indices (0 .. n_queries - 1), or a mask over the queries.
+        {queries}
 
         Returns
         -------
@@ -305,15 +310,13 @@ class RankingDataset:
             sub._query_keys, sub._doc_keys = self._query_keys[queries], self._doc_keys[rows]
         return sub
 
+    @_doc
     def rows_of(self, queries) -> np.ndarray:
         """Row indices of the given queries (indices or boolean mask), query after query.
 
         Repeated indices are allowed here (bootstrap resampling); they repeat the rows.
 
-        Parameters
-        ----------
-        queries : array of int or bool
-            Query indices (0 .. n_queries - 1), or a mask over the queries.
+        {queries}
 
         Returns
         -------

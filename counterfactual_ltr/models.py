@@ -40,6 +40,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
+from ._docs import common_doc
 from ._validation import check_int, check_real
 
 __all__ = ["LinearModel", "MLP", "Adam", "ACTIVATIONS"]
@@ -161,17 +162,11 @@ class _Model:
         """
         raise NotImplementedError
 
+    @common_doc
     def forward(self, X) -> np.ndarray:
         """Scores of the rows of ``X``, keeping what :meth:`backward` needs.
 
-        Parameters
-        ----------
-        X : array of shape (n_docs, n_features)
-            Feature rows.
-
-        Returns
-        -------
-        ndarray of shape (n_docs,)
+        {feature_rows_scores}
         """
         raise NotImplementedError
 
@@ -232,17 +227,11 @@ class _Model:
                 grads.append(np.zeros_like(p))
         return penalty, grads
 
+    @common_doc
     def predict(self, X) -> np.ndarray:
         """Scores of the rows of ``X`` (no cache kept).
 
-        Parameters
-        ----------
-        X : array of shape (n_docs, n_features)
-            Feature rows.
-
-        Returns
-        -------
-        ndarray of shape (n_docs,)
+        {feature_rows_scores}
         """
         scores = self.forward(X)
         self.clear_cache()

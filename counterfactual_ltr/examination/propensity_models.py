@@ -15,7 +15,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._docs import fill_doc
 from .._validation import check_optional_real, check_real
+
+# The sections the per-position methods' docstrings share: a ``{name}`` line is filled from it at import.
+_doc = fill_doc({
+    "positions_sections": "Parameters\n----------\npositions : array of int >= 1\n    Positions (1 = top).\n\n"
+                          "Returns\n-------\nndarray of float64, the shape of ``positions``",
+})
 
 __all__ = ["PositionBasedPropensity", "TabularPropensity", "TrustBiasPropensity", "check_propensities",
            "propensities_at",
@@ -199,32 +206,20 @@ class TrustBiasPropensity:
         self.eps_plus = plus
         self.eps_minus = minus
 
+    @_doc
     def alpha(self, positions) -> np.ndarray:
         """``theta_r (eps_plus_r - eps_minus_r)``: the slope of the click probability in relevance.
 
-        Parameters
-        ----------
-        positions : array of int >= 1
-            Positions (1 = top).
-
-        Returns
-        -------
-        ndarray of float64, the shape of ``positions``
+        {positions_sections}
         """
         r = _check_positions(positions)
         return _at_positions(self.examination * (self.eps_plus - self.eps_minus), r)
 
+    @_doc
     def beta(self, positions) -> np.ndarray:
         """``theta_r eps_minus_r``: the click probability of an irrelevant document.
 
-        Parameters
-        ----------
-        positions : array of int >= 1
-            Positions (1 = top).
-
-        Returns
-        -------
-        ndarray of float64, the shape of ``positions``
+        {positions_sections}
         """
         r = _check_positions(positions)
         return _at_positions(self.examination * self.eps_minus, r)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._docs import common_doc
 from .._validation import check_real
 from ..models import _rng
 
@@ -114,17 +115,11 @@ class OnlineLearner:
                              f"lower {rate_name} (the weights of the previous round are kept)")
         self.coef_ = w_new
 
+    @common_doc
     def predict(self, X) -> np.ndarray:
         """Scores ``X @ coef_`` (higher is better) of a finite ``(n, n_features)`` array.
 
-        Parameters
-        ----------
-        X : array of shape (n_docs, n_features)
-            Feature rows.
-
-        Returns
-        -------
-        ndarray of shape (n_docs,)
+        {feature_rows_scores}
         """
         from ..estimators._base import prediction_matrix
 

@@ -25,8 +25,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._docs import fill_doc
 from . import hessian_free as _hf
 from .common import aggregate_pairs
+
+# The section both objectives' docstrings share: a ``{name}`` line is filled from it at import.
+_doc = fill_doc({
+    "objective_sections": "Parameters\n----------\ns : array (n_docs,)\n    Scores ``X w``.\n"
+                          "w : array (d,)\n    The weights.\n"
+                          "margin : float\n    The hinge's margin.\n\nReturns\n-------\nfloat",
+})
 
 __all__ = ["WorkingSet", "hinge_objective"]
 
@@ -125,39 +133,19 @@ class WorkingSet:
         self.work, self.i, self.j, self.Cc = work, self.all_i[work], self.all_j[work], self.all_Cc[work]
         self.fixed_g, self.fixed_sum, self.fixed_v = g, float(self.all_Cc[viol].sum()), self.X.T @ g
 
+    @_doc
     def objective(self, s, w, margin):
         """The objective of the problem on the working set (fixed violated pairs linear) at ``w``.
 
-        Parameters
-        ----------
-        s : array (n_docs,)
-            Scores ``X w``.
-        w : array (d,)
-            The weights.
-        margin : float
-            The hinge's margin.
-
-        Returns
-        -------
-        float
+        {objective_sections}
         """
         return hinge_objective(s, w, self.i, self.j, self.Cc, margin, self.fixed_sum, self.fixed_g)
 
+    @_doc
     def full_objective(self, s, w, margin):
         """The objective of the full problem (every pair's hinge) at ``w``.
 
-        Parameters
-        ----------
-        s : array (n_docs,)
-            Scores ``X w``.
-        w : array (d,)
-            The weights.
-        margin : float
-            The hinge's margin.
-
-        Returns
-        -------
-        float
+        {objective_sections}
         """
         return hinge_objective(s, w, self.all_i, self.all_j, self.all_Cc, margin)
 
