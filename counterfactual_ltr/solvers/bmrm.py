@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from .._validation import check_int
 from .common import (MAX_WEIGHT_BOUND, SolverResult, aggregate_pairs, check_C, check_max_iter, check_tol, check_w0,
-                     make_result)
+                     doc, make_result)
 
 __all__ = ["solve_regularized", "pairwise_hinge_oracle"]
 
@@ -65,6 +65,7 @@ def pairwise_hinge_oracle(X, pairs_i, pairs_j, pair_weights, margin=1.0):
     return oracle
 
 
+@doc
 def solve_regularized(oracle, n_features, C, *, w0=None, tol=1e-6, max_iter=1000, verbose=False) -> SolverResult:
     """Minimise ``0.5||w||^2 + C L(w)`` for a convex piecewise-linear ``L`` given by an oracle.
 
@@ -93,9 +94,7 @@ def solve_regularized(oracle, n_features, C, *, w0=None, tol=1e-6, max_iter=1000
     verbose : bool, default False
         Print one line per iteration.
 
-    Returns
-    -------
-    SolverResult
+    {returns_result}
 
     Examples
     --------

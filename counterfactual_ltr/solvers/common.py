@@ -14,11 +14,22 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from . import hessian_free as _hf
+from .._docs import fill_doc
 from .._segments import check_finite_1d
 from .._validation import check_int, check_real
 
 __all__ = ["SolverResult", "make_result", "aggregate_pairs", "check_C", "check_X", "check_pairs", "check_pair_index",
            "check_w0", "check_max_iter", "check_tol", "MAX_WEIGHT_BOUND", "bracket_step", "slope_line_search"]
+
+# Sections the solvers' docstrings share: a ``{name, ...}`` line is filled from it at import.
+DOCS = {
+    "returns_result": "Returns\n-------\nSolverResult",
+    "newton_stop": "tol : float\n    Relative duality gap at which to stop.\n"
+                   "max_iter : int\n    Newton iterations at most.\n"
+                   "verbose : bool\n    Print one line per iteration.",
+    "w": "Parameters\n----------\nw : array (n_features,)\n    The weights.",
+}
+doc = fill_doc(DOCS)
 
 # Above this bound on the norm of the weights, squares of weights and objective values leave
 # float64's range: no meaningful solution exists.
@@ -73,6 +84,7 @@ class SolverResult:
     stalled: bool = False
 
 
+@doc
 def make_result(name, w, P, D, n_iter, converged, history, tol, method="newton", stalled=False, stacklevel=3):
     """The :class:`SolverResult` of a solve ending at ``w``, warning if it neither converged nor stalled.
 
@@ -99,9 +111,7 @@ def make_result(name, w, P, D, n_iter, converged, history, tol, method="newton",
     stacklevel : int, default 3
         As in :func:`warnings.warn`, counted from the caller of this function.
 
-    Returns
-    -------
-    SolverResult
+    {returns_result}
 
     Examples
     --------

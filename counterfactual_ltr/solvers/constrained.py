@@ -61,7 +61,7 @@ import scipy.sparse as sp
 from .._segments import check_finite_1d
 from .._validation import check_probability
 from . import SolverResult
-from .common import aggregate_pairs, check_C, check_max_iter, check_pairs, check_tol, check_X, make_result
+from .common import aggregate_pairs, check_C, check_max_iter, check_pairs, check_tol, check_X, doc, make_result
 
 __all__ = ["FeasibleSet", "ConstrainedResult", "feasible_set", "check_penalty", "solve_constrained_hinge",
            "PENALTIES", "SOLVERS"]
@@ -128,13 +128,11 @@ class FeasibleSet:
             return "newton" if self.unconstrained_l2 else "cutting_plane"
         return self.solver
 
+    @doc
     def penalty(self, w) -> float:
         """``R(w) = l1_ratio ||w||_1 + 0.5 (1 - l1_ratio) ||w||^2``.
 
-        Parameters
-        ----------
-        w : array (n_features,)
-            The weights.
+        {w}
 
         Returns
         -------
@@ -142,13 +140,11 @@ class FeasibleSet:
         """
         return _penalty(np.asarray(w, dtype=np.float64), self.l1_ratio)
 
+    @doc
     def project(self, w) -> np.ndarray:
         """Clip to the box (exact feasibility of the box part).
 
-        Parameters
-        ----------
-        w : array (n_features,)
-            The weights.
+        {w}
 
         Returns
         -------

@@ -31,7 +31,7 @@ from operator import itemgetter
 import numpy as np
 
 from . import hessian_free as _hf
-from .common import SolverResult, aggregate_pairs, make_result, slope_line_search
+from .common import SolverResult, aggregate_pairs, doc, make_result, slope_line_search
 from .finisher import Finisher, finish_cap, kink_rounds, kink_threshold, near_kink
 from .smoothing import best_dual_on_segment, initial_mu, next_level, smoothing_dominates
 
@@ -247,6 +247,7 @@ class _Cluster:
         return sum(out)
 
 
+@doc
 def solve_distributed(client, parts, C, *, doc_weights=None, margin=1.0, w0=None, tol=1e-6, max_iter=1000,
                       verbose=False, traffic=None, on_iteration=None) -> SolverResult:
     """Minimise the pairwise hinge over partitions held by Dask workers (see the module docstring).
@@ -276,9 +277,7 @@ def solve_distributed(client, parts, C, *, doc_weights=None, margin=1.0, w0=None
     on_iteration : callable, optional
         ``it -> None`` after every evaluation (tests interrupt workers there).
 
-    Returns
-    -------
-    SolverResult
+    {returns_result}
         ``method`` is ``"newton_cg"``.
 
     Examples

@@ -39,7 +39,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from . import hessian_free as _hf
-from .common import MAX_WEIGHT_BOUND, aggregate_pairs, bracket_step
+from .common import MAX_WEIGHT_BOUND, aggregate_pairs, bracket_step, doc
 from .finisher import Finisher
 from .newton_direction import damping, newton_direction
 from .smoothing import best_dual_on_segment, initial_mu, next_level, smoothing_dominates, stalls
@@ -48,6 +48,7 @@ from .working_set import WorkingSet
 __all__ = ["solve_explicit"]
 
 
+@doc
 def solve_explicit(X, i, j, c, C, margin, w, warm, tol, max_iter, verbose, method, min_decrease):
     """Run the explicit Newton path on checked inputs (as :func:`~counterfactual_ltr.solvers.solve_pairwise_hinge`).
 
@@ -65,12 +66,7 @@ def solve_explicit(X, i, j, c, C, margin, w, warm, tol, max_iter, verbose, metho
         The start point (zeros for a cold start).
     warm : bool
         Whether ``w`` is a warm start (its smoothing starts lower).
-    tol : float
-        Relative duality gap at which to stop.
-    max_iter : int
-        Newton iterations at most.
-    verbose : bool
-        Print one line per iteration.
+    {newton_stop}
     method : {"newton", "newton_cg"}
         Dense Hessian or conjugate gradients (see ``solve_pairwise_hinge``).
     min_decrease : float

@@ -23,6 +23,7 @@ import scipy.linalg
 
 from . import hessian_free as _hf
 from ..surrogates.implicit_pairs import _Smoothed, band_hessian, line_search
+from .common import doc
 from .smoothing import best_dual_on_segment, initial_mu, shrunk_mu, smoothing_dominates, stalls
 
 __all__ = ["solve_implicit"]
@@ -35,6 +36,7 @@ _LINE_SEARCH_RTOL = 0.1
 _HESSIAN_SAMPLE_ROWS = 30
 
 
+@doc
 def solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose, ops=None, min_decrease=0.0):
     """Run the implicit path on checked inputs (as :func:`~counterfactual_ltr.solvers.solve_pairwise_hinge`).
 
@@ -50,12 +52,7 @@ def solve_implicit(X, pairs, C, margin, w, warm, tol, max_iter, verbose, ops=Non
         The start point (zeros for a cold start).
     warm : bool
         Whether ``w`` is a warm start (its smoothing starts lower, its ray is searched first).
-    tol : float
-        Relative duality gap at which to stop.
-    max_iter : int
-        Newton iterations at most.
-    verbose : bool
-        Print one line per iteration.
+    {newton_stop}
     ops : :class:`~counterfactual_ltr.solvers.hessian_free.Products`, optional
         The Hessian-free path's products; None for the dense Hessian.
     min_decrease : float, default 0

@@ -16,7 +16,8 @@ import numpy as np
 from . import hessian_free as _hf
 from .._validation import check_real
 from ..surrogates.implicit_pairs import ClickPairs
-from .common import SolverResult, check_C, check_max_iter, check_pairs, check_tol, check_w0, check_X, make_result
+from .common import (SolverResult, check_C, check_max_iter, check_pairs, check_tol, check_w0, check_X, doc,
+                     make_result)
 from .explicit import solve_explicit
 from .implicit import solve_implicit
 
@@ -31,6 +32,7 @@ _THREADED_MIN_FLOPS = 1e10
 _CONTROLLER = None
 
 
+@doc
 def solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin=1.0, w0=None, tol=1e-6,
                          max_iter=1000, verbose=False, method="auto", min_decrease=0.0) -> SolverResult:
     """Minimise ``0.5||w||^2 + C sum_p c_p max(0, margin - (x_{i_p} - x_{j_p}).w)`` exactly.
@@ -81,9 +83,7 @@ def solve_pairwise_hinge(X, pairs_i, pairs_j, pair_weights, C, *, margin=1.0, w0
         decrease. The returned point is the best one evaluated, so never worse
         than the start (or the best point on the ray of a warm start).
 
-    Returns
-    -------
-    SolverResult
+    {returns_result}
         ``dual_objective`` is ``D(alpha) = margin sum(alpha) - 0.5||X^T g(alpha)||^2``
         at a feasible ``0 <= alpha_p <= C c_p``, so ``gap`` certifies ``coef``.
 
