@@ -19,6 +19,7 @@ __all__ = [
     "check_offsets",
     "offsets_from_lengths",
     "offsets_from_qid",
+    "query_runs",
     "segment_ids",
     "rank_within_queries",
     "order_within_queries",
@@ -52,15 +53,29 @@ def offsets_from_qid(qid, n_docs: int | None = None) -> np.ndarray:
         raise ValueError(f"qid must be a non-empty 1-D array (a query id per document), got shape {qid.shape}")
     if n_docs is not None and qid.shape[0] != n_docs:
         raise ValueError(f"qid has length {qid.shape[0]}, expected {n_docs} (mismatched lengths)")
+    starts, run_ids, run = query_runs(qid)
+    if run is not None:
+        raise ValueError(f"the rows of a query must be contiguous: qid {run_ids[run]} reappears at row {starts[run]}")
+    return np.r_[starts, qid.shape[0]].astype(np.int64)
+
+
+def query_runs(qid):
+    """``(starts, run_ids, run)``: the first row and query id of every run of equal ids in the 1-D ``qid``,
+    and the first run whose id already had a run (its query's rows are not contiguous), or None.
+
+    >>> import numpy as np
+    >>> starts, run_ids, run = query_runs(np.array([7, 7, 3, 7]))
+    >>> starts.tolist(), run_ids.tolist(), run
+    ([0, 2, 3], [7, 3, 7], 2)
+    """
     starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
     run_ids = qid[starts]
     unique, first = np.unique(run_ids, return_index=True)
-    if len(unique) != len(run_ids):
-        again = np.ones(len(run_ids), dtype=bool)
-        again[first] = False
-        run = int(np.flatnonzero(again)[0])
-        raise ValueError(f"the rows of a query must be contiguous: qid {run_ids[run]} reappears at row {starts[run]}")
-    return np.r_[starts, qid.shape[0]].astype(np.int64)
+    if len(unique) == len(run_ids):
+        return starts, run_ids, None
+    again = np.ones(len(run_ids), dtype=bool)   # a query id that starts a second run
+    again[first] = False
+    return starts, run_ids, int(np.flatnonzero(again)[0])
 
 
 def check_offsets(query_offsets, n_docs: int | None = None, *, allow_empty: bool = False) -> np.ndarray:

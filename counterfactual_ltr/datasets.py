@@ -11,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._docs import fill_doc
-from ._segments import segment_gather, segment_ids
+from ._segments import query_runs, segment_gather, segment_ids
 from ._validation import check_real
 
 # The Parameters section of the methods taking queries: a ``{name}`` line is filled from it at import.
@@ -89,14 +89,8 @@ class RankingDataset:
                 raise ValueError(f"X holds a non-finite value ({X[r, c]}) at row {r}, column {c}")
         y = _check_labels(y)
         qid = _check_integer(qid, "qid")
-        starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
-        run_ids = qid[starts]
-        uniq, first = np.unique(run_ids, return_index=True)
-        if len(uniq) != len(run_ids):
-            # A query id that starts a second run: name the row where it reappears.
-            seen_twice = np.ones(len(run_ids), dtype=bool)
-            seen_twice[first] = False
-            run = int(np.flatnonzero(seen_twice)[0])
+        starts, run_ids, run = query_runs(qid)
+        if run is not None:   # a query id that starts a second run: name the row where it reappears
             raise ValueError(
                 f"query ids are not contiguous: qid {run_ids[run]} reappears at row {starts[run]} "
                 "after rows of other queries"
