@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from .._validation import check_int
 from .common import (MAX_WEIGHT_BOUND, SolverResult, aggregate_pairs, check_C, check_max_iter, check_tol, check_w0,
-                     doc, make_result)
+                     cutting_plane_record, doc, make_result)
 
 __all__ = ["solve_regularized", "pairwise_hinge_oracle"]
 
@@ -121,12 +121,7 @@ def solve_regularized(oracle, n_features, C, *, w0=None, tol=1e-6, max_iter=1000
         bundle.add(g, L - float(g @ w))
         D = bundle.solve_master()
         best_D = max(best_D, D)
-        history.append((best_P, best_D))
-        gap = best_P - best_D
-        if verbose:
-            print(f"[solve_regularized] it={it:3d} planes={bundle.b.size} P={best_P:.10g} D={best_D:.10g} "
-                  f"rel gap={gap / max(1.0, abs(best_P)):.2e}")
-        if gap <= tol * max(1.0, abs(best_P)):
+        if cutting_plane_record("solve_regularized", it, bundle.b.size, best_P, best_D, history, tol, verbose):
             converged = True
             break
         it += 1

@@ -19,7 +19,8 @@ from .._segments import check_finite_1d
 from .._validation import check_int, check_real
 
 __all__ = ["SolverResult", "make_result", "aggregate_pairs", "check_C", "check_X", "check_pairs", "check_pair_index",
-           "check_w0", "check_max_iter", "check_tol", "MAX_WEIGHT_BOUND", "bracket_step", "slope_line_search"]
+           "check_w0", "check_max_iter", "check_tol", "MAX_WEIGHT_BOUND", "bracket_step", "slope_line_search",
+           "cutting_plane_record"]
 
 # Sections the solvers' docstrings share: a ``{name, ...}`` line is filled from it at import.
 DOCS = {
@@ -239,6 +240,41 @@ def slope_line_search(slope, f0, rtol, t0=1.0, max_eval=30):
         t = nt
     return lo if lo > 0 else t
 
+
+def cutting_plane_record(name, it, n_planes, best_P, best_D, history, tol, verbose) -> bool:
+    """Record a cutting-plane iteration (history, the verbose line); True when the relative gap meets ``tol``.
+
+    Parameters
+    ----------
+    name : str
+        The solver, for the verbose line.
+    it, n_planes : int
+        The iteration and the number of cutting planes.
+    best_P, best_D : float
+        Best primal and dual values so far.
+    history : list
+        Appended ``(best_P, best_D)``.
+    tol : float
+        Relative duality gap at which to stop.
+    verbose : bool
+        Print one line.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> history = []
+    >>> cutting_plane_record("demo", 0, 1, 1.0, 0.5, history, 1e-6, False), history
+    (False, [(1.0, 0.5)])
+    """
+    history.append((best_P, best_D))
+    gap = best_P - best_D
+    if verbose:
+        print(f"[{name}] it={it:3d} planes={n_planes} P={best_P:.10g} D={best_D:.10g} "
+              f"rel gap={gap / max(1.0, abs(best_P)):.2e}")
+    return gap <= tol * max(1.0, abs(best_P))
 
 def check_C(C) -> float:
     """The regularisation weight ``C``: a real number > 0.

@@ -61,7 +61,8 @@ import scipy.sparse as sp
 from .._segments import check_finite_1d
 from .._validation import check_probability
 from . import SolverResult
-from .common import aggregate_pairs, check_C, check_max_iter, check_pairs, check_tol, check_X, doc, make_result
+from .common import (aggregate_pairs, check_C, check_max_iter, check_pairs, check_tol, check_X, cutting_plane_record,
+                     doc, make_result)
 
 __all__ = ["FeasibleSet", "ConstrainedResult", "feasible_set", "check_penalty", "solve_constrained_hinge",
            "PENALTIES", "SOLVERS"]
@@ -695,12 +696,7 @@ def _cutting_plane(X, i, j, c, C, margin, fs, w, warm_points, tol, max_iter, ver
         else:
             w_c, theta, D = master.solve(A, b)
         best_D = max(best_D, D)
-        history.append((best_P, best_D))
-        gap = best_P - best_D
-        if verbose:
-            print(f"[solve_constrained_hinge] it={it:3d} planes={b.size} P={best_P:.10g} D={best_D:.10g} "
-                  f"rel gap={gap / max(1.0, abs(best_P)):.2e}")
-        if gap <= tol * max(1.0, abs(best_P)):
+        if cutting_plane_record("solve_constrained_hinge", it, b.size, best_P, best_D, history, tol, verbose):
             converged = True
             break
         it += 1
