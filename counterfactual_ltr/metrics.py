@@ -109,7 +109,8 @@ _DOCS = {
     "threshold": "threshold : float, default 1\n    ``rel = labels >= threshold``.",
     "no_relevant": 'no_relevant : float or "skip", default 0.0\n'
                    "    Value of a query without relevant documents, or leave it out.",
-    "reduce": 'reduce : {"mean", "sum", None}, default "mean"\n    Mean or sum over the queries, or one value per query.',
+    "reduce": 'reduce : {"mean", "sum", None}, default "mean"\n'
+              "    Mean or sum over the queries, or one value per query.",
     "returns": "Returns\n-------\nfloat, or array (n_queries,) with ``reduce=None``",
     "r_real": "r : array of ranks >= 1\n"
               "    Ranks (real numbers allowed: the surrogates evaluate them between integers).",

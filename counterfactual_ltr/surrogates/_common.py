@@ -29,7 +29,8 @@ DOCS = {
     # the implicit pair sets' hinge sums
     "pair_scores": "scores : array (n_rows,)\n    Scores of the rows the pairs index.",
     "hinge_margin": "margin : float, default 1.0\n    The hinge's margin.",
-    "round_returns": "Returns\n-------\nper_query : array (n_queries,)\ngrad : array (n_docs,)\nhess : array (n_docs,) or None",
+    "round_returns": "Returns\n-------\nper_query : array (n_queries,)\ngrad : array (n_docs,)\n"
+                     "hess : array (n_docs,) or None",
 }
 doc = fill_doc(DOCS)
 

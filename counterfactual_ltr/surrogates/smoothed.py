@@ -108,7 +108,7 @@ def softplus_hinge(z, temperature: float):
 
 
 def _anchors(click_weights, query_offsets):
-    """``(offsets, n, anchors, weights)``: checked offsets, the row count, the rows with ``W_j != 0`` and their ``W_j``."""
+    """``(offsets, n, anchors, weights)``: checked offsets, the row count, the rows with ``W_j != 0``, their ``W_j``."""
     offsets = check_offsets(query_offsets)
     n = int(offsets[-1])
     W = check_finite_1d(click_weights, "click_weights", n)
