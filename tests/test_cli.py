@@ -297,7 +297,7 @@ def test_evaluate_markdown_names_every_model(small_files, monkeypatch):
     assert main(["evaluate", "model.npz", "model.npz", "log.csv", "data.txt", "-o", "r.md", "-q"]) == 0
     text = (small_files / "r.md").read_text()
     assert text.startswith("# Offline evaluation: 2 candidates against the logging policy")
-    assert "| logging policy (baseline) |" in text and "| model |" in text and "| dcg (SNIPS) |" in text
+    assert "| logging policy (baseline) |" in text and "| model |" in text and "| dcg of clicks (SNIPS) |" in text
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # SLAM on few clicks may give w = 0 (documented)
