@@ -110,3 +110,51 @@ def test_rules_out_of_range_are_refused(bad):
 def test_rules_of_the_wrong_type_are_refused(data, log):
     with pytest.raises(ValueError, match="rules must be a TrustRules"):
         compare_rankers(log, data.y.astype(float), rules={"min_ess": 3})
+
+
+@pytest.fixture(scope="module")
+def raw_setting():
+    from click_sim.raw import simulate_raw_events
+    from counterfactual_ltr import ClickLog, RankingDataset
+
+    frame, sim = simulate_raw_events(1500, n_queries=60, n_shown=6, drift=1.0, random_state=0)
+    Q, M = sim["alpha"].shape
+    f0 = np.log(sim["alpha"])
+    data = RankingDataset.from_frame({"query": np.repeat(sim["query_ids"], M), "doc": sim["doc_ids"].ravel(),
+                                      "f0": f0.ravel()})
+    raw = ClickLog.from_events(frame, session="session")
+    other, _ = simulate_raw_events(1500, n_queries=60, n_shown=6, drift=1.0, random_state=1)
+    return raw, raw.with_data(data), data, ClickLog.from_events(other, session="session")
+
+
+def test_an_estimated_propensity_widens_the_interval_by_its_own_error(raw_setting):
+    from counterfactual_ltr import PositionBasedPropensity, estimate_propensities
+
+    raw, log, data, other = raw_setting
+    scores = data.X[:, 0]
+    same = estimate_propensities(raw, "harvest", max_position=6, n_bootstrap=50, random_state=0)
+    c = compare_rankers(log, scores, propensity=same, n_bootstrap=100, random_state=0)
+    assert c.propensity_uncertainty.startswith("propensity re-estimated on each of 100")
+    assert c.stderr >= c.stderr_known_propensity > 0
+    known = compare_rankers(log, scores, propensity=same, n_bootstrap=100, random_state=0, propagate_propensity=False)
+    assert known.propensity_uncertainty == "treated as known" and known.stderr_known_propensity is None
+    assert known.stderr == pytest.approx(c.stderr_known_propensity) and known.difference == c.difference
+    assert c.ci_high - c.ci_low >= known.ci_high - known.ci_low
+    from_other = estimate_propensities(other, "harvest", max_position=6, n_bootstrap=50, random_state=0)
+    c = compare_rankers(log, scores, propensity=from_other, n_bootstrap=100, random_state=0)
+    assert "its replicates on its own log" in c.propensity_uncertainty and c.stderr >= c.stderr_known_propensity
+    given = compare_rankers(log, scores, propensity=PositionBasedPropensity(1.0), n_bootstrap=100, random_state=0)
+    assert given.propensity_uncertainty.startswith("treated as known (a given propensity")
+
+
+def test_re_estimating_on_unit_weights_gives_the_estimate_back(raw_setting):
+    from counterfactual_ltr import estimate_propensities
+    from counterfactual_ltr.propensity.estimation import log_fingerprint, replicate_curves
+
+    raw, log, _, _ = raw_setting
+    est = estimate_propensities(raw, "harvest", max_position=6, n_bootstrap=0)
+    assert log_fingerprint(raw) == log_fingerprint(log)
+    present = (np.bincount(log.session_query, minlength=log.n_queries) > 0).astype(float)
+    curves, how = replicate_curves(est, log, present[None, :])
+    assert how == "re-estimated"
+    np.testing.assert_allclose(curves[0] / curves[0].max(), est.relative_ / est.relative_.max(), rtol=1e-8)

@@ -57,8 +57,10 @@ def _summary(r) -> list:
     if r.baseline is not None:
         m = len(next(iter(r.comparisons.values()), []))
         fix = f"; Bonferroni-corrected over the {m} candidates" if m > 1 else ""
+        first = next((cs[0] for cs in r.comparisons.values() if cs), None)
+        uncertainty = f"; {first.propensity_uncertainty}" if first is not None else ""
         lines.append(f"Verdicts: {est}, paired over the {r.n_queries:,} queries (the independent units), "
-                     f"{pct} two-sided intervals and one-sided {pct} lower bounds{fix}.")
+                     f"{pct} two-sided intervals, lower bounds at their ends{fix}{uncertainty}.")
     return lines
 
 

@@ -69,6 +69,8 @@ __all__ = ["Comparison", "TrustRules", "compare_rankers", "value_label"]
 
 #: warn when a comparison rests on fewer queries than this (the t approximation is then rough)
 MIN_QUERIES = 20
+#: at most this many resamples re-estimate an estimated propensity (each recomputes every ranker's terms)
+PROPAGATED_REPLICATES = 200
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,18 @@ class TrustRules:
     The defaults and the Monte Carlo that checks them (how often "better" is
     called for a candidate that is not better, and coverage of the interval or
     "cannot tell") are in ``docs/evaluation-notes.md``.
+
+    Examples
+    --------
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> data = make_ranking(n_queries=30, n_docs=(20, 20), random_state=0)
+    >>> top10 = simulate_clicks(data, data.X[:, 0], n_passes=20, random_state=0, max_shown=10)
+    >>> c = compare_rankers(top10, -data.X[:, 0], data.X[:, 0], n_bootstrap=0)   # promotes never-shown documents
+    >>> c.verdict, "never showed" in c.reasons[0]
+    ('cannot tell', True)
+    >>> compare_rankers(top10, -data.X[:, 0], data.X[:, 0], n_bootstrap=0,
+    ...                 rules=TrustRules(max_unshown_mass=1.0, min_ess=0)).verdict
+    'worse'
     """
 
     min_ess: float = 100.0
@@ -121,9 +135,19 @@ class TrustRules:
     def doubts(self, estimate, query_share: float, thin: tuple) -> tuple:
         """The reasons (plain sentences with the numbers) why ``estimate`` cannot be trusted; empty if none.
 
-        ``query_share`` is the largest share of the click weights in one query;
-        ``thin`` is ``(share, positions)``: the click weights' share at positions
-        with fewer than ``min_position_clicks`` clicks, and those positions.
+        Parameters
+        ----------
+        estimate : Estimate
+            The candidate's estimate on the log (its ESS, largest click share, unshown mass).
+        query_share : float
+            The largest share of the click weights in one query.
+        thin : tuple (float, list of int)
+            The click weights' share at positions with fewer than
+            ``min_position_clicks`` clicks, and those positions.
+
+        Returns
+        -------
+        tuple of str
         """
         out = []
         if estimate.ess < self.min_ess:
@@ -192,6 +216,15 @@ class Comparison:
         Orientation of the metric.
     warnings : tuple of str, default ()
         Reasons not to trust the comparison.
+    doubts : tuple of str, default ()
+        Why the verdict is "cannot tell" (see :class:`TrustRules`); empty otherwise.
+    propensity_uncertainty : str, default "treated as known"
+        Whether the propensity's estimation error is in ``stderr`` and the
+        interval, and how (re-estimated on each resample of the queries, or its
+        own replicates from another log).
+    stderr_known_propensity : float or None, default None
+        The delta-method standard error with the propensity treated as known,
+        where ``stderr`` includes its estimation error.
 
     Examples
     --------
@@ -227,6 +260,8 @@ class Comparison:
     higher_is_better: bool = True
     warnings: tuple = ()
     doubts: tuple = ()
+    propensity_uncertainty: str = "treated as known"
+    stderr_known_propensity: float | None = None
 
     @property
     def improvement(self) -> float:
@@ -283,6 +318,7 @@ class Comparison:
         head = (f"{self.candidate} vs {self.baseline}, {what} ({_LABELS.get(self.estimator, self.estimator)}){sign}: "
                 f"{_signed(self.improvement)} [{_signed(low)}, {_signed(high)}] ({pct} CI{corrected}), "
                 f"p {_p(self.p_value)}")
+        head += f"; {self.propensity_uncertainty}"
         if self.doubts:
             return f"{head}: cannot tell, because " + "; ".join(self.doubts) + "."
         if self.verdict == "no difference found":
@@ -295,7 +331,24 @@ class Comparison:
 
 
 def value_label(metric: str, value: str) -> str:
-    """The one label of a compared quantity, the same in every output: ``"dcg of clicks"`` or ``"dcg over click-relevance"``."""
+    """The one label of a compared quantity, the same in every output.
+
+    Parameters
+    ----------
+    metric : str
+        The metric's name.
+    value : {"clicks", "relevance"}
+        The metric of clicks, or the metric over click-relevance.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> value_label("dcg", "clicks"), value_label("avg_rank", "relevance")
+    ('dcg of clicks', 'avg_rank over click-relevance')
+    """
     return f"{metric} of clicks" if value == "clicks" else f"{metric} over click-relevance"
 
 
@@ -409,6 +462,7 @@ class _Paired:
     stderr: float
     unpaired: float
     n_queries: int
+    known: float | None = None        # the standard error with the propensity treated as known, when stderr is not
 
 
 def _differences(Ac, Ab):
@@ -459,7 +513,8 @@ def _as_candidates(candidate) -> tuple[dict, bool]:
 
 def compare_rankers(log: ClickLog, candidate, baseline="logging", *, estimator="snips", metric="dcg",
                     propensity=None, confidence=0.95, n_bootstrap=2000, random_state=None, clip=0.1,
-                    relevance_model=None, logging_policy=None, n_folds=2, value=None, rules=None, **metric_params):
+                    relevance_model=None, logging_policy=None, n_folds=2, value=None, rules=None,
+                    propagate_propensity=True, **metric_params):
     """Candidate minus baseline estimated on the same sessions: paired interval, p-value, lower bound.
 
     The formulas, the bound and its assumptions are in the module docstring:
@@ -522,6 +577,16 @@ def compare_rankers(log: ClickLog, candidate, baseline="logging", *, estimator="
         sample size, metric mass on documents never shown, one click or query
         carrying the weight, clicks at thinly supported positions of an
         estimated propensity.
+    propagate_propensity : bool, default True
+        With an estimated propensity (``estimate_propensities``), put its
+        estimation error into the interval, p-value and bound: on each of
+        ``min(n_bootstrap, PROPAGATED_REPLICATES)`` resamples of the queries the
+        propensity is re-estimated (when it came from this log, by its recipe)
+        or drawn from its own bootstrap replicates (when it came from another
+        log), the difference recomputed, and the standard error is the larger of
+        the delta method's and the replicates' spread.
+        ``Comparison.propensity_uncertainty`` says which was done. ``False``:
+        the propensity is treated as known (and the comparison says so).
     **metric_params
         Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
 
@@ -554,7 +619,7 @@ def compare_rankers(log: ClickLog, candidate, baseline="logging", *, estimator="
                       estimator=estimator, metric=metric, propensity=propensity, confidence=confidence,
                       n_bootstrap=n_bootstrap, random_state=random_state, clip=clip, relevance_model=relevance_model,
                       logging_policy=logging_policy, n_folds=n_folds, metric_params=metric_params, value=value,
-                      rules=rules)
+                      rules=rules, propagate_propensity=propagate_propensity)
     return result["candidate"] if single else result
 
 
@@ -581,7 +646,7 @@ def _baseline(setup, log, baseline, metric, metric_params, value, W, estimate):
 
 def _compare(log, candidates: dict, baseline, baseline_name: str, *, estimator, metric, propensity, confidence,
              n_bootstrap, random_state, clip, relevance_model, logging_policy, n_folds, metric_params,
-             setup=None, value=None, rules=None) -> dict:
+             setup=None, value=None, rules=None, propagate_propensity=True) -> dict:
     """Comparisons of every named candidate with ``baseline`` (Bonferroni over them); ``setup`` may be shared."""
     rules = TrustRules() if rules is None else rules
     if not isinstance(rules, TrustRules):
@@ -626,6 +691,14 @@ def _compare(log, candidates: dict, baseline, baseline_name: str, *, estimator, 
     for name, (X, _, w, bias, unshown) in terms.items():
         paired[name] = (_paired(_by_query(log, X)[0], Ab, B), estimate(estimator, X, W, w, bias, unshown))
     boot = _bootstrap_bounds(log, terms, Ab, B, confidence, m, n_bootstrap, random_state)
+    how = "treated as known"
+    if propagate_propensity and n_bootstrap:
+        spread, how, boot_prop = _propagated(setup, log, candidates, baseline if not logging else None, metric,
+                                             metric_params, value, ratio, confidence, m, n_bootstrap, random_state)
+        if spread:
+            boot = boot_prop
+            paired = {name: (_Paired(p.difference, max(p.stderr, spread[name]), p.unpaired, p.n_queries,
+                                     known=p.stderr), est) for name, (p, est) in paired.items()}
     (W_q,) = _by_query(log, W)
     query_share = float(np.abs(W_q).max() / np.abs(W_q).sum()) if np.abs(W_q).sum() > 0 else 0.0
     thin = _thin_positions(log, setup.model, rules.min_position_clicks)
@@ -643,7 +716,7 @@ def _compare(log, candidates: dict, baseline, baseline_name: str, *, estimator, 
         out[name] = Comparison(name, baseline_name, _metric_name(metric), estimator, value, p.difference, p.stderr,
                                ci_low, ci_high, *boot.get(name, (None, None)), p_value, lower, confidence,
                                cand_est, base, p.unpaired, p.n_queries, m, higher, tuple(messages),
-                               rules.doubts(cand_est, query_share, thin))
+                               rules.doubts(cand_est, query_share, thin), how, p.known)
     return out
 
 
@@ -679,3 +752,58 @@ def _bootstrap_bounds(log, terms, Ab, B, confidence, m, n_bootstrap, random_stat
     counts = _resample_counts(len(B), n_bootstrap, rng)
     alpha = (1.0 - confidence) / m
     return {name: tuple(_bca(d, B, counts, [alpha / 2, 1 - alpha / 2])) for name, d in zip(names, D)}
+
+
+def _propagated(setup, log, candidates, baseline, metric, metric_params, value, ratio, confidence, m, n_bootstrap,
+                random_state):
+    """``(spread, how, boot)``: the differences' spread over resamples that re-draw the propensity too.
+
+    ``spread`` maps each candidate to the standard deviation of its difference over
+    ``min(n_bootstrap, PROPAGATED_REPLICATES)`` resamples of the queries, each with its own
+    replicate of the estimated propensity (:func:`~counterfactual_ltr.propensity.estimation.replicate_curves`);
+    ``boot`` their percentile intervals at the corrected level. Empty ``spread`` when the propensity
+    is given or cannot be replicated (``how`` says why). DR's relevance model and the policy-aware
+    expected examination stay those of the full fit.
+    """
+    from dataclasses import replace
+
+    from ..propensity.estimation import EstimatedPropensity, replicate_curves
+
+    queries, codes = np.unique(log.session_query, return_inverse=True)
+    G = queries.size
+    n_rep = min(n_bootstrap, PROPAGATED_REPLICATES)
+    rng = np.random.default_rng(random_state)
+    counts = _resample_counts(G, n_rep, rng)                       # (n_rep, G)
+    weights = np.zeros((n_rep, log.n_queries))
+    weights[:, queries] = counts
+    curves, how = replicate_curves(setup.model, log, weights)
+    if curves is None:
+        return {}, f"treated as known ({how})", {}
+    diffs = {name: np.empty(n_rep) for name in candidates}
+    for b in range(n_rep):
+        curve = np.asarray(curves[b], dtype=np.float64)
+        if not np.all(np.isfinite(curve) & (curve > 0)):
+            curve = np.asarray(setup.model.relative_, dtype=np.float64)     # a replicate without data there
+        setup_b = replace(setup, model=EstimatedPropensity(curve))
+        terms = {name: _ranker_terms(setup_b, log, r, metric, metric_params, value) for name, r in candidates.items()}
+        W = next(iter(terms.values()))[1]
+        if baseline is None and value == "clicks":
+            Xb = click_value.logged_terms(log, metric, metric_params)
+        elif baseline is None:
+            Xb = click_value.logged_relevance_terms(log, metric, metric_params, setup_b.model)[0]
+        else:
+            Xb = _ranker_terms(setup_b, log, baseline, metric, metric_params, value)[0]
+        Ab, Bq = _by_query(log, Xb, W if ratio else np.ones(log.n_sessions))
+        den = counts[b] @ Bq
+        for name, (X, *_) in terms.items():
+            D = _differences(_by_query(log, X)[0], Ab)
+            diffs[name][b] = (counts[b] @ D) / den if den != 0 else np.nan
+    alpha = (1.0 - confidence) / m
+    spread, boot = {}, {}
+    for name, d in diffs.items():
+        d = d[np.isfinite(d)]
+        spread[name] = float(np.std(d, ddof=1)) if d.size > 1 else np.inf
+        boot[name] = tuple(float(x) for x in np.quantile(d, [alpha / 2, 1 - alpha / 2])) if d.size else (None, None)
+    how = (f"propensity re-estimated on each of {n_rep} resamples of the queries" if how == "re-estimated"
+           else f"propensity drawn from its replicates on its own log, for each of {n_rep} resamples of the queries")
+    return spread, how, boot
