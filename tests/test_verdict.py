@@ -158,3 +158,24 @@ def test_re_estimating_on_unit_weights_gives_the_estimate_back(raw_setting):
     curves, how = replicate_curves(est, log, present[None, :])
     assert how == "re-estimated"
     np.testing.assert_allclose(curves[0] / curves[0].max(), est.relative_ / est.relative_.max(), rtol=1e-8)
+
+
+def test_a_cut_list_that_rotates_its_candidates_cannot_be_told_by_position_propensities():
+    from click_sim.raw import simulate_raw_events
+    from counterfactual_ltr import ClickLog, PositionBasedPropensity, RankingDataset
+
+    def setting(n_candidates):
+        frame, sim = simulate_raw_events(1500, n_queries=60, n_shown=5, n_candidates=n_candidates, drift=1.0,
+                                         random_state=2)
+        Q, M = sim["alpha"].shape
+        data = RankingDataset.from_frame({"query": np.repeat(sim["query_ids"], M), "doc": sim["doc_ids"].ravel(),
+                                          "f0": np.log(sim["alpha"]).ravel()})
+        return ClickLog.from_events(frame, session="session").with_data(data), data
+
+    rules = TrustRules(min_ess=0, max_click_share=1, max_query_share=1)
+    cut, data = setting(10)
+    c = compare_rankers(cut, data.X[:, 0], propensity=PositionBasedPropensity(1.0), n_bootstrap=0, rules=rules)
+    assert c.verdict == "cannot tell" and any("did not show" in r for r in c.reasons)
+    full, data = setting(5)
+    c = compare_rankers(full, data.X[:, 0], propensity=PositionBasedPropensity(1.0), n_bootstrap=0, rules=rules)
+    assert not c.doubts

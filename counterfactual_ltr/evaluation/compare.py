@@ -89,7 +89,11 @@ class TrustRules:
     max_unshown_mass : float, default 0.05
         Largest share of the candidate's metric mass ``sum |omega|`` on
         documents the log never showed for their query: IPS-type estimates
-        cannot see them, so a candidate that promotes them is extrapolated.
+        cannot see them, so a candidate that promotes them is extrapolated; and
+        (except for the policy-aware estimate, which accounts for it) the
+        largest share on documents the log's sessions did not show, session by
+        session, as when more candidates than shown rotate through a cut list:
+        IPS with position propensities alone under-counts them.
     max_click_share : float, default 0.05
         Largest share of the summed click weights carried by one click.
     max_query_share : float, default 0.25
@@ -132,7 +136,7 @@ class TrustRules:
             check_real(getattr(self, name), f"TrustRules.{name}", min_value=0.0, max_value=1.0)
         check_int(self.min_position_clicks, "TrustRules.min_position_clicks", min_value=0)
 
-    def doubts(self, estimate, query_share: float, thin: tuple) -> tuple:
+    def doubts(self, estimate, query_share: float, thin: tuple, unseen: float = 0.0) -> tuple:
         """The reasons (plain sentences with the numbers) why ``estimate`` cannot be trusted; empty if none.
 
         Parameters
@@ -144,6 +148,8 @@ class TrustRules:
         thin : tuple (float, list of int)
             The click weights' share at positions with fewer than
             ``min_position_clicks`` clicks, and those positions.
+        unseen : float, default 0.0
+            The candidate's metric mass the sessions did not show, session by session.
 
         Returns
         -------
@@ -155,6 +161,10 @@ class TrustRules:
         if estimate.unshown_mass > self.max_unshown_mass:
             out.append(f"{estimate.unshown_mass:.1%} of the candidate's metric mass is on documents the log never "
                        f"showed (> {self.max_unshown_mass:.0%}): the log cannot tell how good they are")
+        elif unseen > self.max_unshown_mass:
+            out.append(f"{unseen:.1%} of the candidate's metric mass is on documents its queries' sessions did not "
+                       f"show (> {self.max_unshown_mass:.0%}; the list was cut below the candidates): IPS with "
+                       "position propensities under-counts them; the policy-aware estimate needs the logging policy")
         if estimate.max_weight_share > self.max_click_share:
             out.append(f"one click carries {estimate.max_weight_share:.1%} of the click weights "
                        f"(> {self.max_click_share:.0%})")
@@ -383,7 +393,27 @@ def _ranker_terms(setup, log, ranker, metric, metric_params, value):
     else:
         scores = _scores_for_log(log, ranker)
         X, W, w, bias, omega = click_value.click_terms(setup, log, scores, metric, metric_params)
-    return X, W, w, bias, _unshown_mass(log, omega, setup.shown)
+    return X, W, w, bias, _unshown_mass(log, omega, setup.shown), _unseen_mass(log, omega)
+
+
+def _unseen_mass(log, omega) -> float:
+    """Share of the metric mass ``|omega|`` that the log's sessions did not show, session by session.
+
+    ``sum_q n_q sum_d |omega_d| (1 - f_d) / sum_q n_q sum_d |omega_d|`` with ``f_d`` the share of
+    its query's ``n_q`` sessions that showed document ``d``: 0 when every session shows every
+    candidate, the never-shown mass when each document is shown always or never (a fixed top-k
+    cut), and more when a drifting cut shows documents only in some sessions, where IPS with
+    position propensities alone under-counts them (the policy-aware estimate's case).
+    """
+    data = log.data
+    sessions = np.bincount(log.session_query, minlength=data.n_queries).astype(np.float64)
+    shown = np.bincount(log.docs, minlength=data.n_docs)
+    per_row_sessions = sessions[data.query_index]
+    f = np.divide(shown, per_row_sessions, out=np.zeros(data.n_docs), where=per_row_sessions > 0)
+    mass = np.abs(omega)
+    total = float(sessions @ np.bincount(data.query_index, mass, minlength=data.n_queries))
+    seen = float(sessions @ np.bincount(data.query_index, mass * np.minimum(f, 1.0), minlength=data.n_queries))
+    return 1.0 - seen / total if total > 0 else 0.0
 
 
 def _degenerate(log, ranker) -> bool:
@@ -640,7 +670,7 @@ def _baseline(setup, log, baseline, metric, metric_params, value, W, estimate):
     if baseline is None:                              # the logged rankings' own IPS, each session's alpha
         X, w = click_value.logged_relevance_terms(log, metric, metric_params, setup.model)
         return X, estimate("logged_snips" if ratio else "logged_ips", X, W, w)
-    X, _, w, bias, unshown = _ranker_terms(setup, log, baseline, metric, metric_params, value)
+    X, _, w, bias, unshown, _ = _ranker_terms(setup, log, baseline, metric, metric_params, value)
     return X, estimate(setup.kind, X, W, w, bias, unshown)
 
 
@@ -688,7 +718,7 @@ def _compare(log, candidates: dict, baseline, baseline_name: str, *, estimator, 
     higher = _metric_name(metric) not in LOWER_IS_BETTER
     m = len(candidates)
     paired = {}
-    for name, (X, _, w, bias, unshown) in terms.items():
+    for name, (X, _, w, bias, unshown, _) in terms.items():
         paired[name] = (_paired(_by_query(log, X)[0], Ab, B), estimate(estimator, X, W, w, bias, unshown))
     boot = _bootstrap_bounds(log, terms, Ab, B, confidence, m, n_bootstrap, random_state)
     how = "treated as known"
@@ -716,7 +746,8 @@ def _compare(log, candidates: dict, baseline, baseline_name: str, *, estimator, 
         out[name] = Comparison(name, baseline_name, _metric_name(metric), estimator, value, p.difference, p.stderr,
                                ci_low, ci_high, *boot.get(name, (None, None)), p_value, lower, confidence,
                                cand_est, base, p.unpaired, p.n_queries, m, higher, tuple(messages),
-                               rules.doubts(cand_est, query_share, thin), how, p.known)
+                               rules.doubts(cand_est, query_share, thin,
+                                            terms[name][5] if estimator != "policy_aware" else 0.0), how, p.known)
     return out
 
 
