@@ -16,12 +16,14 @@ __all__ = ["simulate_raw_events"]
 
 
 def simulate_raw_events(n_sessions: int, *, n_queries: int = 1000, n_shown: int = 10, theta=None,
-                        drift: float = 1.0, session_ids: bool = True, shuffle: bool = False, random_state=None):
+                        drift: float = 1.0, session_ids: bool = True, shuffle: bool = False, random_state=None,
+                        n_candidates: int | None = None):
     """A raw log of ``n_sessions`` result pages (one row per shown result) with known ``theta``.
 
-    Every query has ``n_shown`` documents, each with an attractiveness ``alpha ~ Beta(1, 3)`` and a
-    ranking score ``log alpha``; a page shows them sorted by score plus ``drift`` times standard
-    Gumbel noise (``drift = 0``: the same ranking every time). Queries are drawn with Zipf-like
+    Every query has ``n_candidates`` documents (default ``n_shown``), each with an attractiveness
+    ``alpha ~ Beta(1, 3)`` and a ranking score ``log alpha``; a page shows the top ``n_shown`` of
+    them sorted by score plus ``drift`` times standard Gumbel noise (``drift = 0``: the same ranking
+    every time, and candidates below ``n_shown`` are never shown). Queries are drawn with Zipf-like
     frequencies ``1 / (rank + 10)``, so many are rare, as in a real log.
 
     Parameters
@@ -42,6 +44,8 @@ def simulate_raw_events(n_sessions: int, *, n_queries: int = 1000, n_shown: int 
         Shuffle the rows (needs ``session_ids``).
     random_state : int, Generator or None
         Seeds every draw.
+    n_candidates : int, optional
+        Documents per query, ``>= n_shown`` (default ``n_shown``: every page shows them all).
 
     Returns
     -------
@@ -49,7 +53,8 @@ def simulate_raw_events(n_sessions: int, *, n_queries: int = 1000, n_shown: int 
         ``[session,] query, doc, position, click``: query ids like ``"q17_ab"`` (str), document
         ids uint64 beyond ``2**32``.
     truth : dict
-        ``theta`` and ``alpha`` (per query x document).
+        ``theta``, ``alpha`` (per query x candidate), and the ids: ``query_ids`` (per query) and
+        ``doc_ids`` (per query x candidate).
 
     Examples
     --------
@@ -66,13 +71,16 @@ def simulate_raw_events(n_sessions: int, *, n_queries: int = 1000, n_shown: int 
     theta = 1.0 / np.arange(1, L + 1) if theta is None else np.asarray(theta, dtype=np.float64)
     if theta.shape != (L,) or not np.all((theta > 0) & (theta <= 1)):
         raise ValueError(f"theta must hold {L} probabilities in (0, 1]")
-    alpha = rng.beta(1.0, 3.0, size=(n_queries, L))
+    M = L if n_candidates is None else int(n_candidates)
+    if M < L:
+        raise ValueError(f"n_candidates ({M}) must be at least n_shown ({L})")
+    alpha = rng.beta(1.0, 3.0, size=(n_queries, M))
     popularity = 1.0 / (np.arange(n_queries) + 10.0)
     query = rng.choice(n_queries, size=n_sessions, p=popularity / popularity.sum())
-    noisy = np.log(alpha[query]) + drift * rng.gumbel(size=(n_sessions, L))
-    shown = np.argsort(-noisy, axis=1)                        # document (0..L-1) at each position
+    noisy = np.log(alpha[query]) + drift * rng.gumbel(size=(n_sessions, M))
+    shown = np.argsort(-noisy, axis=1)[:, :L]                 # candidate (0..M-1) at each position
     clicks = rng.random((n_sessions, L)) < theta[None, :] * np.take_along_axis(alpha[query], shown, axis=1)
-    doc_ids = rng.integers(2**32, 2**63, size=(n_queries, L), dtype=np.int64).astype(np.uint64) + np.uint64(2**62)
+    doc_ids = rng.integers(2**32, 2**63, size=(n_queries, M), dtype=np.int64).astype(np.uint64) + np.uint64(2**62)
     tags = np.array([f"q{q}_{rng.integers(1 << 16):x}" for q in range(n_queries)], dtype=object)
     columns = {"query": np.repeat(tags[query], L), "doc": doc_ids[query[:, None], shown].ravel(),
                "position": np.tile(np.arange(1, L + 1), n_sessions), "click": clicks.ravel().astype(np.int8)}
@@ -82,4 +90,4 @@ def simulate_raw_events(n_sessions: int, *, n_queries: int = 1000, n_shown: int 
     frame = pd.DataFrame(columns)
     if shuffle:
         frame = frame.iloc[rng.permutation(len(frame))].reset_index(drop=True)
-    return frame, {"theta": theta, "alpha": alpha}
+    return frame, {"theta": theta, "alpha": alpha, "query_ids": tags, "doc_ids": doc_ids}

@@ -648,10 +648,15 @@ def _load_models(paths):
               help="eta of the position-based model, or a JSON file of 'cltr propensity'. Default: the one the "
                    "models were trained under (eta = 1 when they carry none).")
 @click.option("--confidence", default=0.95, show_default=True, type=click.FloatRange(0, 1, min_open=True,
-                                                                                        max_open=True))
+                                                                                        max_open=True),
+              help="Level of the intervals (and of the lower bound, their lower end), Bonferroni-corrected over "
+                   "the models.")
+@click.option("--random-state", default=0, show_default=True, type=int,
+              help="Seed of the bootstraps: the same seed gives the numbers of compare_rankers(..., random_state=SEED) "
+                   "and validation_report(..., random_state=SEED).")
 @_quiet_option
-def evaluate(paths, output, features, label, baseline, verdict_estimator, metrics, propensity, confidence, quiet,
-             **raw):
+def evaluate(paths, output, features, label, baseline, verdict_estimator, metrics, propensity, confidence,
+             random_state, quiet, **raw):
     """Should a model replace the logging policy? Compare the MODELS with it on the click LOG over DATA.
 
     With --features FILE, the last path is a raw LOG (no DATA), joined with the
@@ -689,7 +694,8 @@ def evaluate(paths, output, features, label, baseline, verdict_estimator, metric
     _, click_log = _log_and_data(log, data, features, label, _unprefixed(raw))
     report = validation_report(rankers, click_log, propensity=prop, metrics=tuple(metric_names),
                                confidence=confidence, baseline=baseline, verdict_estimator=verdict_estimator,
-                               propensity_source=None if propensity is None else f"from --propensity {propensity}")
+                               propensity_source=None if propensity is None else f"from --propensity {propensity}",
+                               random_state=random_state)
     if suffix == ".json":
         text = json.dumps(report.to_dict(), indent=1)
     elif suffix == ".md":

@@ -297,7 +297,7 @@ def test_evaluate_markdown_names_every_model(small_files, monkeypatch):
     assert main(["evaluate", "model.npz", "model.npz", "log.csv", "data.txt", "-o", "r.md", "-q"]) == 0
     text = (small_files / "r.md").read_text()
     assert text.startswith("# Offline evaluation: 2 candidates against the logging policy")
-    assert "| logging policy (baseline) |" in text and "| model |" in text and "| dcg (SNIPS) |" in text
+    assert "| logging policy (baseline) |" in text and "| model |" in text and "| dcg of clicks (SNIPS) |" in text
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # SLAM on few clicks may give w = 0 (documented)
@@ -421,3 +421,31 @@ def test_raw_log_commands_match_the_api(small_files, monkeypatch, capsys):
     assert np.array_equal(load_model(small_files / "raw.npz").coef_, load_model(small_files / "letor.npz").coef_)
     assert main(["evaluate", "raw.npz", "raw.csv", "--features", "features.csv", "-q", "-o", "raw_report.json"]
                 + columns) == 0
+
+
+@pytest.mark.parametrize("propensity", [None, "1", "propensity.json"])
+def test_evaluate_and_compare_rankers_give_the_same_numbers(small_files, monkeypatch, propensity):
+    """One comparison, one set of numbers: the command line and the Python call on the same log and options."""
+    from counterfactual_ltr import ClickLog, load_model
+    from counterfactual_ltr.evaluation import compare_rankers
+    from counterfactual_ltr.persistence import load_propensity
+
+    monkeypatch.chdir(small_files)
+    extra = [] if propensity is None else ["--propensity", propensity]
+    assert main(["evaluate", "model.npz", "log.parquet", "data.txt", "-o", "r.json", "--metrics", "dcg,avg_rank",
+                 "-q", *extra]) == 0
+    found = json.loads((small_files / "r.json").read_text())["comparisons"]
+    data = load_letor(small_files / "data.txt")
+    log = ClickLog.read_parquet(small_files / "log.parquet", data)
+    prop = {None: None, "1": 1.0, "propensity.json": None}[propensity]
+    if propensity == "propensity.json":
+        prop = load_propensity(small_files / "propensity.json")
+    for metric in ("dcg", "avg_rank"):
+        c = compare_rankers(log, load_model(small_files / "model.npz"), baseline="logging", metric=metric,
+                            propensity=prop, random_state=0,
+                            value="relevance" if found[metric]["model"]["value"] == "relevance" else None)
+        cli = found[metric]["model"]
+        assert cli["verdict"] == c.verdict and cli["reasons"] == list(c.reasons)
+        for key in ("difference", "ci_low", "ci_high", "p_value", "lower_bound", "stderr"):
+            assert cli[key] == pytest.approx(getattr(c, key), rel=1e-12, abs=1e-15), (metric, key)
+        assert cli["propensity_uncertainty"] == c.propensity_uncertainty

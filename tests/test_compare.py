@@ -238,7 +238,7 @@ def test_snips_difference_is_one_ratio_with_a_query_level_delta_method(setting, 
     t = stats.t.ppf(0.975, G - 1)
     assert (c.ci_low, c.ci_high) == pytest.approx((diff - t * se, diff + t * se), rel=1e-10)
     assert c.p_value == pytest.approx(2 * stats.t.sf(abs(diff) / se, G - 1), rel=1e-8)
-    assert c.lower_bound == pytest.approx(diff - stats.t.ppf(0.95, G - 1) * se, rel=1e-10)
+    assert c.lower_bound == pytest.approx(diff - stats.t.ppf(0.975, G - 1) * se, rel=1e-10)   # the interval's end
     naive = (Xc - Xb) / W.mean()     # what treating the ratio as a mean of per-session terms would give
     assert abs(naive.std(ddof=1) / np.sqrt(len(naive)) - se) > 0.05 * se
 
@@ -265,7 +265,7 @@ def test_several_candidates_are_corrected_by_bonferroni(setting, log):
     ratio = (c.ci_high - c.ci_low) / (single.ci_high - single.ci_low)
     assert ratio == pytest.approx(stats.t.ppf(1 - 0.05 / 6, G - 1) / stats.t.ppf(0.975, G - 1), rel=1e-10)
     assert c.p_value == pytest.approx(min(1.0, 3 * single.p_value), rel=1e-10)
-    assert c.lower_bound == pytest.approx(c.difference - stats.t.ppf(1 - 0.05 / 3, G - 1) * c.stderr, rel=1e-10)
+    assert c.lower_bound == pytest.approx(c.ci_low, rel=1e-10)     # the corrected interval's end
     for comp in three.values():  # a verdict never contradicts its (adjusted) p-value
         assert (comp.verdict != "no difference found") == (comp.p_value < 0.05)
         assert comp.boot_low <= comp.difference <= comp.boot_high
@@ -276,7 +276,7 @@ def test_average_rank_improves_downwards(setting, log):
     good, bad = data.y.astype(float), -data.y.astype(float)
     better = compare_rankers(log, good, bad, metric="avg_rank", estimator="ips", n_bootstrap=0)
     assert better.difference < 0 < better.improvement and better.verdict == "better" and better.clears_zero
-    assert better.lower_bound == pytest.approx(-better.difference - stats.t.ppf(0.95, better.n_queries - 1)
+    assert better.lower_bound == pytest.approx(-better.difference - stats.t.ppf(0.975, better.n_queries - 1)
                                                * better.stderr)
     worse = compare_rankers(log, bad, good, metric="avg_rank", estimator="ips", n_bootstrap=0)
     assert worse.verdict == "worse" and not worse.clears_zero

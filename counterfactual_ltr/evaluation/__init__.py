@@ -30,7 +30,7 @@ from ..metrics import LOWER_IS_BETTER  # noqa: F401
 from .offpolicy import BOOTSTRAP_BLOCKS, MAX_POLICY_ERROR, MAX_UNSHOWN_MASS, MAX_WEIGHT_SHARE, MIN_ESS  # noqa: F401
 from .relevance import RelevanceFit, fit_relevance
 from .click_value import on_policy_value, true_click_values
-from .compare import Comparison, compare_rankers
+from .compare import Comparison, TrustRules, compare_rankers
 from .report import ValidationReport, validation_report
 from .scorers import clipped_ips_scorer, dr_scorer, ips_scorer, policy_aware_scorer, snips_scorer
 
@@ -38,4 +38,4 @@ __all__ = ["Estimate", "EstimateWarning", "ips_estimate", "snips_estimate", "cli
            "dr_estimate", "policy_aware_estimate", "RelevanceFit", "fit_relevance",
            "ips_scorer", "snips_scorer", "clipped_ips_scorer", "dr_scorer", "policy_aware_scorer",
            "metric_weight", "ValidationReport", "validation_report", "true_values", "session_contributions",
-           "ESTIMATORS", "Comparison", "compare_rankers", "on_policy_value", "true_click_values"]
+           "ESTIMATORS", "Comparison", "TrustRules", "compare_rankers", "on_policy_value", "true_click_values"]

@@ -15,6 +15,7 @@ import io
 import numpy as np
 
 from ..metrics import LOWER_IS_BETTER
+from .compare import value_label
 
 __all__ = ["content", "markdown", "html", "figure", "figures_png"]
 
@@ -56,8 +57,10 @@ def _summary(r) -> list:
     if r.baseline is not None:
         m = len(next(iter(r.comparisons.values()), []))
         fix = f"; Bonferroni-corrected over the {m} candidates" if m > 1 else ""
+        first = next((cs[0] for cs in r.comparisons.values() if cs), None)
+        uncertainty = f"; {first.propensity_uncertainty}" if first is not None else ""
         lines.append(f"Verdicts: {est}, paired over the {r.n_queries:,} queries (the independent units), "
-                     f"{pct} two-sided intervals and one-sided {pct} lower bounds{fix}.")
+                     f"{pct} two-sided intervals, lower bounds at their ends{fix}{uncertainty}.")
     return lines
 
 
@@ -80,6 +83,9 @@ def _what_is_compared(r, metric) -> str:
 
 
 def _verdict_cell(c) -> str:
+    """The verdict and why, in words that cannot contradict the bound beside it."""
+    if c.verdict == "cannot tell":
+        return "cannot tell: " + "; ".join(c.reasons)
     bound = "lower bound clears 0" if c.clears_zero else "lower bound does not clear 0"
     return f"{c.verdict} ({bound})"
 
@@ -87,14 +93,16 @@ def _verdict_cell(c) -> str:
 def _verdict_table(r, metric) -> tuple[list, list]:
     pct = f"{r.confidence:.0%}"
     comps = r.comparisons[metric]
-    header = ["ranker", f"{metric} ({_EST.get(r.verdict_estimator)})", f"difference to {r.baseline}",
-              f"{pct} CI", "p-value", f"{pct} lower bound on improvement", "verdict"]
+    label = value_label(metric, comps[0].value)
+    turned = "" if comps[0].higher_is_better else " (lower is better: baseline minus candidate)"
+    header = ["ranker", f"{label} ({_EST.get(r.verdict_estimator)})", f"improvement over {r.baseline}{turned}",
+              f"{pct} CI", "p-value", "lower bound on improvement", "verdict"]
     base = comps[0].baseline_estimate
     rows = [[f"{r.baseline} (baseline)", _num(base.value), "-", "-", "-", "-", "baseline"]]
     for c in comps:
         name = f"{c.candidate} (see warnings)" if c.candidate in r.ranker_warnings else c.candidate
-        rows.append([name, _num(c.candidate_estimate.value), _num(c.difference, True),
-                     _interval(c.ci_low, c.ci_high), _p(c.p_value), _num(c.lower_bound, True), _verdict_cell(c)])
+        rows.append([name, _num(c.candidate_estimate.value), _num(c.improvement, True),
+                     _interval(*c.improvement_interval), _p(c.p_value), _num(c.lower_bound, True), _verdict_cell(c)])
     return header, rows
 
 
@@ -104,12 +112,16 @@ def _verdict_definitions(r) -> list:
     fix = f", Bonferroni over the {m} candidates" if m > 1 else ""
     return [("ranker", "the baseline first, then each candidate"),
             ("estimate", "the value compared (see above), by the verdicts' estimator"),
-            ("difference", "candidate minus baseline, on the same sessions"),
-            (f"{pct} CI", f"paired interval of the difference: Student t over the queries{fix}"),
+            ("improvement", "candidate minus baseline on the same sessions, signed so that positive is better "
+                            "(baseline minus candidate where lower is better)"),
+            (f"{pct} CI", f"paired interval of the improvement: Student t over the queries{fix}"),
             ("p-value", f"two-sided, of 'no difference'{' (Bonferroni-adjusted)' if m > 1 else ''}"),
-            ("lower bound", f"one-sided {pct} lower confidence bound on the improvement (positive = better; "
-                            "the t bound of Thomas et al., ICML 2015): above 0 means better at that confidence"),
-            ("verdict", "better or worse when the interval excludes 0, else no difference found")]
+            ("lower bound", "the interval's lower end (the t bound of Thomas et al., ICML 2015, at the interval's "
+                            "level): above 0 exactly when the verdict is better"),
+            ("verdict", "better or worse when the interval excludes 0, else no difference found; cannot tell when "
+                        "the estimate rests on what the log cannot show (too few effective clicks, metric mass on "
+                        "documents never shown, one click or query carrying the weight, clicks at thinly "
+                        "supported positions of an estimated propensity), whatever the interval says")]
 
 
 def _paired_table(r, metric) -> tuple[list, list]:
@@ -136,7 +148,7 @@ _PAIRED_DEFINITIONS = [
 def _estimates_table(r, metric) -> tuple[list, list]:
     pct = f"{r.confidence:.0%}"
     has_truth = any("true" in row[metric] for row in r.rows)
-    header = ["ranker", "estimator", metric, f"{pct} CI (normal)", f"{pct} CI (bootstrap)", "ESS",
+    header = ["ranker", "estimator", value_label(metric, "relevance"), f"{pct} CI (normal)", f"{pct} CI (bootstrap)", "ESS",
               "max weight share", "unshown mass", "bias bound"] + (["true"] if has_truth else []) + ["warnings"]
     lines = []
     for row in r.rows:
@@ -156,7 +168,8 @@ def _estimates_table(r, metric) -> tuple[list, list]:
 
 _ESTIMATE_DEFINITIONS = [
     ("estimator", "IPS; SNIPS (per relevant document); clipped IPS; DR (doubly robust); policy-aware"),
-    ("metric column", "the metric over click-relevance that the estimator targets"),
+    ("over click-relevance", "the metric over click-relevance that the estimator targets (not the metric of "
+                             "clicks a verdict table may compare)"),
     ("CI (normal)", "central limit over sessions (delta method for SNIPS)"),
     ("CI (bootstrap)", "percentile bootstrap over sessions"),
     ("ESS", "effective sample size of the click weights, (sum w)^2 / sum w^2"),
@@ -245,7 +258,7 @@ table{border-collapse:collapse;margin:.4em 0 .6em}th,td{border:1px solid #ccc;pa
      vertical-align:top}th{background:#f2f2f2;font-weight:600}td:first-child,th:first-child{text-align:left}
 td{white-space:nowrap}tr.baseline td{background:#f7f7f7;color:#444}th.text,td.text{text-align:left}
 td.wrap{white-space:normal;min-width:200px}
-.better{color:#0b6b20;font-weight:600}.worse{color:#b3141e;font-weight:600}
+.better{color:#0b6b20;font-weight:600}.worse{color:#b3141e;font-weight:600}.cannot-tell{color:#8a5a00;font-weight:600}
 ul.verdicts{padding-left:1.2em;margin:.3em 0}ul.verdicts li{margin:.15em 0}
 div.warn{background:#fff5dc;border-left:4px solid #d89b00;padding:6px 12px;margin:.8em 0}
 div.warn ul{margin:.2em 0;padding-left:1.2em}img{max-width:100%;height:auto;display:block;margin:.5em 0}
@@ -268,7 +281,7 @@ def _html_table(header, rows, *, text_cols=(0,), first_row_class=None, verdict_c
         if j == last and j in text_cols:
             classes.append("wrap")
         if j == verdict_col and cell is not None:
-            classes += [k for k in ("better", "worse") if str(cell).startswith(k)]
+            classes += [k.replace(" ", "-") for k in ("better", "worse", "cannot tell") if str(cell).startswith(k)]
         return f' class="{" ".join(classes)}"' if classes else ""
 
     out = ["<table><tr>" + "".join(f"<th{attr(j)}>{_esc(h)}</th>" for j, h in enumerate(header)) + "</tr>"]

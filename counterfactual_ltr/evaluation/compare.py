@@ -17,14 +17,22 @@ share its documents and relevance): with ``D_q``, ``B_q`` the query's sums,
   over queries resampled with replacement (the ratio is recomputed on each
   resample; the acceleration comes from the leave-one-query-out jackknife);
 * the **lower bound** on the improvement (the difference, negated for metrics
-  where lower is better) is the one-sided Student-t bound of Thomas et al.'s
-  high-confidence policy improvement (HCPI, ICML 2015):
-  ``improvement - t_{confidence, G-1} se``. It holds with probability about
-  ``confidence`` when the queries are independent draws from the traffic the
-  decision is about, the estimate is approximately normal (central limit over
-  queries; check the effective sample size) and the estimator is unbiased
-  (IPS, DR, policy-aware; SNIPS is consistent, clipped IPS biased by at most
-  its ``bias_bound``).
+  where lower is better) is the Student-t bound of Thomas et al.'s
+  high-confidence policy improvement (HCPI, ICML 2015) at the interval's level:
+  ``improvement - t_{1 - alpha/2, G-1} se``, the improvement-side end of the
+  two-sided interval (a one-sided bound at ``1 - alpha/2``), so that "the bound
+  clears 0" and "better" are one statement. It holds when the queries are
+  independent draws from the traffic the decision is about, the estimate is
+  approximately normal (central limit over queries; check the effective sample
+  size) and the estimator is unbiased (IPS, DR, policy-aware; SNIPS is
+  consistent, clipped IPS biased by at most its ``bias_bound``).
+
+**Four verdicts.** "better" or "worse" when the interval excludes 0, "no
+difference found" when it does not, and "cannot tell" when the estimate rests
+on what the log cannot show, whatever the interval says (:class:`TrustRules`:
+too small an effective sample size, metric mass on documents the log never
+showed, one click or one query carrying the weight, clicks weighted by
+propensities at positions with too few clicks). ``Comparison.reasons`` says why.
 
 The intervals target the value over the population of queries the log's
 queries were drawn from; over the log's own queries alone they are conservative.
@@ -52,15 +60,122 @@ from scipy import stats
 from .._validation import check_int, check_real
 from ..logs.clicklog import ClickLog
 from ..metrics import LOWER_IS_BETTER
-from ..examination.propensity_models import resolve_propensity
+from ..examination.propensity_models import affine_parts, resolve_propensity
 from . import click_value
 from .offpolicy import (BOOTSTRAP_BLOCKS, ESTIMATORS, Estimate, EstimateWarning, _finish, _metric_name, _omega,
                         _scores_for_log, _session_terms, _setup, _unshown_mass)
 
-__all__ = ["Comparison", "compare_rankers"]
+__all__ = ["Comparison", "TrustRules", "compare_rankers", "value_label"]
 
 #: warn when a comparison rests on fewer queries than this (the t approximation is then rough)
 MIN_QUERIES = 20
+#: at most this many resamples re-estimate an estimated propensity (each recomputes every ranker's terms)
+PROPAGATED_REPLICATES = 200
+
+
+@dataclass(frozen=True)
+class TrustRules:
+    """When a comparison rests on what the log cannot show: its verdict is then "cannot tell".
+
+    Each rule looks at the candidate's estimate on the log; any one that fails
+    turns the verdict into "cannot tell" with the rule's reason, whatever the
+    interval says (the interval assumes what the rule finds doubtful).
+
+    Parameters
+    ----------
+    min_ess : float, default 100
+        Smallest effective sample size ``(sum w)^2 / sum w^2`` of the click
+        weights ``w = 1 / propensity``: below it a handful of clicks decide.
+    max_unshown_mass : float, default 0.05
+        Largest share of the candidate's metric mass ``sum |omega|`` on
+        documents the log never showed for their query: IPS-type estimates
+        cannot see them, so a candidate that promotes them is extrapolated; and
+        (except for the policy-aware estimate, which accounts for it) the
+        largest share on documents the log's sessions did not show, session by
+        session, as when more candidates than shown rotate through a cut list:
+        IPS with position propensities alone under-counts them.
+    max_click_share : float, default 0.05
+        Largest share of the summed click weights carried by one click.
+    max_query_share : float, default 0.25
+        Largest share of the summed click weights carried by one query.
+    min_position_clicks : int, default 30
+        Positions with fewer clicks than this have a thinly supported propensity
+        (an estimate there moves with a few clicks) ...
+    max_thin_share : float, default 0.10
+        ... and their clicks may carry at most this share of the summed click weights.
+
+    Notes
+    -----
+    The defaults and the Monte Carlo that checks them (how often "better" is
+    called for a candidate that is not better, and coverage of the interval or
+    "cannot tell") are in ``docs/evaluation-notes.md``.
+
+    Examples
+    --------
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> data = make_ranking(n_queries=30, n_docs=(20, 20), random_state=0)
+    >>> top10 = simulate_clicks(data, data.X[:, 0], n_passes=20, random_state=0, max_shown=10)
+    >>> c = compare_rankers(top10, -data.X[:, 0], data.X[:, 0], n_bootstrap=0)   # promotes never-shown documents
+    >>> c.verdict, "never showed" in c.reasons[0]
+    ('cannot tell', True)
+    >>> compare_rankers(top10, -data.X[:, 0], data.X[:, 0], n_bootstrap=0,
+    ...                 rules=TrustRules(max_unshown_mass=1.0, min_ess=0)).verdict
+    'worse'
+    """
+
+    min_ess: float = 100.0
+    max_unshown_mass: float = 0.05
+    max_click_share: float = 0.05
+    max_query_share: float = 0.25
+    min_position_clicks: int = 30
+    max_thin_share: float = 0.10
+
+    def __post_init__(self):
+        check_real(self.min_ess, "TrustRules.min_ess", min_value=0.0)
+        for name in ("max_unshown_mass", "max_click_share", "max_query_share", "max_thin_share"):
+            check_real(getattr(self, name), f"TrustRules.{name}", min_value=0.0, max_value=1.0)
+        check_int(self.min_position_clicks, "TrustRules.min_position_clicks", min_value=0)
+
+    def doubts(self, estimate, query_share: float, thin: tuple, unseen: float = 0.0) -> tuple:
+        """The reasons (plain sentences with the numbers) why ``estimate`` cannot be trusted; empty if none.
+
+        Parameters
+        ----------
+        estimate : Estimate
+            The candidate's estimate on the log (its ESS, largest click share, unshown mass).
+        query_share : float
+            The largest share of the click weights in one query.
+        thin : tuple (float, list of int)
+            The click weights' share at positions with fewer than
+            ``min_position_clicks`` clicks, and those positions.
+        unseen : float, default 0.0
+            The candidate's metric mass the sessions did not show, session by session.
+
+        Returns
+        -------
+        tuple of str
+        """
+        out = []
+        if estimate.ess < self.min_ess:
+            out.append(f"effective sample size {estimate.ess:.1f} < {self.min_ess:g}: a few clicks decide")
+        if estimate.unshown_mass > self.max_unshown_mass:
+            out.append(f"{estimate.unshown_mass:.1%} of the candidate's metric mass is on documents the log never "
+                       f"showed (> {self.max_unshown_mass:.0%}): the log cannot tell how good they are")
+        elif unseen > self.max_unshown_mass:
+            out.append(f"{unseen:.1%} of the candidate's metric mass is on documents its queries' sessions did not "
+                       f"show (> {self.max_unshown_mass:.0%}; the list was cut below the candidates): IPS with "
+                       "position propensities under-counts them; the policy-aware estimate needs the logging policy")
+        if estimate.max_weight_share > self.max_click_share:
+            out.append(f"one click carries {estimate.max_weight_share:.1%} of the click weights "
+                       f"(> {self.max_click_share:.0%})")
+        if query_share > self.max_query_share:
+            out.append(f"one query carries {query_share:.1%} of the click weights (> {self.max_query_share:.0%})")
+        share, positions = thin
+        if share > self.max_thin_share:
+            where = ", ".join(str(k) for k in positions[:5]) + (", ..." if len(positions) > 5 else "")
+            out.append(f"{share:.1%} of the click weights (> {self.max_thin_share:.0%}) are at positions with fewer "
+                       f"than {self.min_position_clicks} clicks ({where}), where the propensity is thinly supported")
+        return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -111,6 +226,15 @@ class Comparison:
         Orientation of the metric.
     warnings : tuple of str, default ()
         Reasons not to trust the comparison.
+    doubts : tuple of str, default ()
+        Why the verdict is "cannot tell" (see :class:`TrustRules`); empty otherwise.
+    propensity_uncertainty : str, default "treated as known"
+        Whether the propensity's estimation error is in ``stderr`` and the
+        interval, and how (re-estimated on each resample of the queries, or its
+        own replicates from another log).
+    stderr_known_propensity : float or None, default None
+        The delta-method standard error with the propensity treated as known,
+        where ``stderr`` includes its estimation error.
 
     Examples
     --------
@@ -145,6 +269,9 @@ class Comparison:
     n_comparisons: int = 1
     higher_is_better: bool = True
     warnings: tuple = ()
+    doubts: tuple = ()
+    propensity_uncertainty: str = "treated as known"
+    stderr_known_propensity: float | None = None
 
     @property
     def improvement(self) -> float:
@@ -152,11 +279,34 @@ class Comparison:
         return self.difference if self.higher_is_better else -self.difference
 
     @property
+    def improvement_interval(self) -> tuple[float, float]:
+        """The interval of :attr:`improvement`: ``(ci_low, ci_high)``, negated and swapped where lower is better."""
+        return (self.ci_low, self.ci_high) if self.higher_is_better else (-self.ci_high, -self.ci_low)
+
+    @property
     def verdict(self) -> str:
-        """``"better"``, ``"worse"`` or ``"no difference found"``: whether the interval excludes 0, and on which side."""
+        """``"better"``, ``"worse"``, ``"no difference found"`` or ``"cannot tell"``; :attr:`reasons` says why.
+
+        "cannot tell" when :attr:`doubts` holds a reason (see :class:`TrustRules`),
+        else whether the interval excludes 0, and on which side.
+        """
+        if self.doubts:
+            return "cannot tell"
         if self.ci_low > 0 or self.ci_high < 0:
             return "better" if (self.ci_low > 0) == self.higher_is_better else "worse"
         return "no difference found"
+
+    @property
+    def reasons(self) -> tuple:
+        """Why the verdict is what it is: the doubts for "cannot tell", else what the interval shows."""
+        if self.doubts:
+            return self.doubts
+        low, high = self.improvement_interval
+        pct = _percent(self.confidence)
+        where = f"the {pct} interval of the improvement, [{_signed(low)}, {_signed(high)}],"
+        if self.verdict == "no difference found":
+            return (f"{where} contains 0",)
+        return (f"{where} {'is above' if low > 0 else 'is below'} 0",)
 
     @property
     def clears_zero(self) -> bool:
@@ -172,17 +322,44 @@ class Comparison:
         """
         pct = _percent(self.confidence)
         corrected = f", Bonferroni over {self.n_comparisons}" if self.n_comparisons > 1 else ""
-        what = f"{self.metric}" + (" of clicks" if self.value == "clicks" else "")
-        head = (f"{self.candidate} vs {self.baseline}, {what} ({_LABELS.get(self.estimator, self.estimator)}): "
-                f"{_signed(self.difference)} [{_signed(self.ci_low)}, {_signed(self.ci_high)}] ({pct} CI{corrected}), "
+        what = value_label(self.metric, self.value)
+        low, high = self.improvement_interval
+        sign = "" if self.higher_is_better else " (improvement: baseline minus candidate, lower is better)"
+        head = (f"{self.candidate} vs {self.baseline}, {what} ({_LABELS.get(self.estimator, self.estimator)}){sign}: "
+                f"{_signed(self.improvement)} [{_signed(low)}, {_signed(high)}] ({pct} CI{corrected}), "
                 f"p {_p(self.p_value)}")
+        head += f"; {self.propensity_uncertainty}"
+        if self.doubts:
+            return f"{head}: cannot tell, because " + "; ".join(self.doubts) + "."
         if self.verdict == "no difference found":
             verdict = f"no difference found at {pct}"
         else:
             verdict = self.verdict
-        bound = (f"the {pct} lower bound on the improvement, {_signed(self.lower_bound)}, "
+        bound = (f"the lower bound on the improvement, {_signed(self.lower_bound)}, "
                  + ("clears 0" if self.clears_zero else "does not clear 0"))
         return f"{head}: {verdict}; {bound}."
+
+
+def value_label(metric: str, value: str) -> str:
+    """The one label of a compared quantity, the same in every output.
+
+    Parameters
+    ----------
+    metric : str
+        The metric's name.
+    value : {"clicks", "relevance"}
+        The metric of clicks, or the metric over click-relevance.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> value_label("dcg", "clicks"), value_label("avg_rank", "relevance")
+    ('dcg of clicks', 'avg_rank over click-relevance')
+    """
+    return f"{metric} of clicks" if value == "clicks" else f"{metric} over click-relevance"
 
 
 _LABELS = {"ips": "IPS", "snips": "SNIPS", "clipped_ips": "clipped IPS", "dr": "DR", "policy_aware": "policy-aware"}
@@ -216,7 +393,27 @@ def _ranker_terms(setup, log, ranker, metric, metric_params, value):
     else:
         scores = _scores_for_log(log, ranker)
         X, W, w, bias, omega = click_value.click_terms(setup, log, scores, metric, metric_params)
-    return X, W, w, bias, _unshown_mass(log, omega, setup.shown)
+    return X, W, w, bias, _unshown_mass(log, omega, setup.shown), _unseen_mass(log, omega)
+
+
+def _unseen_mass(log, omega) -> float:
+    """Share of the metric mass ``|omega|`` that the log's sessions did not show, session by session.
+
+    ``sum_q n_q sum_d |omega_d| (1 - f_d) / sum_q n_q sum_d |omega_d|`` with ``f_d`` the share of
+    its query's ``n_q`` sessions that showed document ``d``: 0 when every session shows every
+    candidate, the never-shown mass when each document is shown always or never (a fixed top-k
+    cut), and more when a drifting cut shows documents only in some sessions, where IPS with
+    position propensities alone under-counts them (the policy-aware estimate's case).
+    """
+    data = log.data
+    sessions = np.bincount(log.session_query, minlength=data.n_queries).astype(np.float64)
+    shown = np.bincount(log.docs, minlength=data.n_docs)
+    per_row_sessions = sessions[data.query_index]
+    f = np.divide(shown, per_row_sessions, out=np.zeros(data.n_docs), where=per_row_sessions > 0)
+    mass = np.abs(omega)
+    total = float(sessions @ np.bincount(data.query_index, mass, minlength=data.n_queries))
+    seen = float(sessions @ np.bincount(data.query_index, mass * np.minimum(f, 1.0), minlength=data.n_queries))
+    return 1.0 - seen / total if total > 0 else 0.0
 
 
 def _degenerate(log, ranker) -> bool:
@@ -295,6 +492,7 @@ class _Paired:
     stderr: float
     unpaired: float
     n_queries: int
+    known: float | None = None        # the standard error with the propensity treated as known, when stderr is not
 
 
 def _differences(Ac, Ab):
@@ -324,7 +522,7 @@ def _t_inference(p: _Paired, confidence: float, m: int, higher_is_better: bool):
         return p.difference, p.difference, min(1.0, m * p_raw), sign * p.difference
     half = stats.t.ppf(1 - alpha / 2, df) * p.stderr
     p_raw = 2 * stats.t.sf(abs(p.difference) / p.stderr, df)
-    lower = sign * p.difference - stats.t.ppf(1 - alpha, df) * p.stderr
+    lower = sign * p.difference - stats.t.ppf(1 - alpha / 2, df) * p.stderr     # the interval's end: one statement
     return p.difference - half, p.difference + half, float(min(1.0, m * p_raw)), float(lower)
 
 
@@ -345,7 +543,8 @@ def _as_candidates(candidate) -> tuple[dict, bool]:
 
 def compare_rankers(log: ClickLog, candidate, baseline="logging", *, estimator="snips", metric="dcg",
                     propensity=None, confidence=0.95, n_bootstrap=2000, random_state=None, clip=0.1,
-                    relevance_model=None, logging_policy=None, n_folds=2, value=None, **metric_params):
+                    relevance_model=None, logging_policy=None, n_folds=2, value=None, rules=None,
+                    propagate_propensity=True, **metric_params):
     """Candidate minus baseline estimated on the same sessions: paired interval, p-value, lower bound.
 
     The formulas, the bound and its assumptions are in the module docstring:
@@ -403,6 +602,21 @@ def compare_rankers(log: ClickLog, candidate, baseline="logging", *, estimator="
         ``"clicks"`` against ``"logging"``, else ``"relevance"``. The metric of
         clicks can be the same for every ranking (the average rank under
         eta = 1: ``r * 1/r``); the comparison then warns.
+    rules : TrustRules, optional
+        When the verdict is "cannot tell" (default ``TrustRules()``): effective
+        sample size, metric mass on documents never shown, one click or query
+        carrying the weight, clicks at thinly supported positions of an
+        estimated propensity.
+    propagate_propensity : bool, default True
+        With an estimated propensity (``estimate_propensities``), put its
+        estimation error into the interval, p-value and bound: on each of
+        ``min(n_bootstrap, PROPAGATED_REPLICATES)`` resamples of the queries the
+        propensity is re-estimated (when it came from this log, by its recipe)
+        or drawn from its own bootstrap replicates (when it came from another
+        log), the difference recomputed, and the standard error is the larger of
+        the delta method's and the replicates' spread.
+        ``Comparison.propensity_uncertainty`` says which was done. ``False``:
+        the propensity is treated as known (and the comparison says so).
     **metric_params
         Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
 
@@ -434,7 +648,8 @@ def compare_rankers(log: ClickLog, candidate, baseline="logging", *, estimator="
     result = _compare(log, candidates, baseline, "logging policy" if _is_logging(baseline) else "baseline",
                       estimator=estimator, metric=metric, propensity=propensity, confidence=confidence,
                       n_bootstrap=n_bootstrap, random_state=random_state, clip=clip, relevance_model=relevance_model,
-                      logging_policy=logging_policy, n_folds=n_folds, metric_params=metric_params, value=value)
+                      logging_policy=logging_policy, n_folds=n_folds, metric_params=metric_params, value=value,
+                      rules=rules, propagate_propensity=propagate_propensity)
     return result["candidate"] if single else result
 
 
@@ -455,14 +670,17 @@ def _baseline(setup, log, baseline, metric, metric_params, value, W, estimate):
     if baseline is None:                              # the logged rankings' own IPS, each session's alpha
         X, w = click_value.logged_relevance_terms(log, metric, metric_params, setup.model)
         return X, estimate("logged_snips" if ratio else "logged_ips", X, W, w)
-    X, _, w, bias, unshown = _ranker_terms(setup, log, baseline, metric, metric_params, value)
+    X, _, w, bias, unshown, _ = _ranker_terms(setup, log, baseline, metric, metric_params, value)
     return X, estimate(setup.kind, X, W, w, bias, unshown)
 
 
 def _compare(log, candidates: dict, baseline, baseline_name: str, *, estimator, metric, propensity, confidence,
              n_bootstrap, random_state, clip, relevance_model, logging_policy, n_folds, metric_params,
-             setup=None, value=None) -> dict:
+             setup=None, value=None, rules=None, propagate_propensity=True) -> dict:
     """Comparisons of every named candidate with ``baseline`` (Bonferroni over them); ``setup`` may be shared."""
+    rules = TrustRules() if rules is None else rules
+    if not isinstance(rules, TrustRules):
+        raise ValueError(f"rules must be a TrustRules, got {type(rules).__name__}")
     if estimator not in ESTIMATORS:
         raise ValueError(f"unknown estimator {estimator!r}; choose from {sorted(ESTIMATORS)}")
     confidence = check_real(confidence, "confidence", min_value=0.0, max_value=1.0, include_min=False,
@@ -500,9 +718,20 @@ def _compare(log, candidates: dict, baseline, baseline_name: str, *, estimator, 
     higher = _metric_name(metric) not in LOWER_IS_BETTER
     m = len(candidates)
     paired = {}
-    for name, (X, _, w, bias, unshown) in terms.items():
+    for name, (X, _, w, bias, unshown, _) in terms.items():
         paired[name] = (_paired(_by_query(log, X)[0], Ab, B), estimate(estimator, X, W, w, bias, unshown))
     boot = _bootstrap_bounds(log, terms, Ab, B, confidence, m, n_bootstrap, random_state)
+    how = "treated as known"
+    if propagate_propensity and n_bootstrap:
+        spread, how, boot_prop = _propagated(setup, log, candidates, baseline if not logging else None, metric,
+                                             metric_params, value, ratio, confidence, m, n_bootstrap, random_state)
+        if spread:
+            boot = boot_prop
+            paired = {name: (_Paired(p.difference, max(p.stderr, spread[name]), p.unpaired, p.n_queries,
+                                     known=p.stderr), est) for name, (p, est) in paired.items()}
+    (W_q,) = _by_query(log, W)
+    query_share = float(np.abs(W_q).max() / np.abs(W_q).sum()) if np.abs(W_q).sum() > 0 else 0.0
+    thin = _thin_positions(log, setup.model, rules.min_position_clicks)
     out = {}
     for name, (p, cand_est) in paired.items():
         ci_low, ci_high, p_value, lower = _t_inference(p, confidence, m, higher)
@@ -516,8 +745,31 @@ def _compare(log, candidates: dict, baseline, baseline_name: str, *, estimator, 
             warnings.warn(f"compare_rankers: {message}", EstimateWarning, stacklevel=3)
         out[name] = Comparison(name, baseline_name, _metric_name(metric), estimator, value, p.difference, p.stderr,
                                ci_low, ci_high, *boot.get(name, (None, None)), p_value, lower, confidence,
-                               cand_est, base, p.unpaired, p.n_queries, m, higher, tuple(messages))
+                               cand_est, base, p.unpaired, p.n_queries, m, higher, tuple(messages),
+                               rules.doubts(cand_est, query_share, thin,
+                                            terms[name][5] if estimator != "policy_aware" else 0.0), how, p.known)
     return out
+
+
+def _thin_positions(log, model, min_clicks: int) -> tuple:
+    """``(share, positions)``: the click weights' share at positions with fewer than ``min_clicks`` clicks.
+
+    Only for an estimated propensity (one with a ``method_`` other than
+    ``"given"``): a given one is known at every position, however few clicks it has.
+    """
+    if getattr(model, "method_", "given") == "given":
+        return 0.0, []
+    items = np.flatnonzero(log.clicks)
+    if items.size == 0:
+        return 0.0, []
+    session = np.searchsorted(log.session_offsets, items, side="right") - 1
+    pos = items - log.session_offsets[session] + 1
+    alpha, _ = affine_parts(model, np.arange(1, int(pos.max()) + 1))
+    w = 1.0 / alpha[pos - 1]
+    counts = np.bincount(pos, minlength=int(pos.max()) + 1)
+    thin = np.flatnonzero((counts > 0) & (counts < min_clicks))
+    share = float(w[np.isin(pos, thin)].sum() / w.sum())
+    return share, [int(k) for k in thin]
 
 
 def _bootstrap_bounds(log, terms, Ab, B, confidence, m, n_bootstrap, random_state) -> dict:
@@ -531,3 +783,58 @@ def _bootstrap_bounds(log, terms, Ab, B, confidence, m, n_bootstrap, random_stat
     counts = _resample_counts(len(B), n_bootstrap, rng)
     alpha = (1.0 - confidence) / m
     return {name: tuple(_bca(d, B, counts, [alpha / 2, 1 - alpha / 2])) for name, d in zip(names, D)}
+
+
+def _propagated(setup, log, candidates, baseline, metric, metric_params, value, ratio, confidence, m, n_bootstrap,
+                random_state):
+    """``(spread, how, boot)``: the differences' spread over resamples that re-draw the propensity too.
+
+    ``spread`` maps each candidate to the standard deviation of its difference over
+    ``min(n_bootstrap, PROPAGATED_REPLICATES)`` resamples of the queries, each with its own
+    replicate of the estimated propensity (:func:`~counterfactual_ltr.propensity.estimation.replicate_curves`);
+    ``boot`` their percentile intervals at the corrected level. Empty ``spread`` when the propensity
+    is given or cannot be replicated (``how`` says why). DR's relevance model and the policy-aware
+    expected examination stay those of the full fit.
+    """
+    from dataclasses import replace
+
+    from ..propensity.estimation import EstimatedPropensity, replicate_curves
+
+    queries, codes = np.unique(log.session_query, return_inverse=True)
+    G = queries.size
+    n_rep = min(n_bootstrap, PROPAGATED_REPLICATES)
+    rng = np.random.default_rng(random_state)
+    counts = _resample_counts(G, n_rep, rng)                       # (n_rep, G)
+    weights = np.zeros((n_rep, log.n_queries))
+    weights[:, queries] = counts
+    curves, how = replicate_curves(setup.model, log, weights)
+    if curves is None:
+        return {}, f"treated as known ({how})", {}
+    diffs = {name: np.empty(n_rep) for name in candidates}
+    for b in range(n_rep):
+        curve = np.asarray(curves[b], dtype=np.float64)
+        if not np.all(np.isfinite(curve) & (curve > 0)):
+            curve = np.asarray(setup.model.relative_, dtype=np.float64)     # a replicate without data there
+        setup_b = replace(setup, model=EstimatedPropensity(curve))
+        terms = {name: _ranker_terms(setup_b, log, r, metric, metric_params, value) for name, r in candidates.items()}
+        W = next(iter(terms.values()))[1]
+        if baseline is None and value == "clicks":
+            Xb = click_value.logged_terms(log, metric, metric_params)
+        elif baseline is None:
+            Xb = click_value.logged_relevance_terms(log, metric, metric_params, setup_b.model)[0]
+        else:
+            Xb = _ranker_terms(setup_b, log, baseline, metric, metric_params, value)[0]
+        Ab, Bq = _by_query(log, Xb, W if ratio else np.ones(log.n_sessions))
+        den = counts[b] @ Bq
+        for name, (X, *_) in terms.items():
+            D = _differences(_by_query(log, X)[0], Ab)
+            diffs[name][b] = (counts[b] @ D) / den if den != 0 else np.nan
+    alpha = (1.0 - confidence) / m
+    spread, boot = {}, {}
+    for name, d in diffs.items():
+        d = d[np.isfinite(d)]
+        spread[name] = float(np.std(d, ddof=1)) if d.size > 1 else np.inf
+        boot[name] = tuple(float(x) for x in np.quantile(d, [alpha / 2, 1 - alpha / 2])) if d.size else (None, None)
+    how = (f"propensity re-estimated on each of {n_rep} resamples of the queries" if how == "re-estimated"
+           else f"propensity drawn from its replicates on its own log, for each of {n_rep} resamples of the queries")
+    return spread, how, boot

@@ -25,7 +25,7 @@ from ..logs.clicklog import ClickLog
 from ..metrics import LOWER_IS_BETTER
 from ..examination.propensity_models import resolve_propensity
 from . import _report_render as report_render
-from .compare import _compare, _degenerate, _percent
+from .compare import TrustRules, _compare, _degenerate, _percent, value_label
 from .offpolicy import ESTIMATORS, _setup, true_values
 from . import click_value
 from .click_value import true_click_values
@@ -195,7 +195,11 @@ class ValidationReport:
                     "propensity": self.propensity, "propensity_source": self.propensity_source,
                     "confidence": self.confidence, "baseline": self.baseline,
                     "verdict_estimator": self.verdict_estimator,
-                    "comparisons": {m: {c.candidate: json_ready(asdict(c)) for c in cs}
+                    "comparisons": {m: {c.candidate: json_ready({**asdict(c), "verdict": c.verdict,
+                                                                 "reasons": c.reasons, "improvement": c.improvement,
+                                                                 "improvement_interval": c.improvement_interval,
+                                                                 "label": value_label(c.metric, c.value)})
+                                        for c in cs}
                                     for m, cs in self.comparisons.items()},
                     "rankers": {row["name"]: {m: {k: json_ready(asdict(v)) if hasattr(v, "__dataclass_fields__")
                                                   else json_ready(v) for k, v in row[m].items()}
@@ -314,7 +318,7 @@ def _estimates(rankers, log, metrics, estimators, model, confidence, options, n_
 
 
 def _comparisons(rankers, log, metrics, baseline, verdict_estimator, model, confidence, options, pair_bootstrap,
-                 random_state, true_relevance):
+                 random_state, true_relevance, rules=None):
     """Metric -> list of Comparison, and metric -> candidate -> true difference (when the relevance is known)."""
     if baseline is None:
         return {}, {}
@@ -333,7 +337,7 @@ def _comparisons(rankers, log, metrics, baseline, verdict_estimator, model, conf
                          estimator=verdict_estimator, metric=metric, propensity=model, confidence=confidence,
                          n_bootstrap=pair_bootstrap, random_state=random_state, clip=opts.get("clip", 0.1),
                          relevance_model=None, logging_policy=None, n_folds=2, metric_params={}, setup=setup,
-                         value=value)
+                         value=value, rules=rules)
         out[metric] = list(found.values())
         if true_relevance is not None:
             truth[metric] = _true_differences(log, rankers, candidates, baseline, out[metric][0].value, metric,
@@ -374,7 +378,8 @@ def _ranker_warnings(rankers, log, comparisons, rows, metrics, verdict_estimator
 def validation_report(rankers: dict, log: ClickLog, *, propensity=None, metrics=("dcg", "avg_rank"),
                       confidence: float = 0.95, true_relevance=None, estimators=None, clip=0.1,
                       relevance_model=None, n_bootstrap=200, random_state=None, baseline="logging",
-                      verdict_estimator="snips", pair_bootstrap=2000, propensity_source=None) -> ValidationReport:
+                      verdict_estimator="snips", pair_bootstrap=2000, propensity_source=None,
+                      rules=None) -> ValidationReport:
     """Evaluate every ranker on a validation log and compare each with a baseline: should we ship it?
 
     Parameters
@@ -419,6 +424,9 @@ def validation_report(rankers: dict, log: ClickLog, *, propensity=None, metrics=
     propensity_source : str, optional
         Where the propensity model came from, for the summary (default: said
         from how it was resolved).
+    rules : TrustRules, optional
+        When a verdict is "cannot tell" (see
+        :class:`~counterfactual_ltr.evaluation.compare.TrustRules`; default ``TrustRules()``).
 
     Returns
     -------
@@ -447,7 +455,7 @@ def validation_report(rankers: dict, log: ClickLog, *, propensity=None, metrics=
     rows = _estimates(rankers, log, metrics, estimators, model, confidence, options, n_bootstrap, random_state,
                       true_relevance)
     comparisons, truth = _comparisons(rankers, log, metrics, baseline, verdict_estimator, model, confidence, options,
-                                      pair_bootstrap, random_state, true_relevance)
+                                      pair_bootstrap, random_state, true_relevance, rules)
     text, fixed, full = logger_description(log)
     uses_policy = log.logging_policy is not None
     return ValidationReport(

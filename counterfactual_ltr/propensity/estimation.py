@@ -181,6 +181,8 @@ class EstimatedPropensity(TabularPropensity):
         self.method_ = method
         self.n_sessions_ = n_sessions
         self.support_ = self.pair_support_ = None
+        self.recipe_ = None               # how it was made: {"method", "max_position", "options"}
+        self.log_fingerprint_ = None      # which log it was made from (:func:`log_fingerprint`)
 
     def __call__(self, positions) -> np.ndarray:
         q = super().__call__(positions)
@@ -911,6 +913,8 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
         return _trust_bias_model(point, boot, opts["confidence"], n_sessions)
     model = _propensity_model(method, point, boot, opts["confidence"], n_sessions)
     model.support_, model.pair_support_ = opts.get("support"), opts.get("pair_support")
+    model.recipe_ = {"method": method, "max_position": K, "options": dict(options)}
+    model.log_fingerprint_ = log_fingerprint(log)
     return model
 
 
@@ -1009,3 +1013,51 @@ def _propensity_model(method, point, boot, confidence, n_sessions) -> EstimatedP
         lower, upper = _percentiles(boot, confidence)
     return EstimatedPropensity(relative, lower, upper, bootstrap=boot, method=method, confidence=confidence,
                                n_sessions=n_sessions)
+
+
+# ----------------------------------------------------------------------------- replicates for other resamples
+
+
+def log_fingerprint(log: ClickLog) -> str:
+    """A digest of a log's sessions (their lengths, positions and clicks, in order).
+
+    The same for a raw log and the log ``with_data`` joins from it (document codes differ, the
+    sessions do not), so an estimate can tell whether a comparison runs on the log it came from.
+    """
+    import hashlib
+
+    digest = hashlib.sha1()
+    for array in (np.diff(log.session_offsets), log.positions, log.clicks):
+        digest.update(np.ascontiguousarray(array, dtype=np.int64).tobytes())
+    return digest.hexdigest()
+
+
+def replicate_curves(model, log: ClickLog, query_weights: np.ndarray):
+    """Replicates of an estimated propensity for resampled queries of ``log``: ``(curves, how)``.
+
+    * ``model`` was estimated on ``log`` (same :func:`log_fingerprint`): re-estimated with the
+      recipe it keeps on every row of ``query_weights`` (``(B, log.n_queries)``), the same
+      resamples the comparison draws, so the two errors are paired (``how = "re-estimated"``);
+    * estimated on another log: its own bootstrap replicates, independent of the comparison's
+      resamples as the two logs are (``how = "replicates of its own log"``; cycled when fewer);
+    * neither possible (a given model, or an estimate without recipe or replicates):
+      ``(None, reason)``.
+
+    ``curves`` is ``(B, K)``: each row a replicate's ``relative_`` at positions ``1..K``.
+    """
+    if getattr(model, "method_", "given") == "given" or not hasattr(model, "relative_"):
+        return None, "a given propensity (nothing estimated)"
+    B = query_weights.shape[0]
+    if model.recipe_ is not None and model.log_fingerprint_ == log_fingerprint(log):
+        recipe = model.recipe_
+        K = recipe["max_position"]
+        opts = _check_options(recipe["method"], K, recipe["options"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")           # the point estimate has said its warnings already
+            estimate, _ = {"swap": _swap, "harvest": _harvest, "em": _em, "pbm": _pbm}[recipe["method"]](log, K, opts)
+            curves = np.asarray(estimate(np.asarray(query_weights, dtype=np.float64)))
+        return curves, "re-estimated"
+    if model.bootstrap_.shape[0] == 0:
+        return None, "an estimate from another log without bootstrap replicates"
+    rows = np.arange(B) % model.bootstrap_.shape[0]
+    return model.bootstrap_[rows], "replicates of its own log"

@@ -1,0 +1,181 @@
+"""Four verdicts: "cannot tell" when the estimate rests on what the log cannot show, and one statement per question."""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import pytest
+
+from click_sim import make_ranking, simulate_clicks
+from counterfactual_ltr.evaluation import TrustRules, compare_rankers, validation_report
+from counterfactual_ltr.propensity import EstimatedPropensity
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_ranking(n_queries=60, n_docs=(20, 20), random_state=3)
+
+
+@pytest.fixture(scope="module")
+def log(data):
+    return simulate_clicks(data, data.X[:, 0], n_passes=30, random_state=0)
+
+
+def test_a_candidate_that_promotes_never_shown_documents_cannot_be_told(data):
+    top10 = simulate_clicks(data, data.X[:, 0], n_passes=30, random_state=0, max_shown=10)
+    reverse = -data.X[:, 0]                            # ranks the never-shown bottom half first
+    c = compare_rankers(top10, reverse, data.X[:, 0], estimator="ips", n_bootstrap=0)
+    assert c.verdict == "cannot tell"
+    assert any("never showed" in r for r in c.reasons) and c.reasons == c.doubts
+    assert "cannot tell, because" in c.summary() and "clears 0" not in c.summary()
+    # the same comparison on a log that showed every document has no such doubt
+    full = compare_rankers(simulate_clicks(data, data.X[:, 0], n_passes=30, random_state=0), reverse,
+                           data.X[:, 0], estimator="ips", n_bootstrap=0)
+    assert not any("never showed" in r for r in full.doubts)
+
+
+def test_few_effective_clicks_cannot_be_told(data):
+    small = simulate_clicks(data, data.X[:, 0], n_passes=1, random_state=1)
+    c = compare_rankers(small, data.y.astype(float), n_bootstrap=0, random_state=0)
+    assert c.candidate_estimate.ess < 100
+    assert c.verdict == "cannot tell" and any("effective sample size" in r for r in c.reasons)
+    relaxed = compare_rankers(small, data.y.astype(float), n_bootstrap=0, random_state=0,
+                              rules=TrustRules(min_ess=0, max_click_share=1, max_query_share=1))
+    assert relaxed.verdict in ("better", "worse", "no difference found") and not relaxed.doubts
+
+
+def test_one_query_carrying_the_weight_cannot_be_told(data, log):
+    c = compare_rankers(log, data.y.astype(float), n_bootstrap=0, rules=TrustRules(max_query_share=0.001))
+    assert c.verdict == "cannot tell" and any("one query carries" in r for r in c.reasons)
+
+
+def test_clicks_at_thin_positions_of_an_estimated_propensity_cannot_be_told(data, log):
+    estimated = EstimatedPropensity(1.0 / np.arange(1, 21), method="harvest")
+    given = EstimatedPropensity(1.0 / np.arange(1, 21))            # method "given": known, not estimated
+    strict = TrustRules(min_position_clicks=10**6, min_ess=0)
+    c = compare_rankers(log, data.y.astype(float), propensity=estimated, n_bootstrap=0, rules=strict)
+    assert c.verdict == "cannot tell" and any("thinly supported" in r for r in c.reasons)
+    c = compare_rankers(log, data.y.astype(float), propensity=given, n_bootstrap=0, rules=strict)
+    assert not any("thinly supported" in r for r in c.doubts)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_verdict_and_the_bound_never_contradict(data, seed):
+    rng = np.random.default_rng(seed)
+    log = simulate_clicks(data, data.X[:, 0], n_passes=20, random_state=seed)
+    candidate = data.X[:, 0] + rng.normal(scale=rng.uniform(0.1, 3.0), size=data.n_docs)
+    for metric in ("dcg", "avg_rank"):
+        c = compare_rankers(log, candidate, metric=metric, value="relevance", n_bootstrap=0, random_state=seed,
+                            rules=TrustRules(min_ess=0, max_click_share=1, max_query_share=1))
+        assert (c.verdict == "better") == c.clears_zero
+        low, high = c.improvement_interval
+        assert c.lower_bound == pytest.approx(low) and low <= c.improvement <= high
+        text = c.summary()
+        assert ("no difference found" in text) == ("does not clear 0" in text and c.verdict != "worse")
+
+
+def test_lower_is_better_reads_as_an_improvement(data, log):
+    good, bad = data.y.astype(float), -data.y.astype(float)
+    c = compare_rankers(log, good, bad, metric="avg_rank", estimator="ips", n_bootstrap=0,
+                        rules=TrustRules(min_ess=0))
+    low, high = c.improvement_interval
+    assert c.difference < 0 < c.improvement and 0 < low <= high and c.verdict == "better"
+    assert "lower is better" in c.summary() and f"{c.improvement:+.4f}" in c.summary()
+
+
+def test_the_report_prints_the_same_verdict_and_reasons_everywhere(data):
+    top10 = simulate_clicks(data, data.X[:, 0], n_passes=30, random_state=0, max_shown=10)
+    report = validation_report({"reverse": -data.X[:, 0], "same": data.X[:, 0]}, top10, metrics=("dcg",),
+                               pair_bootstrap=0, n_bootstrap=0, random_state=0)
+    (rev, same) = report.comparisons["dcg"]
+    assert rev.verdict == "cannot tell"
+    md, js = report.to_markdown(), report.to_dict()
+    assert js["comparisons"]["dcg"]["reverse"]["verdict"] == "cannot tell"
+    assert js["comparisons"]["dcg"]["reverse"]["reasons"] == list(rev.reasons)
+    for text in (md, report.to_html(figures=False), "\n".join(report.verdict_lines())):
+        assert "cannot tell" in text and rev.reasons[0] in html.unescape(text)
+    assert "dcg of clicks (SNIPS)" in md and "dcg over click-relevance" in md
+
+
+@pytest.mark.parametrize("bad", [dict(min_ess=-1), dict(max_unshown_mass=1.5), dict(min_position_clicks=-2),
+                                 dict(max_query_share=float("nan"))])
+def test_rules_out_of_range_are_refused(bad):
+    with pytest.raises(ValueError, match="TrustRules"):
+        TrustRules(**bad)
+
+
+def test_rules_of_the_wrong_type_are_refused(data, log):
+    with pytest.raises(ValueError, match="rules must be a TrustRules"):
+        compare_rankers(log, data.y.astype(float), rules={"min_ess": 3})
+
+
+@pytest.fixture(scope="module")
+def raw_setting():
+    from click_sim.raw import simulate_raw_events
+    from counterfactual_ltr import ClickLog, RankingDataset
+
+    frame, sim = simulate_raw_events(1500, n_queries=60, n_shown=6, drift=1.0, random_state=0)
+    Q, M = sim["alpha"].shape
+    f0 = np.log(sim["alpha"])
+    data = RankingDataset.from_frame({"query": np.repeat(sim["query_ids"], M), "doc": sim["doc_ids"].ravel(),
+                                      "f0": f0.ravel()})
+    raw = ClickLog.from_events(frame, session="session")
+    other, _ = simulate_raw_events(1500, n_queries=60, n_shown=6, drift=1.0, random_state=1)
+    return raw, raw.with_data(data), data, ClickLog.from_events(other, session="session")
+
+
+def test_an_estimated_propensity_widens_the_interval_by_its_own_error(raw_setting):
+    from counterfactual_ltr import PositionBasedPropensity, estimate_propensities
+
+    raw, log, data, other = raw_setting
+    scores = data.X[:, 0]
+    same = estimate_propensities(raw, "harvest", max_position=6, n_bootstrap=50, random_state=0)
+    c = compare_rankers(log, scores, propensity=same, n_bootstrap=100, random_state=0)
+    assert c.propensity_uncertainty.startswith("propensity re-estimated on each of 100")
+    assert c.stderr >= c.stderr_known_propensity > 0
+    known = compare_rankers(log, scores, propensity=same, n_bootstrap=100, random_state=0, propagate_propensity=False)
+    assert known.propensity_uncertainty == "treated as known" and known.stderr_known_propensity is None
+    assert known.stderr == pytest.approx(c.stderr_known_propensity) and known.difference == c.difference
+    assert c.ci_high - c.ci_low >= known.ci_high - known.ci_low
+    from_other = estimate_propensities(other, "harvest", max_position=6, n_bootstrap=50, random_state=0)
+    c = compare_rankers(log, scores, propensity=from_other, n_bootstrap=100, random_state=0)
+    assert "its replicates on its own log" in c.propensity_uncertainty and c.stderr >= c.stderr_known_propensity
+    given = compare_rankers(log, scores, propensity=PositionBasedPropensity(1.0), n_bootstrap=100, random_state=0)
+    assert given.propensity_uncertainty.startswith("treated as known (a given propensity")
+
+
+def test_re_estimating_on_unit_weights_gives_the_estimate_back(raw_setting):
+    from counterfactual_ltr import estimate_propensities
+    from counterfactual_ltr.propensity.estimation import log_fingerprint, replicate_curves
+
+    raw, log, _, _ = raw_setting
+    est = estimate_propensities(raw, "harvest", max_position=6, n_bootstrap=0)
+    assert log_fingerprint(raw) == log_fingerprint(log)
+    present = (np.bincount(log.session_query, minlength=log.n_queries) > 0).astype(float)
+    curves, how = replicate_curves(est, log, present[None, :])
+    assert how == "re-estimated"
+    np.testing.assert_allclose(curves[0] / curves[0].max(), est.relative_ / est.relative_.max(), rtol=1e-8)
+
+
+def test_a_cut_list_that_rotates_its_candidates_cannot_be_told_by_position_propensities():
+    from click_sim.raw import simulate_raw_events
+    from counterfactual_ltr import ClickLog, PositionBasedPropensity, RankingDataset
+
+    def setting(n_candidates):
+        frame, sim = simulate_raw_events(1500, n_queries=60, n_shown=5, n_candidates=n_candidates, drift=1.0,
+                                         random_state=2)
+        Q, M = sim["alpha"].shape
+        data = RankingDataset.from_frame({"query": np.repeat(sim["query_ids"], M), "doc": sim["doc_ids"].ravel(),
+                                          "f0": np.log(sim["alpha"]).ravel()})
+        return ClickLog.from_events(frame, session="session").with_data(data), data
+
+    rules = TrustRules(min_ess=0, max_click_share=1, max_query_share=1)
+    cut, data = setting(10)
+    c = compare_rankers(cut, data.X[:, 0], propensity=PositionBasedPropensity(1.0), n_bootstrap=0, rules=rules)
+    assert c.verdict == "cannot tell" and any("did not show" in r for r in c.reasons)
+    full, data = setting(5)
+    c = compare_rankers(full, data.X[:, 0], propensity=PositionBasedPropensity(1.0), n_bootstrap=0, rules=rules)
+    assert not c.doubts
