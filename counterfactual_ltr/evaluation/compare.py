@@ -54,8 +54,8 @@ from ..logs.clicklog import ClickLog
 from ..metrics import LOWER_IS_BETTER
 from ..examination.propensity_models import resolve_propensity
 from . import click_value
-from .offpolicy import (BOOTSTRAP_BLOCKS, ESTIMATORS, Estimate, EstimateWarning, _finish, _metric_name, _omega,
-                        _scores_for_log, _session_terms, _setup, _unshown_mass)
+from .offpolicy import (BOOTSTRAP_BLOCKS, ESTIMATORS, Estimate, EstimateWarning, _finish, _metric_name, _need_features,
+                        _omega, _scores_for_log, _session_terms, _setup, _unshown_mass)
 
 __all__ = ["Comparison", "compare_rankers"]
 
@@ -430,6 +430,7 @@ def compare_rankers(log: ClickLog, candidate, baseline="logging", *, estimator="
     >>> print(both["f1"].summary())      # doctest: +ELLIPSIS
     f1 vs logging policy, dcg of clicks (SNIPS): ... (95% CI, Bonferroni over 2), p = ...
     """
+    _need_features(log, "compare_rankers")
     candidates, single = _as_candidates(candidate)
     result = _compare(log, candidates, baseline, "logging policy" if _is_logging(baseline) else "baseline",
                       estimator=estimator, metric=metric, propensity=propensity, confidence=confidence,

@@ -348,6 +348,7 @@ def session_contributions(log: ClickLog, scores_or_ranker, *, metric="dcg", prop
     >>> bool(np.isclose(X.mean(), ips_estimate(log, data.X[:, 0], n_bootstrap=0).value))
     True
     """
+    _need_features(log, "session_contributions")
     omega = _omega(log, scores_or_ranker, metric, metric_params)
     X, W, w, _ = _session_terms(log, omega, resolve_propensity(propensity, scores_or_ranker)[0])
     return X, W, w
@@ -444,9 +445,15 @@ class _Setup:
     messages: tuple
 
 
-def _check_log(log, kind):
+def _need_features(log, what):
+    """A ClickLog over a data set: a raw log (``ClickLog.from_events``) has no features to score."""
     if not isinstance(log, ClickLog):
         raise TypeError(f"the log must be a ClickLog, got {type(log).__name__}")
+    log._need_data(what)
+
+
+def _check_log(log, kind):
+    _need_features(log, f"the {kind.upper()} estimate")
     if log.n_sessions == 0:
         raise ValueError("the click log has no sessions")
     if log.n_clicks == 0:
@@ -889,6 +896,7 @@ def true_values(log: ClickLog, scores_or_ranker, relevance, *, metric="dcg", **m
     >>> sorted(truth), truth["ips"] > truth["snips"] > 0
     (['ips', 'snips'], True)
     """
+    _need_features(log, "true_values")
     data = log.data
     c = np.asarray(relevance, dtype=np.float64)
     if c.shape != (data.n_docs,):

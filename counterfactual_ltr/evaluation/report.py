@@ -26,7 +26,7 @@ from ..metrics import LOWER_IS_BETTER
 from ..examination.propensity_models import resolve_propensity
 from . import _report_render as report_render
 from .compare import _compare, _degenerate, _percent
-from .offpolicy import ESTIMATORS, _setup, true_values
+from .offpolicy import ESTIMATORS, _need_features, _setup, true_values
 from . import click_value
 from .click_value import true_click_values
 from .relevance import fit_relevance
@@ -279,6 +279,7 @@ def _notes(estimators, fixed, full, uses_policy, source) -> list:
 
 
 def _check_arguments(rankers, metrics, estimators, log, baseline, verdict_estimator):
+    _need_features(log, "validation_report")
     if not isinstance(rankers, Mapping) or len(rankers) == 0:
         raise ValueError(f"rankers must be a non-empty dict of name -> ranker or scores, got {rankers!r:.80}")
     if isinstance(metrics, str) or len(metrics) == 0:
