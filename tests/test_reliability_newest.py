@@ -78,3 +78,97 @@ def test_the_same_log_with_features_evaluates(raw_log):
     joined = raw_log.with_data(data)
     assert np.isfinite(cltr.snips_estimate(joined, data.X[:, 0], n_bootstrap=0).value)
     assert cltr.evaluation.on_policy_value(raw_log) > 0      # the logged rankings' value needs no features
+
+
+# ----------------------------------------------------------------------------- 2, 3. tree options
+
+@pytest.fixture(scope="module")
+def small():
+    from click_sim import make_ranking, simulate_clicks
+
+    data = make_ranking(n_queries=20, n_docs=(4, 8), n_features=4, random_state=0)
+    return data, simulate_clicks(data, data.X[:, 0], n_passes=2, random_state=0)
+
+
+BAD_LGB_PARAMS = [  # (lgb_params, fragments the message must hold)
+    ({"max_bim": 7}, ["'max_bim'", "not a LightGBM parameter", "'max_bin'"]),
+    ({"eta": 0.9}, ["'eta'", "alias of LightGBM's 'learning_rate'", "learning_rate=..."]),
+    ({"num_leaf": 3}, ["'num_leaf'", "'num_leaves'", "num_leaves=..."]),
+    ({"max_leaves": 3}, ["'max_leaves'", "num_leaves=..."]),
+    ({"min_data": 3}, ["'min_data'", "'min_data_in_leaf'", "min_child_samples=..."]),
+    ({"sub_feature": 0.5}, ["'sub_feature'", "'feature_fraction'", "colsample_bytree=..."]),
+    ({"lambda": 1.0}, ["'lambda'", "'lambda_l2'", "reg_lambda=..."]),
+    ({"num_boost_round": 50}, ["'num_boost_round'", "'num_iterations'", "n_estimators=..."]),
+    ({"num_leaves": 3}, ["'num_leaves'", "num_leaves=..."]),
+    ({"seed": 3}, ["'seed'", "random_state"]),
+    ({"early_stopping_rounds": 3}, ["'early_stopping_rounds'", "early_stopping"]),
+    ({"verbose": 1}, ["'verbose'", "Python warnings"]),
+    ({"metric": "ndcg"}, ["'metric'", "metric"]),
+    ({"linear_tree": True}, ["'linear_tree'", "linear trees", "load_model"]),
+    ({"linear_trees": True}, ["'linear_trees'", "'linear_tree'", "load_model"]),
+    ({"categorical_feature": [0]}, ["'categorical_feature'", "categorical", "one-hot"]),
+    ({"cat_feature": "0"}, ["'cat_feature'", "categorical"]),
+    ({1: 2}, ["keys must be LightGBM parameter names"]),
+    ({"max_bin": 1}, ["LightGBM refused", "max_bin"]),
+    ({"max_bin": "abc"}, ["LightGBM refused", "max_bin"]),
+]
+
+
+@pytest.mark.parametrize("params, fragments", BAD_LGB_PARAMS, ids=[repr(p) for p, _ in BAD_LGB_PARAMS])
+def test_lgb_params_are_checked_against_lightgbms_own_tables(params, fragments, small):
+    pytest.importorskip("lightgbm")
+    with pytest.raises(ValueError) as err:
+        cltr.GBDTPropDCG(n_estimators=2, num_leaves=4, lgb_params=params).fit(small[1])
+    for fragment in fragments:
+        assert fragment in str(err.value), (fragment, str(err.value))
+
+
+def test_the_alias_table_is_lightgbms_own():
+    lgb = pytest.importorskip("lightgbm")
+    from counterfactual_ltr.estimators.gbdt import _lgb_aliases
+
+    table = lgb.basic._ConfigAliases
+    aliases = _lgb_aliases(lgb)
+    assert set(table.aliases) <= set(aliases.values())
+    assert all(aliases[alias] == name for name in table.aliases for alias in table.get_sorted(name))
+
+
+def test_good_lgb_params_fit_and_the_logger_is_restored(small):
+    lgb = pytest.importorskip("lightgbm")
+    before = lgb.basic._LOGGER
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = cltr.GBDTPropDCG(n_estimators=2, num_leaves=4, lgb_params={"max_bin": 15, "min_data_in_bin": 1}).fit(
+            small[1])
+    assert model.n_estimators_ == 2 and lgb.basic._LOGGER is before
+
+
+def test_lightgbms_warnings_and_a_constant_ranker_reach_the_user(small):
+    pytest.importorskip("lightgbm")
+    from counterfactual_ltr.estimators.gbdt import ConstantRankerWarning, LightGBMWarning
+
+    data, log = small
+    with pytest.warns(ConstantRankerWarning, match=r"min_child_samples=100000 .* training rows") as record:
+        model = cltr.GBDTPropDCG(n_estimators=3, num_leaves=4, min_child_samples=100000).fit(log)
+    assert any(issubclass(w.category, LightGBMWarning) and "(3 times)" in str(w.message) for w in record)
+    assert np.ptp(model.predict(data)) == 0
+
+
+def test_cltr_fit_refuses_to_write_a_constant_tree_model(small, tmp_path, capsys):
+    pytest.importorskip("lightgbm")
+    from sklearn.datasets import dump_svmlight_file
+
+    from counterfactual_ltr.cli import main
+    from counterfactual_ltr.files import write_click_log
+
+    data, log = small
+    dump_svmlight_file(data.X, data.y, str(tmp_path / "d.txt"), query_id=data.qid, zero_based=False)
+    write_click_log(log, tmp_path / "log.parquet")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        status = main(["fit", str(tmp_path / "log.parquet"), str(tmp_path / "d.txt"), "--model", "gbdt-propdcg",
+                       "--min-child-samples", "100000", "--n-estimators", "2", "--cv", "2", "-q",
+                       "-o", str(tmp_path / "m.npz")])
+    err = capsys.readouterr().err
+    assert status == 2 and not (tmp_path / "m.npz").exists()
+    assert "ranks every document equal" in err and "--min-child-samples" in err
