@@ -172,3 +172,66 @@ def test_cltr_fit_refuses_to_write_a_constant_tree_model(small, tmp_path, capsys
     err = capsys.readouterr().err
     assert status == 2 and not (tmp_path / "m.npz").exists()
     assert "ranks every document equal" in err and "--min-child-samples" in err
+
+
+# ----------------------------------------------------------------------------- 4. ids typed differently
+
+def _events(query, doc):
+    return ClickLog.from_events({"query": query, "doc": doc, "position": [1, 2, 1], "click": [1, 0, 1]})
+
+
+ID_TYPES = [  # (log query, log doc, table query, table doc, fragments)
+    (["1", "1", "2"], [5, 6, 5], [1, 1, 2], [5, 6, 5], ["query ids are strings", "'1'", "are integers", "1 and '1'"]),
+    ([1, 1, 2], [5, 6, 5], ["1", "1", "2"], [5, 6, 5], ["query ids are integers", "are strings"]),
+    ([1, 1, 2], ["5", "6", "5"], [1, 1, 2], [5, 6, 5], ["document ids are strings", "'5'", "feature table"]),
+    ([1, 1, 2], [5, 6, 5], [1, 1, 2], ["5", "6", "5"], ["document ids are integers (e.g. 5)", "strings (e.g. '5')"]),
+    ([1, 1, 2], [2**63, 6, 5], [1, 1, 2], ["5", "6", "5"], ["document ids are integers"]),
+]
+
+
+@pytest.mark.parametrize("lq, ld, tq, td, fragments", ID_TYPES)
+@pytest.mark.parametrize("missing", ["raise", "drop_rows"])
+def test_ids_typed_differently_on_the_two_sides_are_named(lq, ld, tq, td, fragments, missing):
+    data = RankingDataset.from_frame({"query": tq, "doc": td, "f": [0.0, 1.0, 2.0]})
+    with pytest.raises(ValueError) as err:
+        _events(lq, ld).with_data(data, missing=missing)
+    for fragment in fragments:
+        assert fragment in str(err.value), (fragment, str(err.value))
+
+
+def test_a_letor_data_set_joined_to_string_ids_says_so():
+    data = RankingDataset(np.eye(3), [1, 0, 1], [5, 5, 7])
+    with pytest.raises(ValueError, match="query ids are strings .* are integers"):
+        _events(["5", "5", "7"], [0, 1, 2]).with_data(data)
+
+
+def test_csv_files_typing_an_id_column_differently_are_named(tmp_path):
+    import pandas as pd
+
+    pd.DataFrame({"query": ["a", "a"], "doc": [1, 2], "position": [1, 2], "click": [1, 0]}).to_csv(
+        tmp_path / "r1.csv", index=False)
+    pd.DataFrame({"query": ["b", "b"], "doc": ["x", "y"], "position": [1, 2], "click": [1, 0]}).to_csv(
+        tmp_path / "r2.csv", index=False)
+    pd.DataFrame({"query": ["a", "a", "b", "b"], "doc": [1, 2, "x", "y"], "position": [1, 2, 1, 2],
+                  "click": [1, 0, 1, 0]}).to_csv(tmp_path / "r3.csv", index=False)
+    data = RankingDataset.from_frame({"query": ["a", "a", "b", "b"], "doc": ["1", "2", "x", "y"],
+                                      "f": [0.0, 1.0, 2.0, 3.0]})
+    for session in (None, "query"):
+        with pytest.raises(ValueError) as err:
+            cltr.aggregate_clicks([tmp_path / "r1.csv", tmp_path / "r2.csv"], data, query="query", session=session)
+        message = str(err.value)
+        assert "'doc'" in message and "r1.csv" in message and "r2.csv" in message and "every file" in message
+        assert "batch_size" not in message
+    with pytest.raises(ValueError, match=r"row 2 of .*r3.csv.*batch_size"):
+        cltr.aggregate_clicks(tmp_path / "r3.csv", data, query="query", batch_size=2)
+
+
+@pytest.mark.parametrize("session", [None, "query"])
+def test_aggregate_clicks_names_ids_typed_differently_from_the_data_set(session, tmp_path):
+    import pandas as pd
+
+    pd.DataFrame({"query": ["a", "a"], "doc": [1, 2], "position": [1, 2], "click": [1, 0]}).to_csv(
+        tmp_path / "r.csv", index=False)
+    data = RankingDataset.from_frame({"query": ["a", "a"], "doc": ["1", "2"], "f": [0.0, 1.0]})
+    with pytest.raises(ValueError, match=r"document ids are integers \(e.g. 1\) but .* strings \(e.g. '1'\)"):
+        cltr.aggregate_clicks(tmp_path / "r.csv", data, query="query", session=session)

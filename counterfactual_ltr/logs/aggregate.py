@@ -464,7 +464,7 @@ def _raw_table(source, data, engine: str, batch_size: int, raw: dict, missing: s
     from functools import partial
 
     from ._raw_stream import dask_counts, relocate, stream_counts
-    from .raw_events import missing_features_error, warn_dropped
+    from .raw_events import check_id_types, missing_features_error, warn_dropped
 
     if missing not in ("raise", "drop_sessions", "drop_rows"):
         raise ValueError(f"missing must be 'raise', 'drop_sessions' or 'drop_rows', got {missing!r}")
@@ -489,6 +489,7 @@ def _raw_table(source, data, engine: str, batch_size: int, raw: dict, missing: s
     except ValueError as err:
         raise relocate(err, sources) from None
     if counts.unknown is not None:
+        check_id_types((counts.unknown["query"].to_numpy(), counts.unknown["doc"].to_numpy()), data)
         raise missing_features_error(len(counts.unknown), counts.unknown["query"].to_numpy()[:3],
                                      counts.unknown["doc"].to_numpy()[:3])
     if counts.dropped_rows:
