@@ -235,3 +235,44 @@ def test_aggregate_clicks_names_ids_typed_differently_from_the_data_set(session,
     data = RankingDataset.from_frame({"query": ["a", "a"], "doc": ["1", "2"], "f": [0.0, 1.0]})
     with pytest.raises(ValueError, match=r"document ids are integers \(e.g. 1\) but .* strings \(e.g. '1'\)"):
         cltr.aggregate_clicks(tmp_path / "r.csv", data, query="query", session=session)
+
+
+# ----------------------------------------------------------------------------- 5. Dask inputs
+
+@pytest.mark.slow      # about 15 s: a cluster, and Dask's shuffle of each frame
+def test_from_dask_names_the_column_partition_and_value(tmp_path):
+    """One in-process cluster for the few Dask cases (each a frame of a few rows)."""
+    dask = pytest.importorskip("dask")
+    import dask.dataframe as dd
+    import pandas as pd
+    from dask.distributed import Client, LocalCluster
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
+                               silence_logs=50)
+    frame = pd.DataFrame({"query": [1, 1, 2, 2], "doc": [1, 2, 1, 2], "f0": ["0.5", "abc", "1", "2"],
+                          "f1": [0.0, 1.0, 2.0, 3.0]})
+    pd.DataFrame({"query": [1, 1], "doc": [1, 2], "f0": [0.0, 1.0], "f9": [1.0, 2.0]}).to_csv(tmp_path / "a.csv",
+                                                                                             index=False)
+    pd.DataFrame({"query": [2, 2], "doc": [1, 2], "f0": [0.0, 1.0]}).to_csv(tmp_path / "b.csv", index=False)
+    with Client(cluster) as client:
+        def build(df, features=("f0", "f1"), **kw):
+            return RankingDataset.from_dask(df, query="query", doc="doc", features=list(features), client=client,
+                                            **kw)
+
+        for shuffle in (True, False):
+            with pytest.raises(ValueError, match=r"partition \d: feature column 'f0' holds 'abc' \(row \d of the "
+                                                 r"partition\), not a number"):
+                build(dd.from_pandas(frame, npartitions=2), shuffle=shuffle)
+            with pytest.raises(ValueError, match=r"lacks the columns \['f9'\].*different columns"):
+                build(dd.read_csv([str(tmp_path / "a.csv"), str(tmp_path / "b.csv")]), ("f0", "f9"), shuffle=shuffle)
+        with pytest.raises(ValueError, match="column 'query' must hold ids .* float64"):
+            build(dd.from_pandas(frame.assign(query=[1.5, 1.5, 2.0, 2.0], f0=0.0), npartitions=1), shuffle=False)
+        with dask.config.set({"dataframe.convert-string": False}):
+            mixed = frame.assign(query=pd.Series([1, 1, "b", "b"], dtype=object), f0=0.0)
+            with pytest.raises(ValueError, match="column 'query' mixes strings with other values"):
+                build(dd.from_pandas(mixed, npartitions=1), shuffle=False)
+        good = build(dd.from_pandas(frame.assign(f0=0.0), npartitions=2))
+        assert good.n_docs == 4
+    cluster.close()
