@@ -276,3 +276,81 @@ def test_from_dask_names_the_column_partition_and_value(tmp_path):
         good = build(dd.from_pandas(frame.assign(f0=0.0), npartitions=2))
         assert good.n_docs == 4
     cluster.close()
+
+
+# ----------------------------------------------------------------------------- 6. messages that locate
+
+def _two_queries():
+    data = RankingDataset.from_frame({"query": ["q", "q", "r", "r"], "doc": ["a", "b", "a", "b"],
+                                      "f": [0.0, 1.0, 2.0, 3.0]})
+    log = ClickLog.from_events({"query": ["q", "q", "r", "r"], "doc": ["a", "b", "a", "b"], "position": [1, 2, 1, 2],
+                                "click": [1, 0, 0, 1]}).with_data(data)
+    return data, log
+
+
+@pytest.mark.parametrize("events, session, fragment", [
+    ({"query": ["q"] * 3, "doc": ["a", "b", "a"], "position": [1, 2, 3], "page": ["p1"] * 3}, "page",
+     "page 'p1' (query 'q') shows document 'a' twice, at positions 1 and 3"),
+    ({"query": ["q"] * 4, "doc": ["b", "a", "b", "b"], "position": [1, 1, 2, 4]}, None,
+     "page 1 (query 'q') shows document 'b' twice, at positions 2 and 4"),
+])
+@pytest.mark.parametrize("missing", ["raise", "drop_rows"])
+def test_a_page_showing_a_document_twice_is_named_by_the_users_ids(events, session, fragment, missing):
+    events = dict(events, click=[0] * len(events["doc"]))
+    log = ClickLog.from_events(events, session=session)
+    data = RankingDataset.from_frame({"query": ["q", "q"], "doc": ["a", "b"], "f": [0.0, 1.0]})
+    with pytest.raises(ValueError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
+        log.with_data(data, missing=missing)
+
+
+BAD_IDS = [  # (column values, fragment)
+    ([2**64, 3], r"holds 18446744073709551616 at frame row 0, beyond 64-bit integers"),
+    ([-2**63 - 1, 3], r"beyond 64-bit integers"),
+    (["a", ""], r"column 'doc' has an empty id at frame row 1"),
+    (["", "a"], r"empty id at frame row 0"),
+    (["a", "b\udc80"], r"holds 'b\\udc80' at frame row 1, which is not valid Unicode"),
+]
+
+
+@pytest.mark.parametrize("values, fragment", BAD_IDS)
+@pytest.mark.parametrize("dtype", [object, "string[python]"])
+def test_bad_ids_are_refused_by_events_and_feature_tables_alike(values, fragment, dtype):
+    import pandas as pd
+
+    if dtype != object and not all(isinstance(v, str) for v in values):
+        pytest.skip("integers beyond 64 bits are not strings")
+    doc = pd.Series(values, dtype=dtype)
+    with pytest.raises(ValueError, match=fragment):
+        ClickLog.from_events(pd.DataFrame({"query": ["q", "q"], "doc": doc, "position": [1, 2], "click": [1, 0]}))
+    with pytest.raises(ValueError, match=fragment):
+        RankingDataset.from_frame(pd.DataFrame({"query": ["q", "q"], "doc": doc, "f": [0.0, 1.0]}))
+
+
+def test_an_empty_query_id_is_refused_in_a_frame_as_a_csv_refuses_it(tmp_path):
+    import pandas as pd
+
+    from counterfactual_ltr.files import read_click_log
+
+    frame = pd.DataFrame({"query": ["", ""], "doc": ["a", "b"], "position": [1, 2], "click": [1, 0]})
+    with pytest.raises(ValueError, match="column 'query' has an empty id"):
+        ClickLog.from_events(frame)
+    frame.to_csv(tmp_path / "e.csv", index=False)
+    with pytest.raises(ValueError, match="'query'"):
+        read_click_log(tmp_path / "e.csv")
+
+
+@pytest.mark.parametrize("call, fragment", [
+    (lambda log: cltr.compare_rankers(log, np.zeros(4), np.array([0, 0, np.nan, 0])),
+     r"the baseline: scores hold a non-finite value \(nan\) at data-set row 2 \(query 'r', document 'a'\)"),
+    (lambda log: cltr.compare_rankers(log, np.array([np.inf, 0, 0, 0])), r"the candidate: .*\(query 'q', document 'a'\)"),
+    (lambda log: cltr.compare_rankers(log, {"x": np.zeros(4), "y": np.zeros(3)}), r"candidate 'y': scores have shape"),
+    (lambda log: cltr.validation_report({"x": np.zeros(4), "y": np.array([0, np.inf, 0, 0])}, log),
+     r"ranker 'y': scores hold a non-finite value \(inf\) at data-set row 1"),
+    (lambda log: cltr.snips_estimate(log, np.array([0, np.nan, 0, 0])), r"document 'b'"),
+])
+def test_bad_scores_are_named_by_whose_they_are(call, fragment):
+    _, log = _two_queries()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match=fragment):
+            call(log)

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -217,6 +218,15 @@ def _ranker_terms(setup, log, ranker, metric, metric_params, value):
         scores = _scores_for_log(log, ranker)
         X, W, w, bias, omega = click_value.click_terms(setup, log, scores, metric, metric_params)
     return X, W, w, bias, _unshown_mass(log, omega, setup.shown)
+
+
+@contextmanager
+def whose(name: str):
+    """A ``ValueError`` about a ranker's scores (non-finite, wrong shape) prefixed with the ranker's name."""
+    try:
+        yield
+    except ValueError as err:
+        raise ValueError(f"{name}: {err}") from None
 
 
 def _degenerate(log, ranker) -> bool:
@@ -456,7 +466,8 @@ def _baseline(setup, log, baseline, metric, metric_params, value, W, estimate):
     if baseline is None:                              # the logged rankings' own IPS, each session's alpha
         X, w = click_value.logged_relevance_terms(log, metric, metric_params, setup.model)
         return X, estimate("logged_snips" if ratio else "logged_ips", X, W, w)
-    X, _, w, bias, unshown = _ranker_terms(setup, log, baseline, metric, metric_params, value)
+    with whose("the baseline"):
+        X, _, w, bias, unshown = _ranker_terms(setup, log, baseline, metric, metric_params, value)
     return X, estimate(setup.kind, X, W, w, bias, unshown)
 
 
@@ -486,7 +497,10 @@ def _compare(log, candidates: dict, baseline, baseline_name: str, *, estimator, 
         return _finish(kind, log, label, X, W, w, confidence, bias_bound=bias, unshown=unshown,
                        extra_warnings=setup.messages if kind == estimator else (), **common)
 
-    terms = {name: _ranker_terms(setup, log, r, metric, metric_params, value) for name, r in candidates.items()}
+    terms = {}
+    for name, r in candidates.items():
+        with whose("the candidate" if list(candidates) == ["candidate"] else f"candidate {name!r}"):
+            terms[name] = _ranker_terms(setup, log, r, metric, metric_params, value)
     W = next(iter(terms.values()))[1]          # the same for every ranker: it does not depend on the ranking
     Xb, base = _baseline(setup, log, baseline if not logging else None, metric, metric_params, value, W, estimate)
     notes = [f"{baseline_name} ranks every document equal"] if not logging and _degenerate(log, baseline) else []

@@ -65,6 +65,7 @@ from scipy import stats
 
 from .._segments import predicted_scores, rank_within_queries
 from .._validation import check_int, check_real
+from ..ids import format_id
 from ..logs.clicklog import ClickLog
 from ..metrics import metric_weight
 from ..examination.propensity_models import affine_parts, as_propensity_model, resolve_propensity
@@ -219,7 +220,9 @@ def _scores_for_log(log: ClickLog, scores_or_ranker) -> np.ndarray:
         if scores.shape != (data.n_docs,):
             raise ValueError(f"scores have shape {scores.shape}, expected ({data.n_docs},) (one per data-set row)")
     if not np.all(np.isfinite(scores)):
-        raise ValueError(f"scores hold a non-finite value at row {np.flatnonzero(~np.isfinite(scores))[0]}")
+        row = np.flatnonzero(~np.isfinite(scores))[0]
+        raise ValueError(f"scores hold a non-finite value ({scores[row]}) at data-set row {row} (query "
+                         f"{format_id(data.query_keys[data.query_index[row]])}, document {format_id(data.doc_keys[row])})")
     return scores
 
 

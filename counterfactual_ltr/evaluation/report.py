@@ -25,7 +25,7 @@ from ..logs.clicklog import ClickLog
 from ..metrics import LOWER_IS_BETTER
 from ..examination.propensity_models import resolve_propensity
 from . import _report_render as report_render
-from .compare import _compare, _degenerate, _percent
+from .compare import _compare, _degenerate, _percent, whose
 from .offpolicy import ESTIMATORS, _need_features, _setup, true_values
 from . import click_value
 from .click_value import true_click_values
@@ -304,10 +304,11 @@ def _estimates(rankers, log, metrics, estimators, model, confidence, options, n_
     for name, ranker in rankers.items():
         row = {"name": name}
         for metric in metrics:
-            row[metric] = {kind: ESTIMATORS[kind](log, ranker, metric=metric, propensity=model, confidence=confidence,
-                                                  n_bootstrap=n_bootstrap, random_state=random_state,
-                                                  **options.get(kind, {}))
-                           for kind in estimators}
+            with whose(f"ranker {name!r}"):
+                row[metric] = {kind: ESTIMATORS[kind](log, ranker, metric=metric, propensity=model,
+                                                      confidence=confidence, n_bootstrap=n_bootstrap,
+                                                      random_state=random_state, **options.get(kind, {}))
+                               for kind in estimators}
             if true_relevance is not None:
                 row[metric]["true"] = true_values(log, ranker, true_relevance, metric=metric)
         rows.append(row)
