@@ -143,7 +143,7 @@ def id_column(frame, name: str) -> np.ndarray:
 
 
 def _check_texts(values, name: str, frame) -> None:
-    """String ids are not empty (a CSV reads an empty field as missing) and can be written as UTF-8."""
+    """String ids are not empty (a CSV reads an empty field as missing: refused alike from a frame) and are UTF-8."""
     if "" in set(values):
         raise _empty_id(name, frame, next(k for k, v in enumerate(values) if v == ""))
     try:
@@ -155,8 +155,9 @@ def _check_texts(values, name: str, frame) -> None:
 
 
 def _empty_id(name: str, frame, i: int) -> ValueError:
-    return ValueError(f"column {name!r} has an empty id at frame row {frame.index[i]!r} (a CSV reads an empty field "
-                      "as a missing value, so an empty id could not be written and read back): give every row an id")
+    return ValueError(f"column {name!r} has an empty id at frame row {frame.index[i]!r}: a CSV reads an empty field "
+                      "as a missing value, so ids are never empty (the same log must read the same from a frame and "
+                      "from a file); give every row an id")
 
 
 def _utf8(text: str) -> bool:

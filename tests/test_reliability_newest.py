@@ -354,3 +354,41 @@ def test_bad_scores_are_named_by_whose_they_are(call, fragment):
         warnings.simplefilter("ignore")
         with pytest.raises(ValueError, match=fragment):
             call(log)
+
+
+# ----------------------------------------------------------------------------- 7. resampling
+
+@pytest.fixture(scope="module")
+def sim():
+    from click_sim import make_ranking, simulate_clicks
+
+    data = make_ranking(n_queries=20, n_docs=(3, 6), random_state=0)
+    return data, simulate_clicks(data, data.X[:, 0], n_passes=3, random_state=0)
+
+
+@pytest.mark.parametrize("n_bootstrap, several, confidence, least", [
+    (1, False, 0.95, 40), (39, False, 0.95, 40), (50, True, 0.95, 80), (199, False, 0.99, 200), (2, False, 0.5, 4)])
+def test_too_few_resamples_for_the_interval_are_refused_naming_the_minimum(sim, n_bootstrap, several, confidence,
+                                                                           least):
+    data, log = sim
+    candidate = {"a": data.X[:, 1], "b": data.X[:, 2]} if several else data.X[:, 1]
+    with pytest.raises(ValueError, match=rf"n_bootstrap={n_bootstrap} is too few .* at least {least} "):
+        cltr.compare_rankers(log, candidate, n_bootstrap=n_bootstrap, confidence=confidence)
+    if not several:
+        with pytest.raises(ValueError, match=rf"n_bootstrap={n_bootstrap} is too few"):
+            cltr.validation_report({"x": data.X[:, 1]}, log, metrics=("dcg",), estimators=("snips",),
+                                   pair_bootstrap=n_bootstrap, confidence=confidence, n_bootstrap=0)
+
+
+def test_few_resamples_warn_and_enough_or_none_do_not(sim):
+    from counterfactual_ltr.evaluation import EstimateWarning
+
+    data, log = sim
+    with pytest.warns(EstimateWarning, match="n_bootstrap=40: .* fewer than 5 replicates"):
+        cltr.compare_rankers(log, data.X[:, 1], n_bootstrap=40, random_state=0)
+    for n in (0, 200):
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            comparison = cltr.compare_rankers(log, data.X[:, 1], n_bootstrap=n, random_state=0)
+        assert not [w for w in record if "n_bootstrap" in str(w.message)]
+        assert np.isfinite(comparison.improvement)

@@ -395,6 +395,9 @@ def compare_rankers(log: ClickLog, candidate, baseline="logging", *, estimator="
     n_bootstrap : int >= 0, default 2000
         Bootstrap resamples of the queries for the BCa interval, and of the
         sessions for each ranker's own estimate (0: no bootstrap intervals).
+        Fewer than ``2 / alpha`` (``alpha = (1 - confidence) / n_candidates``;
+        40 for one 95 % interval) is a ``ValueError``: no replicate would fall
+        beyond an end of the interval. Fewer than ``10 / alpha`` warns.
     random_state : None, int or numpy Generator, default None
         Seed of the bootstraps (and of DR's folds).
     clip : float in (0, 1], default 0.1
@@ -480,6 +483,7 @@ def _compare(log, candidates: dict, baseline, baseline_name: str, *, estimator, 
     confidence = check_real(confidence, "confidence", min_value=0.0, max_value=1.0, include_min=False,
                             include_max=False)
     n_bootstrap = check_int(n_bootstrap, "n_bootstrap", min_value=0)
+    _check_replicates(n_bootstrap, confidence, len(candidates))
     logging = _is_logging(baseline)
     value = ("clicks" if logging else "relevance") if value is None else value
     if value not in ("clicks", "relevance"):
@@ -533,6 +537,33 @@ def _compare(log, candidates: dict, baseline, baseline_name: str, *, estimator, 
                                ci_low, ci_high, *boot.get(name, (None, None)), p_value, lower, confidence,
                                cand_est, base, p.unpaired, p.n_queries, m, higher, tuple(messages))
     return out
+
+
+# A BCa bound rests on the replicates beyond it: fewer than this many in each tail only warns.
+MIN_TAIL_REPLICATES = 5
+
+
+def _check_replicates(n_bootstrap: int, confidence: float, m: int) -> None:
+    """Enough resamples for the stated interval: ``n_bootstrap * alpha / 2 >= 1`` (else refused), ``>= 5`` (else warned).
+
+    ``alpha = (1 - confidence) / m`` is each comparison's two-sided level after Bonferroni. With
+    fewer than ``2 / alpha`` replicates not one falls beyond an end of the interval, whose bounds are
+    then the extreme replicates (one replicate: a zero-width interval), whatever the data.
+    """
+    if n_bootstrap == 0:
+        return
+    alpha = (1.0 - confidence) / m
+    least = int(np.ceil(2.0 / alpha - 1e-9))
+    level = f"{_percent(confidence)} BCa interval" + (f" (Bonferroni over {m}: {_percent(1 - alpha)} each)"
+                                                     if m > 1 else "")
+    if n_bootstrap < least:
+        raise ValueError(f"n_bootstrap={n_bootstrap} is too few resamples for a {level}: at least {least} put one "
+                         f"replicate beyond each end (fewer give the extreme replicates as its bounds); use "
+                         f"{max(2000, MIN_TAIL_REPLICATES * least)} or more, or 0 for no bootstrap interval")
+    if n_bootstrap * alpha / 2 < MIN_TAIL_REPLICATES:
+        warnings.warn(f"n_bootstrap={n_bootstrap}: the {level} rests on fewer than {MIN_TAIL_REPLICATES} replicates "
+                      f"beyond each end; its bounds are noisy (use {max(2000, MIN_TAIL_REPLICATES * least)} or more)",
+                      EstimateWarning, stacklevel=4)
 
 
 def _bootstrap_bounds(log, terms, Ab, B, confidence, m, n_bootstrap, random_state) -> dict:
