@@ -392,3 +392,33 @@ def test_few_resamples_warn_and_enough_or_none_do_not(sim):
             comparison = cltr.compare_rankers(log, data.X[:, 1], n_bootstrap=n, random_state=0)
         assert not [w for w in record if "n_bootstrap" in str(w.message)]
         assert np.isfinite(comparison.improvement)
+
+
+# ----------------------------------------------------------------------------- 8. the dict form saves
+
+@pytest.mark.parametrize("constraints", [{0: 1}, {np.int64(2): -1, 0: 1}, [1] + [0] * 8 + [-1]])
+def test_monotone_constraints_in_every_documented_form_save_and_load(constraints, sim, tmp_path):
+    from counterfactual_ltr import load_model, save_model
+
+    data, log = sim
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = cltr.SVMPropDCG(monotone_constraints=constraints).fit(log)
+    save_model(model, tmp_path / "m.npz")
+    back = load_model(tmp_path / "m.npz")
+    expected = {int(k): v for k, v in constraints.items()} if isinstance(constraints, dict) else constraints
+    assert back.monotone_constraints == expected
+    assert all(type(k) is int for k in (back.monotone_constraints if isinstance(expected, dict) else {}))
+    np.testing.assert_array_equal(back.predict(data), model.predict(data))
+
+
+def test_a_mapping_that_json_cannot_hold_and_a_tampered_one_are_refused():
+    from counterfactual_ltr.model_files.persistence import _Reader, _Writer
+
+    with pytest.raises(ValueError, match="neither all strings nor all integers"):
+        _Writer().value({0: 1, "a": 2}, "monotone_constraints")
+    stored = _Writer().value({0: 1, 3: -1}, "monotone_constraints")
+    assert _Reader({}).value(stored, "monotone_constraints") == {0: 1, 3: -1}
+    for bad in ([[0, 1], [0, -1]], [["0", 1]], [[0]], [[True, 1]], []):
+        with pytest.raises(ValueError, match="monotone_constraints"):
+            _Reader({}).value({"__int_keys__": bad}, "monotone_constraints")
