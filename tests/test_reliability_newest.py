@@ -422,3 +422,40 @@ def test_a_mapping_that_json_cannot_hold_and_a_tampered_one_are_refused():
     for bad in ([[0, 1], [0, -1]], [["0", 1]], [[0]], [[True, 1]], []):
         with pytest.raises(ValueError, match="monotone_constraints"):
             _Reader({}).value({"__int_keys__": bad}, "monotone_constraints")
+
+
+# ----------------------------------------------------------------------------- 9. a phantom page
+
+@pytest.mark.parametrize("doc, position, warned, example", [
+    (["a", "b", "b", "c"], [1, 2, 2, 3], True, "frame row 2 (query 'q', document 'b', position 2)"),
+    (["a", "b", "c", "b"], [1, 2, 3, 2], True, "frame row 3 (query 'q', document 'b', position 2)"),
+    (["a", "a", "b", "c"], [1, 1, 2, 3], True, "frame row 1 (query 'q', document 'a', position 1)"),
+    (["a", "b", "a", "b"], [1, 2, 1, 2], False, None),        # the query issued again, its page shown again
+    (["a", "b", "c", "d"], [1, 2, 1, 2], False, None),
+    (["a", "b", "c", "d"], [1, 2, 3, 4], False, None),
+])
+def test_a_row_logged_twice_without_a_page_column_warns(doc, position, warned, example):
+    from counterfactual_ltr.logs.raw_events import RepeatedRowWarning
+
+    events = {"query": ["q"] * 4, "doc": doc, "position": position, "click": [0, 1, 1, 0]}
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        log = ClickLog.from_events(events)
+    found = [str(w.message) for w in record if issubclass(w.category, RepeatedRowWarning)]
+    assert bool(found) == warned, found
+    if warned:
+        assert found[0].startswith("1 page(s)") and example in found[0] and "session=" in found[0]
+        assert log.n_sessions == 2                      # kept, as documented
+    if position[0] != position[1] and position[2] != position[3]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")              # a page column says what the pages are: no guess
+            ClickLog.from_events(dict(events, page=["p"] * 2 + ["r"] * 2), session="page")
+
+
+def test_the_count_covers_every_repeat():
+    from counterfactual_ltr.logs.raw_events import RepeatedRowWarning
+
+    events = {"query": ["q"] * 3 + ["r"] * 3, "doc": ["a", "b", "b", "x", "x", "y"],
+              "position": [1, 2, 2, 1, 1, 2], "click": [0, 1, 1, 1, 1, 0]}
+    with pytest.warns(RepeatedRowWarning, match=r"^2 page\(s\)"):
+        ClickLog.from_events(events)

@@ -426,6 +426,10 @@ class ClickLog:
           their id, rows within a page by position;
         * without it, pages are runs of consecutive rows: a new page starts at a row whose query
           differs from the row before's, or whose position is not larger than the row before's.
+          A page that starts with a row repeating a (query, document, position) row of the page
+          before, where that is no plausible new result list (the row just before again, or a
+          page starting after position 1), is more likely a row logged twice: it warns
+          (``RepeatedRowWarning``, with the count and an example) and is kept as a page.
 
         Positions are as recorded, 1-based; a position missing from a page was not shown.
         ``ValueError`` (naming the column and a frame row) for a missing id, position or click,

@@ -16,7 +16,7 @@ from ..datasets import _frame_column
 from ..ids import IdTable, factorize, format_id, frame_of, id_column, match
 from .session_checks import cut_pages
 
-__all__ = ["check_id_types", "event_arrays", "join_rows", "kept_after_join", "missing_features_error", "MissingFeaturesWarning"]
+__all__ = ["RepeatedRowWarning", "check_id_types", "event_arrays", "join_rows", "kept_after_join", "missing_features_error", "MissingFeaturesWarning"]
 
 
 class MissingFeaturesWarning(UserWarning):
@@ -68,6 +68,8 @@ def event_arrays(frame, *, query="query", doc="doc", position="position", click=
         return f"frame row {frame.index[i]!r}"
 
     order, offsets = cut_pages(query_code, positions, session_code, locate, names=(query, position))
+    if session is None:
+        _warn_phantom_pages(offsets, query_code, doc_code, positions, query_ids, doc_ids, locate)
     ids, rows = IdTable.from_codes(query_code, query_ids, doc_code, doc_ids)
     rows, query_code = rows[order], query_code[order]
     starts = offsets[:-1]
@@ -75,6 +77,46 @@ def event_arrays(frame, *, query="query", doc="doc", position="position", click=
             "positions": positions[order], "clicks": clicks[order],
             "session_ids": session_ids[session_code[order][starts]] if session is not None
             else np.arange(len(starts), dtype=np.int64)}
+
+
+class RepeatedRowWarning(UserWarning):
+    """Without a page column, a row repeating a (query, document, position) row of the page before starts a page."""
+
+
+def _warn_phantom_pages(offsets, query_code, doc_code, positions, query_ids, doc_ids, locate) -> None:
+    """Warn when pages cut from runs start with a row that repeats one of the page before (same query).
+
+    Only where that is no plausible new result list: the row is the one just before, or the page
+    starts after position 1 (a re-issued query showing its page again starts at 1). Such a page is more likely a row logged twice than a new result list: it would count the
+    row's click twice, on a page that starts at its position.
+    """
+    starts = offsets[1:-1]
+    if starts.size == 0:
+        return
+    previous = offsets[:-2]
+    # A new result list that shows the previous one again starts at position 1 with another row than the
+    # previous row; a duplicate is the previous row again, or a page that starts after position 1.
+    same_query = query_code[starts] == query_code[previous]
+    twice = (doc_code[starts] == doc_code[starts - 1]) & (positions[starts] == positions[starts - 1])
+    candidates = starts[same_query & (twice | (positions[starts] > 1))]
+    if candidates.size == 0:
+        return
+    page = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    # A candidate (first row of page p) is a repeat when (p - 1, doc, position) is a row of page p - 1.
+    rows = np.stack([page, doc_code, positions]).T.astype(np.int64)
+    probes = np.stack([page[candidates] - 1, doc_code[candidates], positions[candidates]]).T.astype(np.int64)
+    both = np.concatenate([rows, probes])
+    _, inverse = np.unique(both, axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    repeated = candidates[np.isin(inverse[len(rows):], inverse[:len(rows)])]
+    if repeated.size == 0:
+        return
+    i = int(repeated[0])
+    warnings.warn(f"{repeated.size} page(s) cut from runs of rows (no session column) start with a row that repeats "
+                  f"a (query, document, position) row of the page before, e.g. {locate(i)} (query "
+                  f"{format_id(query_ids[query_code[i]])}, document {format_id(doc_ids[doc_code[i]])}, position "
+                  f"{positions[i]}): such a row is more likely logged twice than a new page (its click would count "
+                  "twice); drop the duplicates, or name the pages with session=...", RepeatedRowWarning, stacklevel=4)
 
 
 def join_rows(keys: tuple, data, missing: str = "raise", check_types: bool = True) -> tuple[np.ndarray, np.ndarray]:
