@@ -459,3 +459,84 @@ def test_the_count_covers_every_repeat():
               "position": [1, 2, 2, 1, 1, 2], "click": [0, 1, 1, 1, 1, 0]}
     with pytest.warns(RepeatedRowWarning, match=r"^2 page\(s\)"):
         ClickLog.from_events(events)
+
+
+# ----------------------------------------------------------------------------- a walk through the entry points
+
+def _entry_points():
+    """Public entry points of the newer modules, each a function of one possibly bad input ``x``."""
+    from counterfactual_ltr.evaluation import on_policy_value
+
+    scores = np.zeros(4)
+    entries = {name: (lambda x, f=getattr(cltr, name): f(x, scores, n_bootstrap=0))
+               for name in ("ips_estimate", "snips_estimate", "clipped_ips_estimate", "dr_estimate",
+                            "policy_aware_estimate")}
+    entries.update({
+        "scorer": lambda x: cltr.snips_scorer()(_Zero(), x),
+        "compare_rankers log": lambda x: cltr.compare_rankers(x, scores),
+        "compare_rankers candidate": lambda x: cltr.compare_rankers(_two_queries()[1], x),
+        "compare_rankers baseline": lambda x: cltr.compare_rankers(_two_queries()[1], scores, x),
+        "validation_report log": lambda x: cltr.validation_report({"a": scores}, x),
+        "validation_report rankers": lambda x: cltr.validation_report(x, _two_queries()[1]),
+        "fit_relevance": lambda x: fit_relevance(x),
+        "on_policy_value": lambda x: on_policy_value(x),
+        "true_click_values": lambda x: true_click_values(x, scores, scores),
+        "session_contributions": lambda x: session_contributions(x, scores),
+        "from_events": lambda x: ClickLog.from_events(x),
+        "from_frame": lambda x: RankingDataset.from_frame(x),
+        "with_data": lambda x: _events(["q", "q", "r"], ["a", "b", "a"]).with_data(x),
+        "aggregate_clicks": lambda x: cltr.aggregate_clicks(x, _two_queries()[0], query="query"),
+        "GBDTPropDCG.fit": lambda x: cltr.GBDTPropDCG(n_estimators=2).fit(x),
+        "GBDTPropDCG lgb_params": lambda x: cltr.GBDTPropDCG(n_estimators=2, lgb_params=x).fit(_two_queries()[1]),
+        "SVMPropDCG monotone": lambda x: cltr.SVMPropDCG(monotone_constraints=x).fit(_two_queries()[1]),
+        "save_model": lambda x: cltr.save_model(x, "/nonexistent-dir/m.npz"),
+    })
+    return entries
+
+
+def _bad_inputs():
+    import pandas as pd
+
+    return {
+        "None": None, "text": "abc", "number": 3.5, "nan": float("nan"), "empty dict": {}, "empty list": [],
+        "array 2-D": np.zeros((2, 2)), "array of text": np.array(["a", "b"]), "a data set": _two_queries()[0],
+        "a raw log": _events(["q", "q", "r"], ["a", "b", "a"]), "empty frame": pd.DataFrame(),
+        "frame of ids only": pd.DataFrame({"query": ["q"], "doc": ["a"]}),
+        "frame with text features": pd.DataFrame({"query": ["q", "q"], "doc": ["a", "b"], "f": ["x", "y"]}),
+        "frame with NaN ids": pd.DataFrame({"query": [np.nan, "q"], "doc": ["a", "b"], "position": [1, 2],
+                                            "click": [0, 1], "f": [0.0, 1.0]}),
+        "frame with text positions": pd.DataFrame({"query": ["q", "q"], "doc": ["a", "b"], "position": ["1", "x"],
+                                                   "click": [0, 1]}),
+        "frame with big ids": pd.DataFrame({"query": ["q", "q"], "doc": [2**64, 1], "position": [1, 2],
+                                            "click": [0, 1], "f": [0.0, 1.0]}),
+        "frame with empty ids": pd.DataFrame({"query": ["", ""], "doc": ["a", "b"], "position": [1, 2],
+                                              "click": [0, 1], "f": [0.0, 1.0]}),
+        "frame with repeated columns": pd.DataFrame([[1, 2, 1, 0]], columns=["query", "query", "position", "click"]),
+        "a log without clicks": ClickLog.from_events({"query": ["q", "q"], "doc": ["a", "b"], "position": [1, 2],
+                                                      "click": [0, 0]}).with_data(_two_queries()[0]),
+        "dict of scalars": {"query": "q", "doc": "a"}, "int-keyed dict": {0: 1, 7: -1},
+        "mapping to None": {"a": None}, "nested": [[1, 2], [3]],
+    }
+
+
+ALLOWED = (ValueError, TypeError, NotImplementedError, FileNotFoundError, IsADirectoryError)
+FORBIDDEN = (AttributeError, KeyError, IndexError)
+
+
+@pytest.mark.parametrize("entry", sorted(_entry_points()))
+def test_bad_inputs_through_every_entry_point_fail_with_a_clear_error(entry):
+    call = _entry_points()[entry]
+    failures = []
+    for name, bad in _bad_inputs().items():
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                call(bad)
+        except FORBIDDEN as err:
+            failures.append(f"{name}: {type(err).__name__}: {err}")
+        except ALLOWED as err:
+            if not str(err).strip() or "could not convert" in str(err) or "broadcast" in str(err):
+                failures.append(f"{name}: {type(err).__name__} says {str(err)!r}")
+        except Exception as err:        # anything else is not a message about the input
+            failures.append(f"{name}: {type(err).__name__}: {err}")
+    assert not failures, "\n".join(failures)
