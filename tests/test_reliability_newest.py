@@ -275,6 +275,11 @@ def test_from_dask_names_the_column_partition_and_value(tmp_path):
                 build(dd.from_pandas(mixed, npartitions=1), shuffle=False)
         good = build(dd.from_pandas(frame.assign(f0=0.0), npartitions=2))
         assert good.n_docs == 4
+        # A log with a row twice, aggregated over the distributed data set: the session check's own words.
+        log = pd.DataFrame({"session": [0, 0, 0, 1, 1], "qid": [1, 1, 1, 2, 2], "doc": [1, 2, 2, 1, 2],
+                            "position": [1, 2, 2, 1, 2], "click": [True, False, False, False, True]})
+        with pytest.raises(ValueError, match=r"partition \d: session 0: positions must run 1..n .* repeats"):
+            cltr.aggregate_clicks(dd.from_pandas(log, npartitions=1), good, engine="dask")
     cluster.close()
 
 

@@ -453,8 +453,18 @@ def frame_aggregate(frame, data: RankingDataset, propensity, where: str) -> Clic
     [0.0, 0.0, 1.0]
     """
     frame = frame.sort_values("session", kind="stable")
-    summary = summarise([(frame, where)], data, _count, _merge_two)
-    edges, n_sessions = fold([summary], data, _count, _merge_two)
+    try:
+        summary = summarise([(frame, where)], data, _count, _merge_two)
+        edges, n_sessions = fold([summary], data, _count, _merge_two)
+    except NotGrouped:
+        # The rows are grouped here: a session the stream cannot check is a bad one; say which and why.
+        from .session_checks import check_sessions, frame_arrays
+
+        try:
+            check_sessions(data, frame_arrays(frame.sort_values(["session", "position"], kind="stable")))
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}") from None
+        raise ValueError(f"{where}: a session's rows do not form one checked session") from None
     table = _merge_tables([t for t in (summary.reduced, edges) if t is not None])
     return ClickAggregate._weighted(data, table if table is not None else _merge_tables([]), n_sessions, propensity)
 
