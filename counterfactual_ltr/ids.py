@@ -39,6 +39,14 @@ def as_dataframe(frame):
     if isinstance(frame, Mapping):
         try:
             frame = pd.DataFrame(dict(frame))
+        except UnicodeEncodeError:
+            for name, values in frame.items():        # the column and value pandas could not store as text
+                for i, v in enumerate(values if isinstance(values, (list, tuple, np.ndarray)) else []):
+                    if isinstance(v, str) and not _utf8(v):
+                        raise ValueError(f"column {name!r} holds {v!r} at row {i}, which is not valid Unicode text "
+                                         "(a lone surrogate: undecoded bytes?)") from None
+            raise ValueError("cannot build a frame from the mapping of columns: a value is not valid Unicode "
+                             "text") from None
         except (ValueError, TypeError) as err:
             raise ValueError(f"cannot build a frame from the mapping of columns: {err}") from err
     if not isinstance(frame, pd.DataFrame):
@@ -144,14 +152,18 @@ def id_column(frame, name: str) -> np.ndarray:
 
 def _check_texts(values, name: str, frame) -> None:
     """String ids are not empty (a CSV reads an empty field as missing: refused alike from a frame) and are UTF-8."""
-    if "" in set(values):
-        raise _empty_id(name, frame, next(k for k, v in enumerate(values) if v == ""))
-    try:
-        "\x00".join(values).encode("utf-8")
-    except UnicodeEncodeError:
-        i = next(k for k, v in enumerate(values) if not _utf8(v))
-        raise ValueError(f"column {name!r} holds {values[i]!r} at frame row {frame.index[i]!r}, which is not valid "
-                         "Unicode text (a lone surrogate: undecoded bytes?) and could not be written as UTF-8") from None
+    empty = np.asarray(values == "", dtype=bool)
+    if empty.any():
+        raise _empty_id(name, frame, int(np.argmax(empty)))
+    step = 1 << 16                 # joined in pieces: one encode call per piece, no copy of the whole column
+    for start in range(0, len(values), step):
+        try:
+            "\x00".join(values[start:start + step]).encode("utf-8")
+        except UnicodeEncodeError:
+            i = start + next(k for k, v in enumerate(values[start:start + step]) if not _utf8(v))
+            raise ValueError(f"column {name!r} holds {values[i]!r} at frame row {frame.index[i]!r}, which is not "
+                             "valid Unicode text (a lone surrogate: undecoded bytes?) and could not be written as "
+                             "UTF-8") from None
 
 
 def _empty_id(name: str, frame, i: int) -> ValueError:

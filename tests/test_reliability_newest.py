@@ -545,3 +545,12 @@ def test_bad_inputs_through_every_entry_point_fail_with_a_clear_error(entry):
         except Exception as err:        # anything else is not a message about the input
             failures.append(f"{name}: {type(err).__name__}: {err}")
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("build", [
+    lambda: ClickLog.from_events({"query": ["q\ud800"] * 2, "doc": ["a", "b"], "position": [1, 2], "click": [1, 0]}),
+    lambda: RankingDataset.from_frame({"query": ["q", "q"], "doc": ["a", "b\udc80"], "f": [0.0, 1.0]}),
+])
+def test_a_lone_surrogate_in_a_mapping_of_columns_is_named(build):
+    with pytest.raises(ValueError, match=r"column '(query|doc)' holds .* at row \d, which is not valid Unicode"):
+        build()
