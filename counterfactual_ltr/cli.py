@@ -488,7 +488,7 @@ def fit(log, data, output, features, label, model_name, C, alpha, epochs, hidden
     estimator, grid = _make_estimator(model_name, C, alpha, epochs, hidden, prop, scale, seed, tree_grid)
     dataset, click_log = _log_and_data(log, data, features, label, raw)
     if len(grid) > 1:
-        return _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, output, quiet)
+        return _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, output, quiet, dataset)
     (parameter, values), = grid.items()
     with show_progress(_progress_setting(quiet)):
         bar = progress(total=len(values) * cv, desc=f"grid search {model_name}", unit="fit")
@@ -508,7 +508,7 @@ def fit(log, data, output, features, label, model_name, C, alpha, epochs, hidden
         _echo(quiet, line)
 
 
-def _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, output, quiet):
+def _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, output, quiet, dataset):
     """``cltr fit`` over a grid of several parameters (the tree options): GridSearchCV, edges warned, no extension."""
     from sklearn.model_selection import GridSearchCV, GroupKFold
 
@@ -526,8 +526,10 @@ def _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, 
         finally:
             bar.close()
     check_grid_edge(search)
-    save_model(search.best_estimator_, output)
     chosen = ", ".join(f"{k}={v:g}" for k, v in search.best_params_.items())
+    if _ranks_everything_equal(search.best_estimator_, dataset):
+        raise InputError(_degenerate_tree_message(search, chosen, click_log))
+    save_model(search.best_estimator_, output)
     _echo(quiet, f"chose {chosen} (cross-validated {scoring} {search.best_score_:.5f}); wrote {output}")
 
 
@@ -555,6 +557,22 @@ def _degenerate_message(model, model_name, record) -> str:
                f"the weights; try larger C values (--C {record['grid'][-1] * 10:g},{record['grid'][-1] * 100:g}) "
                "or a log with more clicks")
     return f"the fitted {name} ranks every document equal ({tried}); no model was written: {why}"
+
+
+def _degenerate_tree_message(search, chosen, click_log) -> str:
+    """One line: the chosen trees rank everything equal, why, and what to try (nothing is written)."""
+    model = search.best_estimator_
+    tried = "; ".join(f"{k} in {', '.join(f'{v:g}' for v in values)}" for k, values in search.param_grid.items())
+    rows = model.n_train_rows_
+    if 2 * int(model.min_child_samples) > rows:
+        why = (f"every tree has one leaf: --min-child-samples {model.min_child_samples} is more than half the "
+               f"{rows} training rows (the rows of the queries with a click), so no split is possible; try "
+               f"--min-child-samples {max(1, rows // 10)} or lower")
+    else:
+        why = ("every tree has one leaf: no split improved the objective on these clicks; try a smaller "
+               "--min-child-samples or a log with more clicks")
+    return (f"the fitted {type(model).__name__} ranks every document equal (chose {chosen}; tried {tried}); "
+            f"no model was written: {why}")
 
 
 def _make_estimator(model_name, C, alpha, epochs, hidden, prop, scale, seed, tree_grid=None):

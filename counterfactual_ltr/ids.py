@@ -39,6 +39,14 @@ def as_dataframe(frame):
     if isinstance(frame, Mapping):
         try:
             frame = pd.DataFrame(dict(frame))
+        except UnicodeEncodeError:
+            for name, values in frame.items():        # the column and value pandas could not store as text
+                for i, v in enumerate(values if isinstance(values, (list, tuple, np.ndarray)) else []):
+                    if isinstance(v, str) and not _utf8(v):
+                        raise ValueError(f"column {name!r} holds {v!r} at row {i}, which is not valid Unicode text "
+                                         "(a lone surrogate: undecoded bytes?)") from None
+            raise ValueError("cannot build a frame from the mapping of columns: a value is not valid Unicode "
+                             "text") from None
         except (ValueError, TypeError) as err:
             raise ValueError(f"cannot build a frame from the mapping of columns: {err}") from err
     if not isinstance(frame, pd.DataFrame):
@@ -122,14 +130,54 @@ def id_column(frame, name: str) -> np.ndarray:
     if pd.api.types.is_integer_dtype(dtype):
         return column.to_numpy(dtype=np.int64)
     if dtype != object:
+        empty = (column.str.len() == 0).to_numpy(dtype=bool)
+        if empty.any():
+            raise _empty_id(name, frame, int(np.argmax(empty)))
+        if "pyarrow" not in str(getattr(dtype, "storage", "")):      # Arrow holds valid UTF-8 only
+            _check_texts(column.to_numpy(dtype=object), name, frame)
         return column.array        # a string column: factorized as it is (no Python object per row)
     values = column.to_numpy(dtype=object)
     is_str = np.fromiter((type(v) is str for v in values), dtype=bool, count=len(values))
     if not is_str.all():
         i = int(np.argmin(is_str))
+        if not is_str.any() and all(type(v) is int for v in values):
+            big = next(k for k, v in enumerate(values) if not -2**63 <= v < 2**64)
+            raise ValueError(f"column {name!r} holds {values[big]} at frame row {frame.index[big]!r}, beyond 64-bit "
+                             "integers (-2**63 .. 2**64 - 1): write such ids as strings")
         raise ValueError(f"column {name!r} mixes strings with other values (frame row {frame.index[i]!r} holds "
                          f"{values[i]!r} of type {type(values[i]).__name__})")
+    _check_texts(values, name, frame)
     return values
+
+
+def _check_texts(values, name: str, frame) -> None:
+    """String ids are not empty (a CSV reads an empty field as missing: refused alike from a frame) and are UTF-8."""
+    empty = np.asarray(values == "", dtype=bool)
+    if empty.any():
+        raise _empty_id(name, frame, int(np.argmax(empty)))
+    step = 1 << 16                 # joined in pieces: one encode call per piece, no copy of the whole column
+    for start in range(0, len(values), step):
+        try:
+            "\x00".join(values[start:start + step]).encode("utf-8")
+        except UnicodeEncodeError:
+            i = start + next(k for k, v in enumerate(values[start:start + step]) if not _utf8(v))
+            raise ValueError(f"column {name!r} holds {values[i]!r} at frame row {frame.index[i]!r}, which is not "
+                             "valid Unicode text (a lone surrogate: undecoded bytes?) and could not be written as "
+                             "UTF-8") from None
+
+
+def _empty_id(name: str, frame, i: int) -> ValueError:
+    return ValueError(f"column {name!r} has an empty id at frame row {frame.index[i]!r}: a CSV reads an empty field "
+                      "as a missing value, so ids are never empty (the same log must read the same from a frame and "
+                      "from a file); give every row an id")
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 _CANONICAL_INTEGER = r"0|-?[1-9][0-9]*"

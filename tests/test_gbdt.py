@@ -244,7 +244,7 @@ def test_bad_input_and_missing_lightgbm(small, monkeypatch):
                           ({"num_leaves": 1}, "num_leaves"), ({"learning_rate": -1}, "learning_rate"),
                           ({"subsample": 0.0}, "subsample"), ({"metric": "prec@k", "metric_params": {"k": 2}},
                                                               "not differentiable"),
-                          ({"lgb_params": {"num_leaves": 3}}, "repeats"), ({"n_estimators": 0}, "n_estimators")]:
+                          ({"lgb_params": {"num_leaves": 3}}, "own parameter num_leaves"), ({"n_estimators": 0}, "n_estimators")]:
         with pytest.raises(ValueError, match=match):
             GBDTPropDCG(**params).fit(log)
     with pytest.raises(ValueError, match="ClickLog or a ClickAggregate"):

@@ -244,12 +244,15 @@ def test_grid_search_and_the_aggregate_take_a_joined_log(letor_path):
 def test_string_ids_that_look_like_numbers_or_missing_values_round_trip_through_csv(tmp_path):
     from counterfactual_ltr.files import read_click_log, write_click_log
 
-    log = ClickLog.from_events({"query": ["007", "NA", "NA", "7"], "doc": ["123", "", "4.5", "nan"],
+    log = ClickLog.from_events({"query": ["007", "NA", "NA", "7"], "doc": ["123", "NULL", "4.5", "nan"],
                                 "position": [1, 1, 2, 1], "click": [1, 0, 1, 0]})
     write_click_log(log, tmp_path / "ids.csv")
     back = read_click_log(tmp_path / "ids.csv", session="session")
     pd.testing.assert_frame_equal(back.to_frame(), log.to_frame())
-    assert back.to_frame()["doc"].tolist() == ["123", "", "4.5", "nan"]
+    assert back.to_frame()["doc"].tolist() == ["123", "NULL", "4.5", "nan"]
+    # An empty id is refused from a frame as a user's CSV reads it (missing), issue 38.
+    with pytest.raises(ValueError, match="column 'doc' has an empty id at frame row 1"):
+        ClickLog.from_events({"query": ["q", "q"], "doc": ["a", ""], "position": [1, 2], "click": [1, 0]})
 
 
 def test_csv_ids_that_look_like_numbers_until_a_late_row_are_all_strings(tmp_path):
@@ -267,7 +270,7 @@ def test_csv_ids_that_look_like_numbers_until_a_late_row_are_all_strings(tmp_pat
     log = read_click_log(tmp_path / "mixed.csv")
     assert log.doc_ids.dtype == object and log.doc_ids[log.docs][[0, -1]].tolist() == ["0", "abc"]
     data = RankingDataset.from_frame(frame[["query", "doc"]].assign(f=0.0), features=["f"])
-    with pytest.raises(ValueError, match="column 'doc' holds integers in one part of the log and other values"):
+    with pytest.raises(ValueError, match=r"column 'doc' holds integers from row \d+ of .*mixed.csv and other values .* of .*mixed.csv: .*batch_size"):
         aggregate_clicks(tmp_path / "mixed.csv", data, batch_size=100_000, doc="doc")
     assert aggregate_clicks(tmp_path / "mixed.csv", data, batch_size=n, doc="doc").n_clicks == log.n_clicks
 

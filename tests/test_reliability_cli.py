@@ -84,7 +84,39 @@ def folder(tmp_path_factory):
     del meta["state"]["predict"]
     entries["__meta__"] = np.array(json.dumps(meta))
     np.savez(d / "nan_model.npz", **entries)
+    _raw_files(d, data, log)
     return d
+
+
+def _raw_files(d, data, log):
+    """A raw log keyed by string ids, its feature table, and bad variants of both (issue 38)."""
+    import pandas as pd
+
+    frame = log.to_frame()
+    raw = pd.DataFrame({"page": frame["session"], "q": "q" + frame["qid"].astype(str), "d": "d" + frame["doc"].astype(str),
+                        "pos": frame["position"], "clicked": frame["click"].astype(int)})
+    raw.to_csv(d / "raw.csv", index=False)
+    table = pd.DataFrame(data.X, columns=[f"f{j}" for j in range(data.n_features)])
+    table.insert(0, "q", [f"q{q}" for q in data.qid])
+    table.insert(1, "d", [f"d{j}" for j in range(data.n_docs)])
+    table.to_csv(d / "features.csv", index=False)
+    raw.assign(q=frame["qid"], d=frame["doc"]).to_csv(d / "raw_int_ids.csv", index=False)
+    raw.assign(pos=0).to_csv(d / "raw_pos0.csv", index=False)
+    raw.assign(clicked="yes").to_csv(d / "raw_strclick.csv", index=False)
+    pd.concat([raw.iloc[:1], raw]).to_csv(d / "raw_dup.csv", index=False)
+    raw.drop(columns="pos").to_csv(d / "raw_nopos.csv", index=False)
+    raw.iloc[:0].to_csv(d / "raw_header.csv", index=False)
+    twice = raw.copy()
+    twice.loc[1, "d"] = twice.loc[0, "d"]                 # page 0 shows its first document twice
+    twice.to_csv(d / "raw_twice.csv", index=False)
+    with_text = table.astype({"f1": object})
+    with_text.loc[2, "f1"] = "abc"
+    with_text.to_csv(d / "features_text.csv", index=False)
+    pd.concat([table, table.iloc[:1]]).to_csv(d / "features_dup.csv", index=False)
+    table.drop(columns="f2").to_csv(d / "features_nof2.csv", index=False)
+    table.assign(d=np.arange(data.n_docs)).to_csv(d / "features_int_docs.csv", index=False)
+    table.iloc[:0].to_csv(d / "features_header.csv", index=False)
+    table.assign(f0=np.nan).to_csv(d / "features_nan.csv", index=False)
 
 
 SIM = ("simulate", "data.txt", "-o", "x.parquet")
@@ -150,6 +182,44 @@ BAD = [  # (arguments, a word the one-line message must hold)
     (("predict", "model.npz", "data.txt", "-o", "adir"), "directory"),
     (("experiments", "nosuch"), "unknown experiment"), (("experiments", "table3", "--bogus"), "--bogus"),
 ]
+# The newer surfaces (issue 38): raw logs joined with --features, --session, the tree options, cltr propensity's
+# options on a raw log.
+RAW = ("--query", "q", "--doc", "d", "--position", "pos", "--click", "clicked", "--session", "page")
+RFIT = ("fit", "raw.csv", "--features", "features.csv", "-o", "m.npz", "--C", "1", "--cv", "2") + RAW
+REVAL = ("evaluate", "model.npz", "raw.csv", "--features", "features.csv", "-o", "r.md") + RAW
+RPROP = ("propensity", "raw.csv", "-o", "p.json", "--method", "pbm", "--max-position", "4") + RAW
+TREE = ("fit", "log.parquet", "data.txt", "-o", "m.npz", "--model", "gbdt-propdcg", "--cv", "2", "--n-estimators", "2")
+BAD += [
+    (("fit", "raw_int_ids.csv", "--features", "features.csv", "-o", "m.npz") + RAW, "integers"),
+    (("fit", "raw.csv", "--features", "features_int_docs.csv", "-o", "m.npz") + RAW, "strings"),
+    (("fit", "raw.csv", "--features", "features_text.csv", "-o", "m.npz") + RAW, "features_text.csv"),
+    (("fit", "raw.csv", "--features", "features_dup.csv", "-o", "m.npz") + RAW, "features_dup.csv"),
+    (("fit", "raw.csv", "--features", "features_header.csv", "-o", "m.npz") + RAW, "features_header.csv"),
+    (("fit", "raw.csv", "--features", "features_nan.csv", "-o", "m.npz") + RAW, "features_nan.csv"),
+    (("fit", "raw.csv", "--features", "garbage.csv", "-o", "m.npz") + RAW, "garbage.csv"),
+    (("fit", "raw.csv", "--features", "empty.csv", "-o", "m.npz") + RAW, "empty.csv"),
+    (("fit", "raw.csv", "--features", "missing.csv", "-o", "m.npz") + RAW, "does not exist"),
+    (("fit", "raw.csv", "--features", "features.csv", "-o", "m.npz", "--label", "nope") + RAW, "nope"),
+    (("fit", "raw.csv", "--features", "features.csv", "-o", "m.npz") + RAW[:-2] + ("--session", "nope"), "nope"),
+    (("fit", "raw.csv", "--features", "features.csv", "-o", "m.npz", "--query", "nope"), "nope"),
+    (("fit", "raw.csv", "--features", "features.csv", "-o", "m.npz"), ""),
+    (("evaluate", "model.npz", "raw.csv", "--features", "features_int_docs.csv", "-o", "r.md") + RAW, "strings"),
+    (("evaluate", "model.npz", "raw_twice.csv", "--features", "features.csv", "-o", "r.md") + RAW, "twice"),
+    (REVAL + ("--confidence", "2"), "confidence"),
+    (("propensity", "raw_pos0.csv", "-o", "p.json", "--method", "pbm") + RAW, "pos"),
+    (("propensity", "raw_strclick.csv", "-o", "p.json", "--method", "pbm") + RAW, "clicked"),
+    (("propensity", "raw_nopos.csv", "-o", "p.json", "--method", "pbm") + RAW, "pos"),
+    (("propensity", "raw_header.csv", "-o", "p.json", "--method", "pbm") + RAW, ""),
+    (("propensity", "raw_dup.csv", "-o", "p.json", "--method", "pbm") + RAW, "raw_dup.csv"),
+    (RPROP + ("--method", "em"), "features"), (RPROP + ("--holdout", "1"), "--holdout"),
+    (RPROP + ("--holdout", "-0.5"), "--holdout"), (RPROP + ("--holdout", "nan"), "holdout"),
+    (RPROP + ("--max-position", "0"), "--max-position"), (RPROP + ("--bootstrap", "-2"), "--bootstrap"),
+    (RPROP + ("--method", "swap"), ""), (("propensity", "raw.csv", "-o", "p.json", "--method", "pbm") + RAW[:-2] + ("--session", "nope"), "nope"),
+    (TREE + ("--min-child-samples", "0"), "--min-child-samples"), (TREE + ("--num-leaves", "1"), "--num-leaves"),
+    (TREE + ("--learning-rate", "nan"), "--learning-rate"), (TREE + ("--learning-rate", "0"), "--learning-rate"),
+    (TREE + ("--num-leaves", "2.5"), "--num-leaves"), (TREE + ("--n-estimators", "x"), "--n-estimators"),
+    (TREE + ("--C", "1"), "--C"), (("fit", "log.parquet", "data.txt", "-o", "m.npz", "--n-estimators", "3"), "tree"),
+]
 # Every command that reads a log, on every bad log file.
 BAD_LOGS = ["garbage.parquet", "trunc_log.parquet", "flip_log.parquet", "empty.parquet", "empty.csv", "header.csv",
             "garbage.csv", "noclick.csv", "strclick.csv", "fardoc.parquet", "onesession.parquet", "bigcode.parquet",
@@ -192,6 +262,17 @@ def test_a_bad_log_is_never_accepted(name, folder, capsys):
     """These logs are wrong (or corrupted where it changes the content): status 2 naming the file, never 0."""
     status, _, err = _run(("evaluate", "model.npz", name, "data.txt", "-o", "r.md"), folder, capsys)
     assert status == 2 and name in err, err
+
+
+@pytest.mark.parametrize("source", [("log.parquet", "data.txt"), ("raw.csv", "--features", "features.csv") + RAW])
+def test_a_constant_tree_model_is_not_written(source, folder, capsys):
+    """Trees of one leaf: exit 2 and the reason on the last line (the folds' warnings may come before)."""
+    status, out, err = _run(("fit", *source, "-o", "const.npz", "--model", "gbdt-propdcg", "--cv", "2",
+                             "--n-estimators", "2", "--min-child-samples", "100000"), folder, capsys)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert "Traceback" not in out + err and status == 2 and not (folder / "const.npz").exists()
+    assert lines[-1].startswith("cltr: error: the fitted GBDTPropDCG ranks every document equal")
+    assert "--min-child-samples" in lines[-1]
 
 
 def test_cltr_alone_prints_its_usage(folder, capsys):

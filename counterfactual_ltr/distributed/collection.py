@@ -100,7 +100,7 @@ def from_dask(cls, frame, *, query, doc, features, label=None, sparse=False, shu
     if missing:
         raise ValueError(f"the frame lacks the columns {missing} (it has {list(frame.columns)})")
     client = default_client(client)
-    frame = frame[needed]
+    frame = frame.map_partitions(_columns_of, needed, meta=frame._meta[needed])
     if shuffle:
         frame = frame.shuffle(on=query, npartitions=npartitions or frame.npartitions)
     import dask
@@ -108,7 +108,12 @@ def from_dask(cls, frame, *, query, doc, features, label=None, sparse=False, shu
     build = dask.delayed(_build_partition, pure=True)
     tasks = [build(part, k, cls, query, doc, features, label, sparse) for k, part in enumerate(frame.to_delayed())]
     futures = client.compute(tasks)
-    shapes = client.gather(client.map(_shape, futures, pure=False))
+    try:
+        shapes = client.gather(client.map(_shape, futures, pure=False))
+    except RuntimeError as err:     # Dask's shuffle wraps a partition's error
+        if isinstance(err.__cause__, ValueError) and "partition of the frame" in str(err.__cause__):
+            raise ValueError(str(err.__cause__)) from None
+        raise
     keep = [k for k, shape in enumerate(shapes) if shape[0] > 0]
     if not keep:
         raise ValueError("the frame has no rows")
@@ -122,6 +127,58 @@ def from_dask(cls, frame, *, query, doc, features, label=None, sparse=False, shu
     return DistributedDataset(client, futures, [shapes[k] for k in keep], features, sparse)
 
 
+def _columns_of(pdf, needed):
+    """The needed columns of one partition; a ValueError naming those it lacks (files with other columns)."""
+    missing = [c for c in needed if c not in pdf.columns]
+    if missing:
+        raise ValueError(f"a partition of the frame lacks the columns {missing} (it has {list(pdf.columns)}; the "
+                         "frame takes its columns from its first partition: files with different columns?)")
+    return pdf[needed]
+
+
+def _check_ids(column, name, k):
+    """Ids as ``RankingDataset.from_frame`` takes them: integers or strings, one kind per column."""
+    import pandas as pd
+
+    dtype = column.dtype
+    if pd.api.types.is_integer_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
+        return
+    if dtype != object and pd.api.types.is_string_dtype(dtype):
+        return
+    if dtype != object:
+        raise ValueError(f"partition {k}: column {name!r} must hold ids (strings or integers), got dtype {dtype}")
+    values = column.to_numpy(dtype=object)
+    is_str = np.fromiter((type(v) is str for v in values), dtype=bool, count=len(values))
+    is_int = np.fromiter((isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in values),
+                         dtype=bool, count=len(values))
+    if is_str.all() or is_int.all():
+        return
+    bad = ~is_str if is_str.any() else ~is_int
+    i = int(np.argmax(bad))
+    what = "mixes strings with other values" if is_str.any() else "must hold ids (strings or integers)"
+    raise ValueError(f"partition {k}: column {name!r} {what} (row {i} of the partition holds {values[i]!r} of type "
+                     f"{type(values[i]).__name__}); ids are strings or integers, one kind per column")
+
+
+def _feature_values(pdf, features, k):
+    """The feature columns as float64; a ValueError naming the column, the partition and the value otherwise."""
+    import pandas as pd
+
+    try:
+        return pdf[features].to_numpy(dtype=np.float64)
+    except (TypeError, ValueError):
+        pass
+    for name in features:
+        column = pdf[name]
+        numbers = pd.to_numeric(column, errors="coerce")
+        bad = (numbers.isna() & column.notna()).to_numpy()
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ValueError(f"partition {k}: feature column {name!r} holds {column.iloc[i]!r} (row {i} of the "
+                             "partition), not a number")
+    raise ValueError(f"partition {k}: the feature columns {features} do not convert to numbers")
+
+
 def _build_partition(pdf, k, cls, query, doc, features, label, sparse):
     """One Dask partition as a :class:`Partition` (rows sorted by query id, then document id)."""
     import pandas as pd
@@ -132,6 +189,8 @@ def _build_partition(pdf, k, cls, query, doc, features, label, sparse):
         if pdf[name].isna().any():
             row = int(np.flatnonzero(pdf[name].isna().to_numpy())[0])
             raise ValueError(f"partition {k}: column {name!r} has a missing value (row {row} of the partition)")
+    for name in (query, doc):
+        _check_ids(pdf[name], name, k)
     pdf = pdf.sort_values([query, doc], kind="stable")
     repeated = pdf.duplicated([query, doc]).to_numpy()
     if repeated.any():
@@ -139,7 +198,7 @@ def _build_partition(pdf, k, cls, query, doc, features, label, sparse):
         raise ValueError(f"partition {k}: (query {_plain(pdf[query].iloc[at])!r}, document "
                          f"{_plain(pdf[doc].iloc[at])!r}) appears twice")
     codes, _ = pd.factorize(pdf[query], sort=False)
-    values = pdf[features].to_numpy(dtype=np.float64)
+    values = _feature_values(pdf, features, k)
     if sparse:
         import scipy.sparse as sp
 

@@ -57,17 +57,88 @@ from ..propensity import as_propensity_model
 from ._base import RankerMixin, click_aggregate, transform_log
 from ._booster_text import check_booster_text
 
-__all__ = ["GBDTPropDCG", "lightgbm_or_raise"]
+__all__ = ["GBDTPropDCG", "ConstantRankerWarning", "LightGBMWarning", "check_lgb_params", "lightgbm_or_raise"]
 
 OBJECTIVES = ("propdcg", "ips_lambdarank")
 # A document's curvature is at least this share of the round's largest (see the module docstring).
 _CURVATURE_FLOOR = 1e-6
-# LightGBM parameters set from this class's own; lgb_params may not repeat them.
-_OWN_LGB_KEYS = {"objective", "num_iterations", "n_estimators", "learning_rate", "num_leaves", "max_depth",
-                 "min_child_samples", "min_data_in_leaf", "min_child_weight", "min_sum_hessian_in_leaf",
-                 "subsample", "bagging_fraction", "subsample_freq", "bagging_freq", "colsample_bytree",
-                 "feature_fraction", "reg_alpha", "lambda_l1", "reg_lambda", "lambda_l2", "seed", "random_state",
-                 "num_threads", "n_jobs", "deterministic", "force_row_wise", "verbose", "verbosity"}
+# LightGBM parameters (canonical names) set from this class's own (the value: the parameter that sets it);
+# lgb_params may not name them or any of their aliases.
+_OWN_LGB_KEYS = {"objective": "objective", "num_iterations": "n_estimators", "learning_rate": "learning_rate",
+                 "num_leaves": "num_leaves", "max_depth": "max_depth", "min_data_in_leaf": "min_child_samples",
+                 "min_sum_hessian_in_leaf": "min_child_weight", "bagging_fraction": "subsample",
+                 "bagging_freq": "subsample_freq", "feature_fraction": "colsample_bytree", "lambda_l1": "reg_alpha",
+                 "lambda_l2": "reg_lambda", "seed": "random_state", "num_threads": "n_jobs",
+                 "early_stopping_round": "early_stopping", "deterministic": "(always True)",
+                 "force_row_wise": "(always True)", "verbosity": "(LightGBM's warnings are Python warnings)",
+                 "metric": "metric (the validation SNIPS estimate)"}
+# Parameters whose model a GBDTPropDCG model file cannot hold or serve (see _booster_text): refused up front.
+_UNSAVEABLE_LGB_KEYS = {"linear_tree": "linear trees", "categorical_feature": "categorical splits"}
+
+
+def _lgb_aliases(lgb) -> dict:
+    """Every LightGBM parameter name and alias -> its canonical name, from LightGBM's own table."""
+    table = lgb.basic._ConfigAliases
+    table.get("verbosity")      # fills the table lazily
+    return {alias: name for name, aliases in table.aliases.items() for alias in [name, *aliases]}
+
+
+def check_lgb_params(lgb_params, lgb=None) -> dict:
+    """``lgb_params`` checked against LightGBM's parameter list: a ``ValueError`` naming a bad key.
+
+    Unknown names (typically misspelt; LightGBM would ignore them), names or aliases of a
+    parameter this class sets from its own (LightGBM would drop one of the two), and parameters
+    whose model cannot be saved or served (linear trees, categorical splits) are refused.
+
+    Parameters
+    ----------
+    lgb_params : dict or None
+    lgb : module, optional
+        ``lightgbm`` (imported when not given).
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> check_lgb_params({"max_bin": 63})
+    {'max_bin': 63}
+    >>> check_lgb_params({"eta": 0.9})
+    Traceback (most recent call last):
+    ...
+    ValueError: lgb_params key 'eta' (an alias of LightGBM's 'learning_rate') is set from GBDTPropDCG's own parameter learning_rate: set learning_rate=... instead
+    """
+    if lgb_params is None:
+        return {}
+    if not isinstance(lgb_params, dict):
+        raise TypeError(f"lgb_params must be a dict or None, got {type(lgb_params).__name__}")
+    aliases = _lgb_aliases(lightgbm_or_raise() if lgb is None else lgb)
+    for key in lgb_params:
+        if not isinstance(key, str):
+            raise ValueError(f"lgb_params keys must be LightGBM parameter names (str), got {key!r}")
+        name = aliases.get(key)
+        if name is None:
+            import difflib
+
+            close = difflib.get_close_matches(key, list(aliases), n=3)
+            raise ValueError(f"lgb_params key {key!r} is not a LightGBM parameter"
+                             + (f" (did you mean {', '.join(map(repr, close))}?)" if close else "")
+                             + "; see LightGBM's parameter list")
+        what = f"lgb_params key {key!r}" + (f" (an alias of LightGBM's {name!r})" if key != name else "")
+        if name in _OWN_LGB_KEYS:
+            own = _OWN_LGB_KEYS[name]
+            raise ValueError(f"{what} is set by GBDTPropDCG itself {own}" if own.startswith("(") else
+                             f"{what} is set from GBDTPropDCG's own parameter {own}: set {own.split()[0]}=... "
+                             "instead")
+        if name in _UNSAVEABLE_LGB_KEYS:
+            raise ValueError(f"{what} gives {_UNSAVEABLE_LGB_KEYS[name]}, which a GBDTPropDCG model file cannot "
+                             "hold (save_model would write a model load_model refuses): leave it out"
+                             + (" and encode categories as numbers or one-hot columns"
+                                if name == "categorical_feature" else ""))
+    return dict(lgb_params)
+
+
 _FITTED = ("booster_", "n_estimators_", "objective_history_", "validation_scores_", "best_iteration_",
            "n_features_in_", "preprocessor_", "n_train_clicks_", "n_train_rows_", "n_train_queries_",
            "n_pairs_", "fit_seconds_")
@@ -147,7 +218,12 @@ class GBDTPropDCG(RankerMixin, BaseEstimator):
     reg_lambda : float >= 0, default 0.0
         L2 penalty on the leaf values.
     lgb_params : dict or None, default None
-        Further LightGBM parameters (e.g. ``{"max_bin": 63}``); the ones above may not be repeated.
+        Further LightGBM parameters (e.g. ``{"max_bin": 63}``), checked in ``fit`` by
+        :func:`check_lgb_params` against LightGBM's own table: unknown names, the ones above and
+        their aliases (``eta``, ``num_boost_round``, ...) and options a model file cannot hold
+        (linear trees, categorical features) are a ``ValueError``. LightGBM's warnings arrive as
+        :class:`LightGBMWarning`; a model whose trees all have one leaf (a constant ranker, e.g.
+        ``min_child_samples`` above half the training rows) warns with :class:`ConstantRankerWarning`.
     propensity : None, float (eta) or propensity model, default None
         Examination propensities of the clicks (default position-based with eta = 1); a
         trust-bias model gives the affine correction (negative weights allowed).
@@ -273,12 +349,7 @@ class GBDTPropDCG(RankerMixin, BaseEstimator):
                           ("n_iter_no_change", 1), ("n_jobs", 1)):
             check_int(getattr(self, name), name, min_value=low)
         check_int(self.max_depth, "max_depth", min_value=-1)
-        if self.lgb_params is not None:
-            if not isinstance(self.lgb_params, dict):
-                raise TypeError(f"lgb_params must be a dict or None, got {type(self.lgb_params).__name__}")
-            repeated = sorted(set(self.lgb_params) & _OWN_LGB_KEYS)
-            if repeated:
-                raise ValueError(f"lgb_params repeats {repeated}: set them as GBDTPropDCG's own parameters")
+        check_lgb_params(self.lgb_params)
         return lam
 
     def _seed(self):
@@ -297,7 +368,7 @@ class GBDTPropDCG(RankerMixin, BaseEstimator):
                   "min_sum_hessian_in_leaf": float(self.min_child_weight), "bagging_fraction": float(self.subsample),
                   "bagging_freq": int(self.subsample_freq), "feature_fraction": float(self.colsample_bytree),
                   "lambda_l1": float(self.reg_alpha), "lambda_l2": float(self.reg_lambda),
-                  "num_threads": int(self.n_jobs), "deterministic": True, "force_row_wise": True, "verbose": -1,
+                  "num_threads": int(self.n_jobs), "deterministic": True, "force_row_wise": True, "verbose": 0,
                   "metric": "None"}
         if seed is not None:
             params["seed"] = seed
@@ -343,13 +414,17 @@ class GBDTPropDCG(RankerMixin, BaseEstimator):
         params["objective"] = self._objective_function(rows, lam, history)
         # feature_pre_filter off: a min_child_samples that no split can meet gives trees of one leaf (a constant
         # ranker), not LightGBM's error that no feature is left.
-        train_set = lgb.Dataset(rows.X, label=np.zeros(rows.n_rows), params={"verbose": -1, "feature_pre_filter": False})
+        train_set = lgb.Dataset(rows.X, label=np.zeros(rows.n_rows), params={"verbose": 0, "feature_pre_filter": False})
         fit_kw, validation = {}, None
         if validation_log is not None:
             validation = _SnipsValidation(validation_log, propensity, self._validation_metric())
             fit_kw = validation.train_arguments(lgb, train_set, self)
         started = time.perf_counter()
-        booster = lgb.train(params, train_set, num_boost_round=int(self.n_estimators), **fit_kw)
+        with _LightGBMWarnings(lgb):
+            try:
+                booster = lgb.train(params, train_set, num_boost_round=int(self.n_estimators), **fit_kw)
+            except lgb.basic.LightGBMError as err:
+                raise ValueError(f"LightGBM refused the parameters ({err}); lgb_params={self.lgb_params!r}") from None
         self.fit_seconds_ = time.perf_counter() - started
         best = booster.best_iteration if (self.early_stopping and booster.best_iteration > 0) else booster.num_trees()
         # A booster rebuilt from its text holds no reference to the objective function (pickle-safe).
@@ -361,6 +436,14 @@ class GBDTPropDCG(RankerMixin, BaseEstimator):
         self.n_features_in_ = rows.X.shape[1]
         self.n_train_clicks_, self.n_train_rows_ = rows.n_clicks, rows.n_rows
         self.n_train_queries_, self.n_pairs_ = rows.n_queries, rows.pairs.n_pairs
+        if all(tree["num_leaves"] == 1 for tree in self.booster_.dump_model()["tree_info"]):
+            why = (f"min_child_samples={self.min_child_samples!r} is more than half the {rows.n_rows} training rows "
+                   "(the rows of the queries with a click): no split keeps that many on both sides; lower it"
+                   if 2 * int(self.min_child_samples) > rows.n_rows else
+                   "no split improved the objective (min_child_weight, reg_lambda or the clicks); see LightGBM's "
+                   "warnings")
+            warnings.warn(f"{type(self).__name__}: every tree has a single leaf, so the model ranks every document "
+                          f"equal: {why}", ConstantRankerWarning, stacklevel=2)
         if self.objective == "propdcg" and len(history) > 1 and history[-1] > history[0]:
             warnings.warn(f"{type(self).__name__}: the training objective rose from {history[0]:.4g} to "
                           f"{history[-1]:.4g} over the rounds (learning_rate={self.learning_rate!r} overshoots); "
@@ -474,6 +557,48 @@ class GBDTPropDCG(RankerMixin, BaseEstimator):
             return lgb.Booster(model_str=text)
         except lgb.basic.LightGBMError as err:
             raise ValueError(f"the stored booster is not a LightGBM model ({err})") from None
+
+
+class ConstantRankerWarning(UserWarning):
+    """A fitted ranker gives every document of a query the same score (e.g. trees of one leaf)."""
+
+
+class LightGBMWarning(UserWarning):
+    """A warning of LightGBM's, raised as a Python warning (LightGBM's own log is otherwise silenced)."""
+
+
+class _LightGBMWarnings:
+    """LightGBM's log routed to Python during a fit: each distinct ``[Warning]`` line once, as LightGBMWarning.
+
+    LightGBM's logger is process-wide; the one registered before is restored on exit.
+    """
+
+    def __init__(self, lgb):
+        self.lgb, self.lines = lgb, []
+
+    def info(self, msg):
+        self.lines.append(str(msg))
+
+    warning = info
+
+    def __enter__(self):
+        basic = self.lgb.basic
+        self.saved = (basic._LOGGER, basic._INFO_METHOD_NAME, basic._WARNING_METHOD_NAME)
+        self.lgb.register_logger(self)
+        return self
+
+    def __exit__(self, *exc):
+        self.lgb.register_logger(*self.saved)
+        seen = {}
+        for line in self.lines:
+            text = line.strip()
+            if "[Warning]" in text:
+                text = text.split("[Warning]", 1)[1].strip()
+                seen[text] = seen.get(text, 0) + 1
+        for text, count in seen.items():
+            warnings.warn(f"LightGBM: {text}" + (f" ({count} times)" if count > 1 else ""), LightGBMWarning,
+                          stacklevel=3)
+        return False
 
 
 def _transformed_clicks(log, pre):

@@ -234,6 +234,9 @@ def true_click_values(log: ClickLog, scores_or_ranker, relevance, *, metric="dcg
     >>> abs(logged["ips"] - same["ips"]) < 1e-12     # the logger shows its own full ranking
     True
     """
+    if not isinstance(log, ClickLog):
+        raise TypeError(f"the log must be a ClickLog, got {type(log).__name__}")
+    log._need_data("true_click_values")
     data = log.data
     R = np.asarray(relevance, dtype=np.float64)
     if R.shape != (data.n_docs,) or not np.all(np.isfinite(R)):

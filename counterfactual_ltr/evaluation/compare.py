@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,8 +63,8 @@ from ..logs.clicklog import ClickLog
 from ..metrics import LOWER_IS_BETTER
 from ..examination.propensity_models import affine_parts, resolve_propensity
 from . import click_value
-from .offpolicy import (BOOTSTRAP_BLOCKS, ESTIMATORS, Estimate, EstimateWarning, _finish, _metric_name, _omega,
-                        _scores_for_log, _session_terms, _setup, _unshown_mass)
+from .offpolicy import (BOOTSTRAP_BLOCKS, ESTIMATORS, Estimate, EstimateWarning, _finish, _metric_name, _need_features,
+                        _omega, _scores_for_log, _session_terms, _setup, _unshown_mass)
 
 __all__ = ["Comparison", "TrustRules", "compare_rankers", "value_label"]
 
@@ -416,6 +417,15 @@ def _unseen_mass(log, omega) -> float:
     return 1.0 - seen / total if total > 0 else 0.0
 
 
+@contextmanager
+def whose(name: str):
+    """A ``ValueError`` about a ranker's scores (non-finite, wrong shape) prefixed with the ranker's name."""
+    try:
+        yield
+    except ValueError as err:
+        raise ValueError(f"{name}: {err}") from None
+
+
 def _degenerate(log, ranker) -> bool:
     """Whether ``ranker`` gives every document of every logged query the same score (it ranks by row order)."""
     scores = _scores_for_log(log, ranker)
@@ -584,6 +594,9 @@ def compare_rankers(log: ClickLog, candidate, baseline="logging", *, estimator="
     n_bootstrap : int >= 0, default 2000
         Bootstrap resamples of the queries for the BCa interval, and of the
         sessions for each ranker's own estimate (0: no bootstrap intervals).
+        Fewer than ``2 / alpha`` (``alpha = (1 - confidence) / n_candidates``;
+        40 for one 95 % interval) is a ``ValueError``: no replicate would fall
+        beyond an end of the interval. Fewer than ``10 / alpha`` warns.
     random_state : None, int or numpy Generator, default None
         Seed of the bootstraps (and of DR's folds).
     clip : float in (0, 1], default 0.1
@@ -644,6 +657,7 @@ def compare_rankers(log: ClickLog, candidate, baseline="logging", *, estimator="
     >>> print(both["f1"].summary())      # doctest: +ELLIPSIS
     f1 vs logging policy, dcg of clicks (SNIPS): ... (95% CI, Bonferroni over 2), p = ...
     """
+    _need_features(log, "compare_rankers")
     candidates, single = _as_candidates(candidate)
     result = _compare(log, candidates, baseline, "logging policy" if _is_logging(baseline) else "baseline",
                       estimator=estimator, metric=metric, propensity=propensity, confidence=confidence,
@@ -670,7 +684,8 @@ def _baseline(setup, log, baseline, metric, metric_params, value, W, estimate):
     if baseline is None:                              # the logged rankings' own IPS, each session's alpha
         X, w = click_value.logged_relevance_terms(log, metric, metric_params, setup.model)
         return X, estimate("logged_snips" if ratio else "logged_ips", X, W, w)
-    X, _, w, bias, unshown, _ = _ranker_terms(setup, log, baseline, metric, metric_params, value)
+    with whose("the baseline"):
+        X, _, w, bias, unshown, _ = _ranker_terms(setup, log, baseline, metric, metric_params, value)
     return X, estimate(setup.kind, X, W, w, bias, unshown)
 
 
@@ -686,6 +701,7 @@ def _compare(log, candidates: dict, baseline, baseline_name: str, *, estimator, 
     confidence = check_real(confidence, "confidence", min_value=0.0, max_value=1.0, include_min=False,
                             include_max=False)
     n_bootstrap = check_int(n_bootstrap, "n_bootstrap", min_value=0)
+    _check_replicates(n_bootstrap, confidence, len(candidates))
     logging = _is_logging(baseline)
     value = ("clicks" if logging else "relevance") if value is None else value
     if value not in ("clicks", "relevance"):
@@ -703,7 +719,10 @@ def _compare(log, candidates: dict, baseline, baseline_name: str, *, estimator, 
         return _finish(kind, log, label, X, W, w, confidence, bias_bound=bias, unshown=unshown,
                        extra_warnings=setup.messages if kind == estimator else (), **common)
 
-    terms = {name: _ranker_terms(setup, log, r, metric, metric_params, value) for name, r in candidates.items()}
+    terms = {}
+    for name, r in candidates.items():
+        with whose("the candidate" if list(candidates) == ["candidate"] else f"candidate {name!r}"):
+            terms[name] = _ranker_terms(setup, log, r, metric, metric_params, value)
     W = next(iter(terms.values()))[1]          # the same for every ranker: it does not depend on the ranking
     Xb, base = _baseline(setup, log, baseline if not logging else None, metric, metric_params, value, W, estimate)
     notes = [f"{baseline_name} ranks every document equal"] if not logging and _degenerate(log, baseline) else []
@@ -770,6 +789,33 @@ def _thin_positions(log, model, min_clicks: int) -> tuple:
     thin = np.flatnonzero((counts > 0) & (counts < min_clicks))
     share = float(w[np.isin(pos, thin)].sum() / w.sum())
     return share, [int(k) for k in thin]
+
+
+# A BCa bound rests on the replicates beyond it: fewer than this many in each tail only warns.
+MIN_TAIL_REPLICATES = 5
+
+
+def _check_replicates(n_bootstrap: int, confidence: float, m: int) -> None:
+    """Enough resamples for the stated interval: ``n_bootstrap * alpha / 2 >= 1`` (else refused), ``>= 5`` (else warned).
+
+    ``alpha = (1 - confidence) / m`` is each comparison's two-sided level after Bonferroni. With
+    fewer than ``2 / alpha`` replicates not one falls beyond an end of the interval, whose bounds are
+    then the extreme replicates (one replicate: a zero-width interval), whatever the data.
+    """
+    if n_bootstrap == 0:
+        return
+    alpha = (1.0 - confidence) / m
+    least = int(np.ceil(2.0 / alpha - 1e-9))
+    level = f"{_percent(confidence)} BCa interval" + (f" (Bonferroni over {m}: {_percent(1 - alpha)} each)"
+                                                     if m > 1 else "")
+    if n_bootstrap < least:
+        raise ValueError(f"n_bootstrap={n_bootstrap} is too few resamples for a {level}: at least {least} put one "
+                         f"replicate beyond each end (fewer give the extreme replicates as its bounds); use "
+                         f"{max(2000, MIN_TAIL_REPLICATES * least)} or more, or 0 for no bootstrap interval")
+    if n_bootstrap * alpha / 2 < MIN_TAIL_REPLICATES:
+        warnings.warn(f"n_bootstrap={n_bootstrap}: the {level} rests on fewer than {MIN_TAIL_REPLICATES} replicates "
+                      f"beyond each end; its bounds are noisy (use {max(2000, MIN_TAIL_REPLICATES * least)} or more)",
+                      EstimateWarning, stacklevel=4)
 
 
 def _bootstrap_bounds(log, terms, Ab, B, confidence, m, n_bootstrap, random_state) -> dict:

@@ -65,6 +65,7 @@ from scipy import stats
 
 from .._segments import predicted_scores, rank_within_queries
 from .._validation import check_int, check_real
+from ..ids import format_id
 from ..logs.clicklog import ClickLog
 from ..metrics import metric_weight
 from ..examination.propensity_models import affine_parts, as_propensity_model, resolve_propensity
@@ -220,7 +221,9 @@ def _scores_for_log(log: ClickLog, scores_or_ranker) -> np.ndarray:
         if scores.shape != (data.n_docs,):
             raise ValueError(f"scores have shape {scores.shape}, expected ({data.n_docs},) (one per data-set row)")
     if not np.all(np.isfinite(scores)):
-        raise ValueError(f"scores hold a non-finite value at row {np.flatnonzero(~np.isfinite(scores))[0]}")
+        row = np.flatnonzero(~np.isfinite(scores))[0]
+        raise ValueError(f"scores hold a non-finite value ({scores[row]}) at data-set row {row} (query "
+                         f"{format_id(data.query_keys[data.query_index[row]])}, document {format_id(data.doc_keys[row])})")
     return scores
 
 
@@ -349,6 +352,7 @@ def session_contributions(log: ClickLog, scores_or_ranker, *, metric="dcg", prop
     >>> bool(np.isclose(X.mean(), ips_estimate(log, data.X[:, 0], n_bootstrap=0).value))
     True
     """
+    _need_features(log, "session_contributions")
     omega = _omega(log, scores_or_ranker, metric, metric_params)
     X, W, w, _ = _session_terms(log, omega, resolve_propensity(propensity, scores_or_ranker)[0])
     return X, W, w
@@ -445,9 +449,15 @@ class _Setup:
     messages: tuple
 
 
-def _check_log(log, kind):
+def _need_features(log, what):
+    """A ClickLog over a data set: a raw log (``ClickLog.from_events``) has no features to score."""
     if not isinstance(log, ClickLog):
         raise TypeError(f"the log must be a ClickLog, got {type(log).__name__}")
+    log._need_data(what)
+
+
+def _check_log(log, kind):
+    _need_features(log, f"the {kind.upper()} estimate")
     if log.n_sessions == 0:
         raise ValueError("the click log has no sessions")
     if log.n_clicks == 0:
@@ -740,6 +750,7 @@ def true_values(log: ClickLog, scores_or_ranker, relevance, *, metric="dcg", **m
     >>> sorted(truth), truth["ips"] > truth["snips"] > 0
     (['ips', 'snips'], True)
     """
+    _need_features(log, "true_values")
     data = log.data
     c = np.asarray(relevance, dtype=np.float64)
     if c.shape != (data.n_docs,):

@@ -175,6 +175,9 @@ def fit_relevance(log: ClickLog, relevance_model=None, *, propensity=None, n_fol
         if relevance_model.log is not log:
             raise ValueError("this RelevanceFit was made for another log; fit it on the log being evaluated")
         return relevance_model
+    if not isinstance(log, ClickLog):
+        raise TypeError(f"the log must be a ClickLog, got {type(log).__name__}")
+    log._need_data("fit_relevance")
     data = log.data
     no_folds = np.full(data.n_queries, -1, dtype=np.int64)
     if relevance_model is not None and not hasattr(relevance_model, "fit"):

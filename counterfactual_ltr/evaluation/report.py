@@ -25,8 +25,8 @@ from ..logs.clicklog import ClickLog
 from ..metrics import LOWER_IS_BETTER
 from ..examination.propensity_models import resolve_propensity
 from . import _report_render as report_render
-from .compare import TrustRules, _compare, _degenerate, _percent, value_label
-from .offpolicy import ESTIMATORS, _setup, true_values
+from .compare import TrustRules, _compare, _degenerate, _percent, value_label, whose
+from .offpolicy import ESTIMATORS, _need_features, _setup, true_values
 from . import click_value
 from .click_value import true_click_values
 from .relevance import fit_relevance
@@ -283,6 +283,7 @@ def _notes(estimators, fixed, full, uses_policy, source) -> list:
 
 
 def _check_arguments(rankers, metrics, estimators, log, baseline, verdict_estimator):
+    _need_features(log, "validation_report")
     if not isinstance(rankers, Mapping) or len(rankers) == 0:
         raise ValueError(f"rankers must be a non-empty dict of name -> ranker or scores, got {rankers!r:.80}")
     if isinstance(metrics, str) or len(metrics) == 0:
@@ -307,10 +308,11 @@ def _estimates(rankers, log, metrics, estimators, model, confidence, options, n_
     for name, ranker in rankers.items():
         row = {"name": name}
         for metric in metrics:
-            row[metric] = {kind: ESTIMATORS[kind](log, ranker, metric=metric, propensity=model, confidence=confidence,
-                                                  n_bootstrap=n_bootstrap, random_state=random_state,
-                                                  **options.get(kind, {}))
-                           for kind in estimators}
+            with whose(f"ranker {name!r}"):
+                row[metric] = {kind: ESTIMATORS[kind](log, ranker, metric=metric, propensity=model,
+                                                      confidence=confidence, n_bootstrap=n_bootstrap,
+                                                      random_state=random_state, **options.get(kind, {}))
+                               for kind in estimators}
             if true_relevance is not None:
                 row[metric]["true"] = true_values(log, ranker, true_relevance, metric=metric)
         rows.append(row)

@@ -96,7 +96,7 @@ def count_pages(piece: dict, data, names: dict, missing: str) -> PageCounts:
         return PageCounts()
     a = event_arrays(_frame(piece, names), **{r: names[r] for r in RAW_ROLES})
     keys = a["ids"].row_keys()
-    data_row, known = join_rows(keys, data, "drop_rows")
+    data_row, known = join_rows(keys, data, "drop_rows", check_types=False)     # types: on the unknown pairs
     offsets, rows = a["offsets"], a["rows"]
     n_pages = len(offsets) - 1
     item_page = segment_ids(offsets)
@@ -147,14 +147,28 @@ def piece_of(frame, names: dict, source: int, first_row: int) -> dict:
     return piece
 
 
-def _concat_values(parts: list, role: str, names: dict) -> np.ndarray:
-    """Column parts put together; 64-bit signed and unsigned ids exactly (NumPy would make floats)."""
+def _concat_values(parts: list, role: str, names: dict, rows: list | None = None) -> np.ndarray:
+    """Column parts put together; 64-bit signed and unsigned ids exactly (NumPy would make floats).
+
+    ``rows``: each part's row codes, so that a column typed differently in two parts names where.
+    """
     kinds = {p.dtype.kind for p in parts}
     if role in _ID_ROLES and kinds & {"i", "u"} and kinds - {"i", "u"}:
-        raise ValueError(f"column {names[role]!r} holds integers in one part of the log and other values in "
-                         "another: a CSV's types are read batch by batch, so ids that look like numbers in one "
-                         "batch are integers there; give a batch_size of at least the file's rows, or write the "
-                         "log as Parquet with the ids as strings")
+        integer = next(k for k, p in enumerate(parts) if p.dtype.kind in "iu" and len(p))
+        other = next(k for k, p in enumerate(parts) if p.dtype.kind not in "iu" and len(p))
+        if rows is None:
+            raise ValueError(f"column {names[role]!r} holds integers in one part of the log and other values in "
+                             "another; write the ids the same way everywhere")
+        a, b = int(rows[integer][0]), int(rows[other][0])
+        where = (f"integers from frame row {a} and other values (e.g. {format_id(parts[other][0])}) from frame "
+                 f"row {b}")
+        if a >> _ROW_BITS != b >> _ROW_BITS:
+            raise ValueError(f"column {names[role]!r} holds {where}: each file's ids are typed on their own (a CSV "
+                             "column of digits is read as integers), and the two files hold different kinds; write "
+                             "the ids the same way in every file (e.g. Parquet with the ids as strings)")
+        raise ValueError(f"column {names[role]!r} holds {where}: a CSV's types are read batch by batch, so ids that "
+                         "look like numbers in one batch are integers there; give a batch_size of at least the "
+                         "file's rows, or write the log as Parquet with the ids as strings")
     if kinds == {"i", "u"} and role in _ID_ROLES:
         if all(p.min(initial=0) >= 0 for p in parts if p.dtype.kind == "i"):
             parts = [p.astype(np.uint64) for p in parts]
@@ -172,7 +186,8 @@ def concat_pieces(pieces: list, names: dict) -> dict:
     if len(pieces) <= 1:
         return pieces[0] if pieces else {r: np.zeros(0) for r in RAW_ROLES if names[r] is not None} | {
             "_row": np.zeros(0, dtype=np.int64)}
-    return {r: _concat_values([p[r] for p in pieces], r, names) for r in pieces[0]}
+    rows = [p["_row"] for p in pieces]
+    return {r: _concat_values([p[r] for p in pieces], r, names, rows) for r in pieces[0]}
 
 
 def _take(piece: dict, start: int, stop: int | None = None) -> dict:

@@ -453,8 +453,18 @@ def frame_aggregate(frame, data: RankingDataset, propensity, where: str) -> Clic
     [0.0, 0.0, 1.0]
     """
     frame = frame.sort_values("session", kind="stable")
-    summary = summarise([(frame, where)], data, _count, _merge_two)
-    edges, n_sessions = fold([summary], data, _count, _merge_two)
+    try:
+        summary = summarise([(frame, where)], data, _count, _merge_two)
+        edges, n_sessions = fold([summary], data, _count, _merge_two)
+    except NotGrouped:
+        # The rows are grouped here: a session the stream cannot check is a bad one; say which and why.
+        from .session_checks import check_sessions, frame_arrays
+
+        try:
+            check_sessions(data, frame_arrays(frame.sort_values(["session", "position"], kind="stable")))
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}") from None
+        raise ValueError(f"{where}: a session's rows do not form one checked session") from None
     table = _merge_tables([t for t in (summary.reduced, edges) if t is not None])
     return ClickAggregate._weighted(data, table if table is not None else _merge_tables([]), n_sessions, propensity)
 
@@ -464,7 +474,7 @@ def _raw_table(source, data, engine: str, batch_size: int, raw: dict, missing: s
     from functools import partial
 
     from ._raw_stream import dask_counts, relocate, stream_counts
-    from .raw_events import missing_features_error, warn_dropped
+    from .raw_events import check_id_types, missing_features_error, warn_dropped
 
     if missing not in ("raise", "drop_sessions", "drop_rows"):
         raise ValueError(f"missing must be 'raise', 'drop_sessions' or 'drop_rows', got {missing!r}")
@@ -489,6 +499,7 @@ def _raw_table(source, data, engine: str, batch_size: int, raw: dict, missing: s
     except ValueError as err:
         raise relocate(err, sources) from None
     if counts.unknown is not None:
+        check_id_types((counts.unknown["query"].to_numpy(), counts.unknown["doc"].to_numpy()), data)
         raise missing_features_error(len(counts.unknown), counts.unknown["query"].to_numpy()[:3],
                                      counts.unknown["doc"].to_numpy()[:3])
     if counts.dropped_rows:

@@ -22,7 +22,7 @@ import numpy as np
 from .._segments import check_offsets, offsets_from_lengths, segment_gather, segment_ids
 from .aggregate import ClickAggregate, count_table
 from ..datasets import RankingDataset, _check_integer
-from ..ids import IdTable, as_dataframe
+from ..ids import IdTable, as_dataframe, format_id
 from .raw_events import event_arrays, join_rows, kept_after_join, warn_dropped
 from .log_integrity import read_log_frame, write_log_frame
 from .session_checks import FRAME_COLUMNS, check_session_codes, check_sessions, first_repeated_item, \
@@ -426,6 +426,10 @@ class ClickLog:
           their id, rows within a page by position;
         * without it, pages are runs of consecutive rows: a new page starts at a row whose query
           differs from the row before's, or whose position is not larger than the row before's.
+          A page that starts with a row repeating a (query, document, position) row of the page
+          before, where that is no plausible new result list (the row just before again, or a
+          page starting after position 1), is more likely a row logged twice: it warns
+          (``RepeatedRowWarning``, with the count and an example) and is kept as a page.
 
         Positions are as recorded, 1-based; a position missing from a page was not shown.
         ``ValueError`` (naming the column and a frame row) for a missing id, position or click,
@@ -501,10 +505,29 @@ class ClickLog:
         new_index = np.cumsum(keep_sessions) - 1
         lengths = np.bincount(new_index[session], minlength=int(keep_sessions.sum()))
         docs = data_row[self.docs[keep_items]]
-        return ClickLog(data, data.query_index[docs[np.r_[0, np.cumsum(lengths)[:-1]]]] if docs.size else [],
+        session_query = data.query_index[docs[np.r_[0, np.cumsum(lengths)[:-1]]]] if docs.size else []
+        if docs.size:
+            self._refuse_repeats(data, np.asarray(session_query), new_index[session], docs, keep_items)
+        return ClickLog(data, session_query,
                         offsets_from_lengths(lengths), docs, self.clicks[keep_items], self._kept_ids(keep_sessions),
                         logger=self.logger[keep_sessions], intervention=self.intervention[keep_sessions],
                         logging_policy=self.logging_policy, positions=self.positions[keep_items])
+
+    def _refuse_repeats(self, data, session_query, item_session, docs, keep_items):
+        """A joined page that shows a document twice, named by the user's page, query and document ids."""
+        repeated = first_repeated_item(data, session_query, item_session, docs)
+        if repeated is None:
+            return
+        item = np.flatnonzero(keep_items)[repeated]
+        page = self.item_session[item]
+        query_ids, doc_ids = self.row_keys()
+        first = self.session_offsets[page] + int(np.flatnonzero(self.docs[self.session_offsets[page]:item]
+                                                               == self.docs[item])[0])
+        positions = self.positions
+        raise ValueError(f"page {format_id(self.session_ids[page])} (query {format_id(query_ids[self.docs[item]])}) "
+                         f"shows document {format_id(doc_ids[self.docs[item]])} twice, at positions "
+                         f"{positions[first]} and {positions[item]}: a log joined to features shows each document at "
+                         "most once per page; drop the repeat from the events")
 
     def _kept_ids(self, keep):
         """Session ids of the kept sessions (a log over a data set holds integer session ids)."""

@@ -16,7 +16,7 @@ from ..datasets import _frame_column
 from ..ids import IdTable, factorize, format_id, frame_of, id_column, match
 from .session_checks import cut_pages
 
-__all__ = ["event_arrays", "join_rows", "kept_after_join", "missing_features_error", "MissingFeaturesWarning"]
+__all__ = ["RepeatedRowWarning", "check_id_types", "event_arrays", "join_rows", "kept_after_join", "missing_features_error", "MissingFeaturesWarning"]
 
 
 class MissingFeaturesWarning(UserWarning):
@@ -68,6 +68,8 @@ def event_arrays(frame, *, query="query", doc="doc", position="position", click=
         return f"frame row {frame.index[i]!r}"
 
     order, offsets = cut_pages(query_code, positions, session_code, locate, names=(query, position))
+    if session is None:
+        _warn_phantom_pages(offsets, query_code, doc_code, positions, query_ids, doc_ids, locate)
     ids, rows = IdTable.from_codes(query_code, query_ids, doc_code, doc_ids)
     rows, query_code = rows[order], query_code[order]
     starts = offsets[:-1]
@@ -77,7 +79,47 @@ def event_arrays(frame, *, query="query", doc="doc", position="position", click=
             else np.arange(len(starts), dtype=np.int64)}
 
 
-def join_rows(keys: tuple, data, missing: str = "raise") -> tuple[np.ndarray, np.ndarray]:
+class RepeatedRowWarning(UserWarning):
+    """Without a page column, a row repeating a (query, document, position) row of the page before starts a page."""
+
+
+def _warn_phantom_pages(offsets, query_code, doc_code, positions, query_ids, doc_ids, locate) -> None:
+    """Warn when pages cut from runs start with a row that repeats one of the page before (same query).
+
+    Only where that is no plausible new result list: the row is the one just before, or the page
+    starts after position 1 (a re-issued query showing its page again starts at 1). Such a page is more likely a row logged twice than a new result list: it would count the
+    row's click twice, on a page that starts at its position.
+    """
+    starts = offsets[1:-1]
+    if starts.size == 0:
+        return
+    previous = offsets[:-2]
+    # A new result list that shows the previous one again starts at position 1 with another row than the
+    # previous row; a duplicate is the previous row again, or a page that starts after position 1.
+    same_query = query_code[starts] == query_code[previous]
+    twice = (doc_code[starts] == doc_code[starts - 1]) & (positions[starts] == positions[starts - 1])
+    candidates = starts[same_query & (twice | (positions[starts] > 1))]
+    if candidates.size == 0:
+        return
+    page = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    # A candidate (first row of page p) is a repeat when (p - 1, doc, position) is a row of page p - 1.
+    rows = np.stack([page, doc_code, positions]).T.astype(np.int64)
+    probes = np.stack([page[candidates] - 1, doc_code[candidates], positions[candidates]]).T.astype(np.int64)
+    both = np.concatenate([rows, probes])
+    _, inverse = np.unique(both, axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    repeated = candidates[np.isin(inverse[len(rows):], inverse[:len(rows)])]
+    if repeated.size == 0:
+        return
+    i = int(repeated[0])
+    warnings.warn(f"{repeated.size} page(s) cut from runs of rows (no session column) start with a row that repeats "
+                  f"a (query, document, position) row of the page before, e.g. {locate(i)} (query "
+                  f"{format_id(query_ids[query_code[i]])}, document {format_id(doc_ids[doc_code[i]])}, position "
+                  f"{positions[i]}): such a row is more likely logged twice than a new page (its click would count "
+                  "twice); drop the duplicates, or name the pages with session=...", RepeatedRowWarning, stacklevel=4)
+
+
+def join_rows(keys: tuple, data, missing: str = "raise", check_types: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """``(data_row, known)``: the row of ``data`` with each (query id, document id) of ``keys``, and which have one.
 
     Parameters
@@ -89,6 +131,10 @@ def join_rows(keys: tuple, data, missing: str = "raise") -> tuple[np.ndarray, np
         any data set (its qid and row index are then its ids).
     missing : {"raise", "drop_sessions", "drop_rows"}
         What to do when shown documents have no features (the caller drops them).
+    check_types : bool, default True
+        Refuse ids of another type than the data set's (strings against integers: nothing would
+        join) with a message naming both (:func:`check_id_types`); a stream that reads a log in
+        parts checks the unknown pairs it gathers instead.
 
     Returns
     -------
@@ -105,12 +151,48 @@ def join_rows(keys: tuple, data, missing: str = "raise") -> tuple[np.ndarray, np
     """
     if missing not in ("raise", "drop_sessions", "drop_rows"):
         raise ValueError(f"missing must be 'raise', 'drop_sessions' or 'drop_rows', got {missing!r}")
+    if check_types:
+        check_id_types(keys, data)
     data_row = match(keys, (data.query_keys[data.query_index], data.doc_keys))
     known = data_row >= 0
     if not known.all() and missing == "raise":
         unknown = np.flatnonzero(~known)
         raise missing_features_error(unknown.size, keys[0][unknown[:3]], keys[1][unknown[:3]])
     return data_row, known
+
+
+def _id_kind(ids) -> str | None:
+    """``"strings"`` or ``"integers"`` (ids are one or the other, see ``IdTable``), None when there are none."""
+    ids = np.asarray(ids)
+    if ids.size == 0:
+        return None
+    if ids.dtype.kind in "US" or (ids.dtype == object and isinstance(ids.flat[0], (str, bytes))):
+        return "strings"
+    return "integers"
+
+
+def check_id_types(keys: tuple, data) -> None:
+    """A ``ValueError`` when the log's query or document ids (``keys``) are of another type than ``data``'s.
+
+    Parameters
+    ----------
+    keys : tuple of two 1-D id arrays
+        (query id, document id) of some of the log's rows.
+    data : RankingDataset
+    """
+    for what, ours, theirs in (("query", keys[0], data.query_keys), ("document", keys[1], data.doc_keys)):
+        _same_id_types(what, ours, theirs)
+
+
+def _same_id_types(what: str, log_ids, data_ids) -> None:
+    """A ``ValueError`` when the log's and the data set's ``what`` ids are of different types (none would match)."""
+    ours, theirs = _id_kind(log_ids), _id_kind(data_ids)
+    if ours is None or theirs is None or ours == theirs:
+        return
+    raise ValueError(f"the log's {what} ids are {ours} (e.g. {format_id(np.asarray(log_ids).flat[0])}) but the "
+                     f"data set's (the feature table's) are {theirs} (e.g. {format_id(np.asarray(data_ids).flat[0])}): "
+                     f"1 and '1' are different ids, so no row would join; read both sides with the same type (a CSV "
+                     "column of digits is read as integers, a DataFrame keeps what it holds)")
 
 
 def missing_features_error(count: int, query_ids, doc_ids) -> ValueError:

@@ -330,8 +330,12 @@ class _Writer:
                 return {"__list__": self.array(np.asarray(value), where)}
             return [self.value(v, f"{where}[{i}]") for i, v in enumerate(value)]
         if isinstance(value, dict):
+            if value and all(isinstance(k, numbers.Integral) and not isinstance(k, (bool, np.bool_)) for k in value):
+                # {feature index: sign} (monotone_constraints' documented form): integer keys kept as integers.
+                return {"__int_keys__": [[int(k), self.value(v, f"{where}[{k!r}]")] for k, v in value.items()]}
             if not all(isinstance(k, str) for k in value):
-                raise ValueError(f"{where} has non-string keys: cannot be saved as JSON")
+                raise ValueError(f"{where} has keys that are neither all strings nor all integers: cannot be saved "
+                                 f"as JSON (keys {list(value)[:5]!r})")
             return {"__dict__": {k: self.value(v, f"{where}[{k!r}]") for k, v in value.items()}}
         if isinstance(value, type) and issubclass(value, np.generic) or isinstance(value, np.dtype):
             return {"__dtype__": np.dtype(value).name}
@@ -385,6 +389,14 @@ class _Reader:
             return tuple(self.value(v, f"{where}[{i}]") for i, v in enumerate(inner))
         if tag == "__dict__" and isinstance(inner, dict):
             return {k: self.value(v, f"{where}[{k!r}]") for k, v in inner.items()}
+        if tag == "__int_keys__" and isinstance(inner, list) and inner:
+            out = {}
+            for pair in inner:
+                if not (isinstance(pair, list) and len(pair) == 2 and type(pair[0]) is int) or pair[0] in out:
+                    raise ValueError(f"{where}: an integer-keyed mapping holds {json.dumps(pair)[:40]}, not a new "
+                                     "[integer key, value] pair")
+                out[pair[0]] = self.value(pair[1], f"{where}[{pair[0]}]")
+            return out
         if tag == "__float__" and inner in ("nan", "inf", "-inf"):
             return float(inner)
         if tag == "__dtype__" and inner in _DTYPES:
