@@ -93,6 +93,7 @@ def check_lgb_params(lgb_params, lgb=None) -> dict:
     Parameters
     ----------
     lgb_params : dict or None
+        Extra LightGBM parameters, as ``GBDTPropDCG(lgb_params=...)`` takes them.
     lgb : module, optional
         ``lightgbm`` (imported when not given).
 
@@ -560,11 +561,29 @@ class GBDTPropDCG(RankerMixin, BaseEstimator):
 
 
 class ConstantRankerWarning(UserWarning):
-    """A fitted ranker gives every document of a query the same score (e.g. trees of one leaf)."""
+    """A fitted ranker gives every document of a query the same score (e.g. trees of one leaf).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warnings.warn("every tree has one leaf", ConstantRankerWarning)
+    >>> caught[0].category.__name__
+    'ConstantRankerWarning'
+    """
 
 
 class LightGBMWarning(UserWarning):
-    """A warning of LightGBM's, raised as a Python warning (LightGBM's own log is otherwise silenced)."""
+    """A warning of LightGBM's, raised as a Python warning (LightGBM's own log is otherwise silenced).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", LightGBMWarning)    # silence LightGBM's own remarks
+    ...     warnings.warn("No further splits with positive gain", LightGBMWarning)
+    """
 
 
 class _LightGBMWarnings:

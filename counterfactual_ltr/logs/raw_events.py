@@ -80,7 +80,19 @@ def event_arrays(frame, *, query="query", doc="doc", position="position", click=
 
 
 class RepeatedRowWarning(UserWarning):
-    """Without a page column, a row repeating a (query, document, position) row of the page before starts a page."""
+    """Without a page column, a row repeating a (query, document, position) row of the page before starts a page.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from counterfactual_ltr import ClickLog
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     log = ClickLog.from_events({"query": ["q", "q", "q"], "doc": ["a", "b", "b"], "position": [1, 2, 2],
+    ...                                 "click": [0, 1, 1]})
+    >>> [w.category.__name__ for w in caught], log.n_sessions
+    (['RepeatedRowWarning'], 2)
+    """
 
 
 def _warn_phantom_pages(offsets, query_code, doc_code, positions, query_ids, doc_ids, locate) -> None:
@@ -179,6 +191,21 @@ def check_id_types(keys: tuple, data) -> None:
     keys : tuple of two 1-D id arrays
         (query id, document id) of some of the log's rows.
     data : RankingDataset
+        The data set (feature table) the log is joined to.
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from counterfactual_ltr import RankingDataset
+    >>> data = RankingDataset.from_frame({"query": [1, 1], "doc": [7, 8], "f": [0.0, 1.0]})
+    >>> check_id_types((np.array(["1"], dtype=object), np.array(["7"], dtype=object)), data)
+    Traceback (most recent call last):
+    ...
+    ValueError: the log's query ids are ...
     """
     for what, ours, theirs in (("query", keys[0], data.query_keys), ("document", keys[1], data.doc_keys)):
         _same_id_types(what, ours, theirs)
