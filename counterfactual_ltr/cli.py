@@ -136,6 +136,10 @@ def _raw_log_options(f):
 
 
 def _features_options(f):
+    f = click.option("--repeated", default="drop-pages", show_default=True,
+                     type=click.Choice(["drop-pages", "keep-first", "error"]),
+                     help="With --features: pages that show a document twice are dropped (with a warning that "
+                          "counts and names them), cut to each document's first showing, or an error.")(f)
     f = click.option("--label", default=None, metavar="COL",
                      help="With --features: a column of graded relevance labels (optional).")(f)
     return click.option("--features", default=None, type=click.Path(exists=True, dir_okay=False),
@@ -143,7 +147,21 @@ def _features_options(f):
                              "a LETOR DATA file; LOG is then a raw log, joined by id.")(f)
 
 
-def _log_and_data(log, data, features, label, raw):
+def _feature_table(features, label, raw):
+    """The RankingDataset of a --features table keyed by the raw log's --query and --doc id columns."""
+    from .datasets import RankingDataset
+    from .logs.log_integrity import read_log_frame
+
+    columns = _raw_columns(raw)
+    try:
+        table = read_log_frame([features], ids=[columns["query"], columns["doc"]])
+        return RankingDataset.from_frame(table, query=columns["query"], doc=columns["doc"], label=label,
+                                         name=os.path.basename(features))
+    except ValueError as err:
+        raise InputError(f"--features {features}: {err}") from None
+
+
+def _log_and_data(log, data, features, label, raw, repeated="drop-pages"):
     """``(dataset, click_log)`` from a LETOR DATA file, or a raw LOG joined with a --features table."""
     from .datasets import RankingDataset
     from .logs.log_integrity import read_log_frame
@@ -154,18 +172,14 @@ def _log_and_data(log, data, features, label, raw):
     if data is not None:
         dataset = _load_data(data)
         return dataset, _load_log(log, dataset)
-    columns = _raw_columns(raw)
-    try:
-        table = read_log_frame([features], ids=[columns["query"], columns["doc"]])
-        dataset = RankingDataset.from_frame(table, query=columns["query"], doc=columns["doc"], label=label,
-                                            name=os.path.basename(features))
-    except ValueError as err:
-        raise InputError(f"--features {features}: {err}") from None
+    dataset = _feature_table(features, label, raw)
     click_log = _load_log(log, None, raw)
     try:
-        return dataset, click_log.with_data(dataset)
+        return dataset, click_log.with_data(dataset, repeated={"drop-pages": "drop_pages", "keep-first": "keep_first",
+                                                               "error": "raise"}[repeated])
     except ValueError as err:
-        raise InputError(f"{log} joined with --features {features}: {err}") from None
+        message = str(err).replace("drop the repeat from the events", "use --repeated drop-pages or keep-first")
+        raise InputError(f"{log} joined with --features {features}: {message}") from None
 
 
 def _propensity(spec):
@@ -454,8 +468,8 @@ def _estimation_payload(result, method) -> dict:
 @click.option("--min-child-samples", "min_child_samples", default=None,
               help="Comma-separated grid of rows per leaf at least (gbdt-propdcg only)  [default: 20]")
 @_quiet_option
-def fit(log, data, output, features, label, model_name, C, alpha, epochs, hidden, cv, scoring, propensity, scale,
-        seed, quiet, **options):
+def fit(log, data, output, features, label, repeated, model_name, C, alpha, epochs, hidden, cv, scoring, propensity,
+        scale, seed, quiet, **options):
     """Fit a ranker on the click LOG over DATA (or a raw LOG and --features), choosing hyper-parameters by grid search.
 
     Calls counterfactual_ltr.model_selection.grid_search: GroupKFold(--cv) over
@@ -486,7 +500,7 @@ def fit(log, data, output, features, label, model_name, C, alpha, epochs, hidden
     prop = _propensity(propensity)
     scorer = _scorer(scoring, prop)
     estimator, grid = _make_estimator(model_name, C, alpha, epochs, hidden, prop, scale, seed, tree_grid)
-    dataset, click_log = _log_and_data(log, data, features, label, raw)
+    dataset, click_log = _log_and_data(log, data, features, label, raw, repeated)
     if len(grid) > 1:
         return _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, output, quiet, dataset)
     (parameter, values), = grid.items()
@@ -673,7 +687,7 @@ def _load_models(paths):
               help="Seed of the bootstraps: the same seed gives the numbers of compare_rankers(..., random_state=SEED) "
                    "and validation_report(..., random_state=SEED).")
 @_quiet_option
-def evaluate(paths, output, features, label, baseline, verdict_estimator, metrics, propensity, confidence,
+def evaluate(paths, output, features, label, repeated, baseline, verdict_estimator, metrics, propensity, confidence,
              random_state, quiet, **raw):
     """Should a model replace the logging policy? Compare the MODELS with it on the click LOG over DATA.
 
@@ -709,7 +723,7 @@ def evaluate(paths, output, features, label, baseline, verdict_estimator, metric
     if baseline != "logging" and baseline not in rankers:
         raise click.BadParameter(f"{baseline!r} is neither 'logging' nor one of the models "
                                  f"({', '.join(rankers)})", param_hint="--baseline")
-    _, click_log = _log_and_data(log, data, features, label, _unprefixed(raw))
+    _, click_log = _log_and_data(log, data, features, label, _unprefixed(raw), repeated)
     report = validation_report(rankers, click_log, propensity=prop, metrics=tuple(metric_names),
                                confidence=confidence, baseline=baseline, verdict_estimator=verdict_estimator,
                                propensity_source=None if propensity is None else f"from --propensity {propensity}",
@@ -728,34 +742,55 @@ def evaluate(paths, output, features, label, baseline, verdict_estimator, metric
 
 @cli.command()
 @click.argument("model", type=click.Path(exists=True, dir_okay=False))
-@click.argument("data", type=click.Path(exists=True, dir_okay=False))
+@click.argument("data", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", required=True, type=OUTPUT_FILE,
-              help="Tab-separated file: qid, row (of DATA), score, rank (1 = top of its query).")
+              help="Tab-separated file: qid, row (of DATA), score, rank (1 = top of its query); with --features: "
+                   "the table's query and document ids in place of qid and row.")
+@click.option("--features", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="Feature table (CSV or Parquet) keyed by the --query and --doc id columns, instead of a LETOR DATA "
+                   "file: every (query, document) of it is scored.")
+@click.option("--query", "raw_query", default=None, metavar="COL", help="With --features: the query id column  "
+                                                                        "[default: query]")
+@click.option("--doc", "raw_doc", default=None, metavar="COL", help="With --features: the document id column  "
+                                                                    "[default: doc]")
 @_quiet_option
-def predict(model, data, output, quiet):
-    """Score every document of DATA with the saved MODEL.
+def predict(model, data, output, features, quiet, **raw):
+    """Score every document of DATA (or of a --features table) with the saved MODEL.
 
     Calls load_model(MODEL).predict(data); scores are written with 17
     significant digits, so they read back exactly.
 
     \b
-    Example:
+    Examples:
       cltr predict model.npz test.txt -o scores.tsv
+      cltr predict model.npz --features features.csv -o scores.tsv
     """
     from ._segments import rank_within_queries
+    from .ids import format_id
     from .model_files.persistence import load_model
 
+    if (data is None) == (features is None):
+        raise InputError("give either DATA (a LETOR file) or --features FILE (a feature table keyed by ids), "
+                         "not both" if data is not None else "give DATA (a LETOR file) or --features FILE")
     ranker = load_model(model)
-    dataset = _load_data(data)
+    dataset = _load_data(data) if data is not None else _feature_table(features, None, _unprefixed(raw))
+    source = data if data is not None else f"--features {features}"
     try:
         scores = np.asarray(ranker.predict(dataset), dtype=np.float64)
     except ValueError as err:
-        raise InputError(f"{data}: {err} (the model {model} takes {ranker.n_features_in_} features)") from None
+        raise InputError(f"{source}: {err} (the model {model} takes {ranker.n_features_in_} features)") from None
     ranks = rank_within_queries(scores, dataset.query_offsets)
     with open(output, "w", encoding="utf-8") as fh:
-        fh.write("qid\trow\tscore\trank\n")
-        for q, row, s, r in zip(dataset.qid.tolist(), range(dataset.n_docs), scores.tolist(), ranks.tolist()):
-            fh.write(f"{q}\t{row}\t{s!r}\t{r}\n")
+        if features is None:
+            fh.write("qid\trow\tscore\trank\n")
+            for q, row, s, r in zip(dataset.qid.tolist(), range(dataset.n_docs), scores.tolist(), ranks.tolist()):
+                fh.write(f"{q}\t{row}\t{s!r}\t{r}\n")
+        else:
+            columns = _raw_columns(_unprefixed(raw))
+            fh.write(f"{columns['query']}\t{columns['doc']}\tscore\trank\n")
+            queries = dataset.query_keys[dataset.query_index]
+            for q, d, s, r in zip(queries.tolist(), dataset.doc_keys.tolist(), scores.tolist(), ranks.tolist()):
+                fh.write(f"{q}\t{d}\t{s!r}\t{r}\n")
     _echo(quiet, f"wrote {output}: {dataset.n_docs} scores of {dataset.n_queries} queries")
 
 

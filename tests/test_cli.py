@@ -449,3 +449,42 @@ def test_evaluate_and_compare_rankers_give_the_same_numbers(small_files, monkeyp
         for key in ("difference", "ci_low", "ci_high", "p_value", "lower_bound", "stderr"):
             assert cli[key] == pytest.approx(getattr(c, key), rel=1e-12, abs=1e-15), (metric, key)
         assert cli["propensity_uncertainty"] == c.propensity_uncertainty
+
+
+def test_predict_scores_a_feature_table_by_id(small_files, monkeypatch):
+    from counterfactual_ltr import load_model
+
+    monkeypatch.chdir(small_files)
+    assert main(["predict", "model.npz", "--features", "features.csv", "--query", "q", "--doc", "d",
+                 "-o", "by_id.tsv", "-q"]) == 0
+    assert main(["predict", "model.npz", "data.txt", "-o", "by_row.tsv", "-q"]) == 0
+    by_id = pd.read_csv(small_files / "by_id.tsv", sep="\t", dtype={"q": str, "d": str})
+    by_row = pd.read_csv(small_files / "by_row.tsv", sep="\t")
+    assert list(by_id.columns) == ["q", "d", "score", "rank"]
+    table = pd.read_csv(small_files / "features.csv", dtype={"q": str, "d": str})
+    assert by_id["q"].tolist() == table["q"].tolist() and by_id["d"].tolist() == table["d"].tolist()
+    np.testing.assert_array_equal(by_id["score"], by_row["score"])         # the same rows, the same model
+    np.testing.assert_array_equal(by_id["rank"], by_row["rank"])
+    assert load_model(small_files / "model.npz") is not None
+
+
+def test_predict_needs_data_or_features(small_files, capsys):
+    _bad(("predict", "model.npz", "-o", "s.tsv"), capsys, small_files, "give DATA")
+    _bad(("predict", "model.npz", "data.txt", "--features", "features.csv", "-o", "s.tsv"), capsys, small_files,
+         "not both")
+
+
+def test_pages_showing_a_document_twice_are_dropped_kept_first_or_refused(small_files, monkeypatch, capsys):
+    monkeypatch.chdir(small_files)
+    raw = pd.read_csv(small_files / "raw.csv", dtype={"q": str, "d": str})
+    first = raw["page"].iloc[0]
+    page = raw[raw["page"] == first]
+    repeat = page.iloc[[0]].assign(pos=page["pos"].max() + 1)
+    pd.concat([raw, repeat]).sort_values(["page", "pos"], kind="stable").to_csv("raw_repeat.csv", index=False)
+    args = ["fit", "raw_repeat.csv", "--features", "features.csv", "--query", "q", "--doc", "d", "--position", "pos",
+            "--click", "clicked", "--session", "page", "--C", "1", "-o", "m_rep.npz"]
+    with pytest.warns(UserWarning, match=r"1 of \d+ pages show a document twice \(page .*\): dropped those 1 pages"):
+        assert main(args + ["-q"]) == 0
+    with pytest.warns(UserWarning, match="kept each document's first showing"):
+        assert main(args + ["--repeated", "keep-first", "-q"]) == 0
+    _bad(args + ["--repeated", "error"], capsys, small_files, "use --repeated drop-pages or keep-first")

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import os
 
+import warnings
+
 import numpy as np
 
 from .._segments import check_offsets, offsets_from_lengths, segment_gather, segment_ids
@@ -29,7 +31,7 @@ from .session_checks import FRAME_COLUMNS, check_session_codes, check_sessions, 
     frame_arrays
 from ..examination.propensity_models import as_propensity_model, is_affine, propensities_at
 
-__all__ = ["ClickLog", "ClickAggregate"]
+__all__ = ["ClickLog", "ClickAggregate", "RepeatedDocumentWarning"]
 
 
 
@@ -58,6 +60,18 @@ def _check_clicks(clicks, name: str, unit: str) -> np.ndarray:
     if bad.size:
         raise ValueError(f"{name} must be 0/1 or boolean; {unit} {bad[0]} holds {clicks.ravel()[bad[0]]}")
     return clicks.astype(bool)
+
+
+class RepeatedDocumentWarning(UserWarning):
+    """Pages that show one document twice were dropped (or cut to its first showing) by ``ClickLog.with_data``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("error", RepeatedDocumentWarning)      # make such a log an error instead
+    ...     pass
+    """
 
 
 class ClickLog:
@@ -465,7 +479,7 @@ class ClickLog:
         return cls(None, a["session_query"], a["offsets"], a["rows"], a["clicks"], a["session_ids"],
                    positions=a["positions"], ids=a["ids"])
 
-    def with_data(self, data: RankingDataset, *, missing: str = "raise") -> "ClickLog":
+    def with_data(self, data: RankingDataset, *, missing: str = "raise", repeated: str = "drop_pages") -> "ClickLog":
         """The same sessions over ``data``, joined by (query id, document id): the log learners take.
 
         ``data`` is typically :meth:`RankingDataset.from_frame` of a feature table keyed by the
@@ -479,6 +493,12 @@ class ClickLog:
             Shown documents without features: a ``ValueError`` naming their count and a few of
             them, or drop the sessions that show one, or drop those rows only (the other rows keep
             their positions); a dropping join warns with the counts (``MissingFeaturesWarning``).
+        repeated : {"drop_pages", "keep_first", "raise"}, default "drop_pages"
+            Pages that show one document twice (real logs have them; a learner's session shows a
+            document once): drop those pages, or keep each document's first showing on the page
+            (the later rows dropped, the other rows keep their positions), with a
+            ``RepeatedDocumentWarning`` that counts them and names a few by their ids; or a
+            ``ValueError`` naming the first.
 
         Returns
         -------
@@ -495,12 +515,16 @@ class ClickLog:
         """
         if not isinstance(data, RankingDataset):
             raise TypeError(f"data must be a RankingDataset, got {type(data).__name__}")
+        if repeated not in ("drop_pages", "keep_first", "raise"):
+            raise ValueError(f"repeated must be 'drop_pages', 'keep_first' or 'raise', got {repeated!r}")
         data_row, known = join_rows(self.row_keys(), data, missing)
         shown_known = known[self.docs]
         keep_items, keep_sessions = kept_after_join(self.item_session, shown_known, self.n_sessions, missing)
         if not shown_known.all():
             warn_dropped(missing, int((~keep_items).sum()), int((~keep_sessions).sum()), self.n_items,
                          self.n_sessions)
+        if repeated != "raise":
+            keep_items, keep_sessions = self._without_repeats(keep_items, keep_sessions, repeated)
         session = self.item_session[keep_items]
         new_index = np.cumsum(keep_sessions) - 1
         lengths = np.bincount(new_index[session], minlength=int(keep_sessions.sum()))
@@ -512,6 +536,36 @@ class ClickLog:
                         offsets_from_lengths(lengths), docs, self.clicks[keep_items], self._kept_ids(keep_sessions),
                         logger=self.logger[keep_sessions], intervention=self.intervention[keep_sessions],
                         logging_policy=self.logging_policy, positions=self.positions[keep_items])
+
+    def _without_repeats(self, keep_items, keep_sessions, how):
+        """The kept items and sessions without the repeated showings of a document on a page (see ``with_data``)."""
+        later = np.zeros(self.n_items, dtype=bool)          # a document's second and later showings on a page
+        if self.n_items:
+            key = self.item_session.astype(np.int64) * (int(self.docs.max()) + 1) + self.docs
+            order = np.argsort(key, kind="stable")            # stable: a page's first showing sorts first
+            later[order[1:][key[order][1:] == key[order][:-1]]] = True
+        later &= keep_items
+        if not later.any():
+            return keep_items, keep_sessions
+        pages = np.unique(self.item_session[later])
+        query_ids, doc_ids = self.row_keys()
+        named = ", ".join(f"page {format_id(self.session_ids[s])} (query {format_id(query_ids[self.docs[i]])}, "
+                          f"document {format_id(doc_ids[self.docs[i]])})"
+                          for s, i in zip(self.item_session[later][:3], np.flatnonzero(later)[:3]))
+        if how == "drop_pages":
+            keep_sessions = keep_sessions.copy()
+            keep_sessions[pages] = False
+            keep_items = keep_items & keep_sessions[self.item_session]
+            done = f"dropped those {pages.size} pages"
+        else:
+            keep_items = keep_items & ~later
+            done = f"kept each document's first showing (dropped {int(later.sum())} rows)"
+        if not keep_items.any():
+            raise ValueError(f"every page shows a document twice ({named}, ...): nothing is left to join; use "
+                             "repeated='keep_first'")
+        warnings.warn(f"{pages.size} of {self.n_sessions} pages show a document twice ({named}"
+                      f"{', ...' if pages.size > 3 else ''}): {done}", RepeatedDocumentWarning, stacklevel=3)
+        return keep_items, keep_sessions
 
     def _refuse_repeats(self, data, session_query, item_session, docs, keep_items):
         """A joined page that shows a document twice, named by the user's page, query and document ids."""
