@@ -75,7 +75,8 @@ from ..logs.clicklog import ClickLog
 from ..datasets import dense_features
 from ..examination.propensity_models import TabularPropensity, TrustBiasPropensity
 
-__all__ = ["estimate_propensities", "EstimatedPropensity", "EstimatedTrustBias", "IdentificationWarning", "METHODS"]
+__all__ = ["estimate_propensities", "reestimate", "EstimatedPropensity", "EstimatedTrustBias", "IdentificationWarning",
+           "METHODS"]
 
 METHODS = ("swap", "harvest", "em", "trust_em", "pbm")
 #: Default pseudo-impressions of the Beta prior on every attractiveness of ``"pbm"`` (see ``click_models``).
@@ -157,6 +158,12 @@ class EstimatedPropensity(TabularPropensity):
         another position (what identifies it).
     pair_support_ : int array (K, K) or None
         ``"harvest"``: per position pair, the (query, document) pairs shown at both.
+    bootstrap_converged_ : bool array (n_bootstrap,)
+        Whether each replicate's fit converged (``"pbm"``; True elsewhere). Replicates that did not
+        are kept in ``bootstrap_`` but left out of ``lower_`` and ``upper_``.
+    recipe_ : dict or None
+        ``{"method", "max_position", "options"}`` as given to :func:`estimate_propensities`: what
+        :func:`reestimate` refits on a replicate of the log.
 
     Examples
     --------
@@ -181,6 +188,8 @@ class EstimatedPropensity(TabularPropensity):
         self.method_ = method
         self.n_sessions_ = n_sessions
         self.support_ = self.pair_support_ = None
+        self.recipe_ = None
+        self.bootstrap_converged_ = np.ones(len(self.bootstrap_), dtype=bool)
 
     def __call__(self, positions) -> np.ndarray:
         q = super().__call__(positions)
@@ -480,7 +489,7 @@ def _warn_if_weak(method: str, support: np.ndarray, min_support: int) -> None:
 
 
 def _pbm(log, K, options):
-    from ._click_em import pbm_em
+    from ._click_em import pbm_newton
 
     plain = log.intervention == 0
     imp = _Impressions(log, K, plain)
@@ -495,21 +504,27 @@ def _pbm(log, K, options):
                       "position: theta there rests on the prior on attractiveness more than on the log",
                       IdentificationWarning, stacklevel=3)
     fits = []
+    if options.get("start") is not None:   # reestimate(): warm start from the estimate being refitted
+        fits.append(options["start"])
 
     def estimate(W):
-        out, failed = [], 0
-        for weights in W:   # one EM per bootstrap replicate, warm-started at the point estimate
-            fit = pbm_em(imp.doc, imp.k, imp.n, imp.c, log.n_rows, K, weight=weights[imp.query],
-                         prior_strength=options["prior_strength"], max_iter=options["max_iter"], tol=options["tol"],
-                         start=fits[0] if fits else None)
-            fits.append(fit)
-            failed += not fit["converged"]
+        # Newton on EM's fixed point (``pbm_newton``): the full fit from EM's start, every replicate
+        # warm-started at the full fit; a replicate Newton cannot bring to a regular fixed point is
+        # reported (``converged`` False) and left out of the intervals, never used silently.
+        out, ok = [], []
+        for weights in W:
+            fit = pbm_newton(imp.doc, imp.k, imp.n, imp.c, log.n_rows, K, weight=weights[imp.query],
+                             prior_strength=options["prior_strength"], max_iter=options["max_iter"],
+                             tol=options["tol"], start=fits[0] if fits else None)
+            if not fits:
+                fits.append(fit)
+            ok.append(fit["converged"])
             out.append(fit["theta"] / fit["theta"][0])
-        if failed:
-            warnings.warn(f"'pbm' did not converge in max_iter={options['max_iter']} iterations in {failed} of "
-                          f"{W.shape[0]} fits", ConvergenceWarning)
+        estimate.converged = np.array(ok, dtype=bool)
+        estimate.full_fit = fits[0]
         return np.array(out)
 
+    return estimate, int(plain.sum())
     return estimate, int(plain.sum())
 
 
@@ -904,20 +919,83 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
     Q = log.n_queries
     present = np.bincount(log.session_query, minlength=Q) > 0
     point = estimate(present[None, :].astype(np.float64))
+    point_converged = getattr(estimate, "converged", np.ones(1, dtype=bool))
+    if not point_converged.all():
+        warnings.warn(f"{method!r}: the fit on the whole log did not converge in max_iter={opts['max_iter']} steps",
+                      ConvergenceWarning, stacklevel=2)
     boot = None
+    converged = None
     if B:
         boot = estimate(_BootstrapWeights(np.random.default_rng(random_state), B, Q, np.flatnonzero(present)))
+        converged = getattr(estimate, "converged", None)
+        if converged is not None and not converged.all():
+            warnings.warn(f"{method!r}: {int((~converged).sum())} of {B} bootstrap replicates did not converge (no "
+                          f"regular fixed point reached in max_iter={opts['max_iter']} steps: Newton stalled where a "
+                          "theta sits at its bound or the fixed point is not unique); they are left out of the "
+                          "intervals (see bootstrap_converged_)", ConvergenceWarning, stacklevel=2)
     if method == "trust_em":
         return _trust_bias_model(point, boot, opts["confidence"], n_sessions)
-    model = _propensity_model(method, point, boot, opts["confidence"], n_sessions)
+    model = _propensity_model(method, point, boot, opts["confidence"], n_sessions, converged)
     model.support_, model.pair_support_ = opts.get("support"), opts.get("pair_support")
+    model.recipe_ = {"method": method, "max_position": K,
+                     "options": {key: value for key, value in options.items() if key != "start"}}
+    model._full_fit = getattr(estimate, "full_fit", None)
+    return model
+
+
+def reestimate(estimate, log: ClickLog, query_weights) -> "EstimatedPropensity":
+    """Refit an estimate's recipe on a query-weighted replicate of ``log`` (no interval).
+
+    The method and options come from ``estimate.recipe_`` (what :func:`estimate_propensities`
+    made it with); ``query_weights`` (n_queries,) are the multiplicities of ``log``'s queries in the
+    replicate (a bootstrap draw, or 0/1 for a subset). ``"pbm"`` starts from the estimate's own fit
+    (``estimate`` must then come from this ``log``), so a replicate costs a few Newton steps. The
+    returned estimate's ``converged_`` says whether the refit converged.
+
+    Parameters
+    ----------
+    estimate : EstimatedPropensity
+        A result of :func:`estimate_propensities`.
+    log : ClickLog
+        The log it was estimated from.
+    query_weights : array (log.n_queries,)
+        Non-negative weights per query.
+
+    Returns
+    -------
+    EstimatedPropensity
+    """
+    recipe = getattr(estimate, "recipe_", None)
+    if recipe is None:
+        raise ValueError("reestimate needs an estimate made by estimate_propensities (it has no recipe_)")
+    if not isinstance(log, ClickLog):
+        raise TypeError(f"log must be a ClickLog, got {type(log).__name__}")
+    w = np.asarray(query_weights, dtype=np.float64)
+    if w.shape != (log.n_queries,) or not np.all(np.isfinite(w) & (w >= 0)):
+        raise ValueError(f"query_weights must be {log.n_queries} finite non-negative numbers (one per query of "
+                         f"the log), got shape {w.shape}")
+    method, K = recipe["method"], recipe["max_position"]
+    if method == "trust_em":
+        raise ValueError("reestimate: 'trust_em' estimates are not position-only; refit with estimate_propensities")
+    opts = _check_options(method, K, dict(recipe["options"]))
+    if method == "pbm" and getattr(estimate, "_full_fit", None) is not None:
+        if estimate._full_fit["alpha"].shape != (log.n_rows,):
+            raise ValueError("reestimate: the log is not the one the estimate was made from (its rows differ)")
+        opts["start"] = estimate._full_fit
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdentificationWarning)   # said when the estimate was made
+        fit, n_sessions = {"swap": _swap, "harvest": _harvest, "em": _em, "pbm": _pbm}[method](log, K, opts)
+    values = fit(w[None, :])
+    model = _propensity_model(method, values, None, opts["confidence"], n_sessions)
+    model.recipe_ = recipe
+    model.converged_ = bool(getattr(fit, "converged", np.ones(1, dtype=bool)).all())
     return model
 
 
 def _check_options(method, K, options) -> dict:
     """The checked ``**options`` of :func:`estimate_propensities`, with the defaults filled in."""
     known = {"confidence", "min_clicks", "max_iter", "tol", "relevance_model", "eps_plus", "prior_strength",
-             "min_support"}
+             "min_support", "start"}
     unknown = set(options) - known
     if unknown:
         raise TypeError(f"estimate_propensities got unknown options {sorted(unknown)}; known: {sorted(known)}")
@@ -933,7 +1011,7 @@ def _check_options(method, K, options) -> dict:
         "confidence": check_probability(options.get("confidence", 0.95), "confidence", include_zero=False,
                                         include_one=False),
         "min_clicks": check_int(options.get("min_clicks", 10), "min_clicks", min_value=1),
-        "max_iter": check_int(options.get("max_iter", {"em": 100, "pbm": 10000}.get(method, 500)), "max_iter",
+        "max_iter": check_int(options.get("max_iter", {"em": 100, "pbm": 100}.get(method, 500)), "max_iter",
                               min_value=1),
         # EM with a user's relevance model refits it every step: a looser default there. The
         # position-based model's tolerance is on the mean log-likelihood per impression.
@@ -944,7 +1022,7 @@ def _check_options(method, K, options) -> dict:
                                      min_value=0),
         "min_support": check_int(options.get("min_support", MIN_SUPPORT), "min_support", min_value=0),
     }
-    for key in ("relevance_model", "eps_plus"):
+    for key in ("relevance_model", "eps_plus", "start"):
         if options.get(key) is not None:
             opts[key] = options[key]
     if "relevance_model" in opts:
@@ -994,7 +1072,7 @@ def _trust_bias_model(point, boot, confidence, n_sessions) -> EstimatedTrustBias
                               confidence=confidence, n_sessions=n_sessions)
 
 
-def _propensity_model(method, point, boot, confidence, n_sessions) -> EstimatedPropensity:
+def _propensity_model(method, point, boot, confidence, n_sessions, converged=None) -> EstimatedPropensity:
     """A position-only estimate with its interval; ``ValueError`` where a position or a replicate had no data."""
     relative = point[0]
     bad = np.flatnonzero(~(np.isfinite(relative) & (relative > 0)))
@@ -1006,6 +1084,10 @@ def _propensity_model(method, point, boot, confidence, n_sessions) -> EstimatedP
         if not np.all(np.isfinite(boot)):
             raise ValueError(f"{method!r}: some bootstrap replicates have no data at a position: too few sessions "
                              "for an interval (log more sessions, lower max_position or use n_bootstrap=0)")
-        lower, upper = _percentiles(boot, confidence)
-    return EstimatedPropensity(relative, lower, upper, bootstrap=boot, method=method, confidence=confidence,
-                               n_sessions=n_sessions)
+        used = boot if converged is None or not converged.any() else boot[converged]
+        lower, upper = _percentiles(used, confidence)
+    model = EstimatedPropensity(relative, lower, upper, bootstrap=boot, method=method, confidence=confidence,
+                                n_sessions=n_sessions)
+    if boot is not None:
+        model.bootstrap_converged_ = np.ones(len(boot), dtype=bool) if converged is None else converged
+    return model
