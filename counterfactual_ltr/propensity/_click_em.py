@@ -232,9 +232,10 @@ def _alpha_given(theta, mu, row, k, wn, wc, n_rows, s, multi, multi_cells, alpha
         alpha[multi] = np.where(A[multi] > 0, a, 0.0)
     alpha = np.clip(alpha, 0.0, 1.0)
     a = np.clip(alpha, 1e-300, 1 - 1e-16)
-    h = -A / a ** 2 - np.bincount(row, weights=skips * t ** 2 / (1 - t * a[row]) ** 2, minlength=n_rows) \
-        - D / (1 - a) ** 2
-    return alpha, h
+    with np.errstate(divide="ignore", invalid="ignore"):   # alpha at a bound (no prior): h unused there
+        h = -A / a ** 2 - np.bincount(row, weights=skips * t ** 2 / (1 - t * a[row]) ** 2, minlength=n_rows) \
+            - D / (1 - a) ** 2
+    return alpha, np.where(np.isfinite(h), h, 0.0)
 
 
 class _Fixed:
