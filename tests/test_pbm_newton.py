@@ -112,3 +112,21 @@ def test_non_converged_replicates_are_warned_recorded_and_left_out(monkeypatch):
     assert any("3 of 9 bootstrap replicates did not converge" in m for m in messages)
     assert est.bootstrap_converged_.sum() == 6
     assert np.all(est.lower_[1:] > 1e-3)     # the failed replicates' values are not in the interval
+
+
+def test_trec_pbm_says_where_theta_sits_at_its_cap():
+    import os
+    from pathlib import Path
+
+    pd = pytest.importorskip("pandas")
+    path = Path(os.environ.get("CLTR_DATA", "../shared/data")) / "real-logs" / "trec-session-2014" / "train.csv"
+    if not path.exists():
+        pytest.skip("the shared TREC log is not here (CLTR_DATA)")
+    log = ClickLog.from_events(pd.read_csv(path), session="page")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = estimate_propensities(log, "pbm", n_bootstrap=0)
+    assert est._full_fit["converged"] and est._full_fit["n_iter"] < 100
+    assert any("theta is at its cap 1 at positions 2, 3" in str(w.message) for w in caught)
+    assert est.at_cap_[1] and not est.at_cap_[7]
+    np.testing.assert_allclose(est.relative_[7], 0.3644, atol=5e-4)   # plain EM after 20,000 steps: 0.3644

@@ -161,6 +161,9 @@ class EstimatedPropensity(TabularPropensity):
     bootstrap_converged_ : bool array (n_bootstrap,)
         Whether each replicate's fit converged (``"pbm"``; True elsewhere). Replicates that did not
         are kept in ``bootstrap_`` but left out of ``lower_`` and ``upper_``.
+    at_cap_ : bool array (K,) or None
+        ``"pbm"``: positions whose ``theta`` sits at its bound 1 in the fit on the whole log (there
+        the bound, not the log, sets the value; a warning says so).
     recipe_ : dict or None
         ``{"method", "max_position", "options"}`` as given to :func:`estimate_propensities`: what
         :func:`reestimate` refits on a replicate of the log.
@@ -188,7 +191,7 @@ class EstimatedPropensity(TabularPropensity):
         self.method_ = method
         self.n_sessions_ = n_sessions
         self.support_ = self.pair_support_ = None
-        self.recipe_ = None
+        self.recipe_ = self.at_cap_ = None
         self.bootstrap_converged_ = np.ones(len(self.bootstrap_), dtype=bool)
 
     def __call__(self, positions) -> np.ndarray:
@@ -923,6 +926,16 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
     if not point_converged.all():
         warnings.warn(f"{method!r}: the fit on the whole log did not converge in max_iter={opts['max_iter']} steps",
                       ConvergenceWarning, stacklevel=2)
+    at_cap = None
+    if method == "pbm":
+        at_cap = estimate.full_fit["theta"] >= 1.0
+        capped = np.flatnonzero(at_cap[1:]) + 2
+        if capped.size:
+            warnings.warn(f"'pbm': theta is at its cap 1 at positions {', '.join(map(str, capped))}: the prior on "
+                          "attractiveness (by placement) carries the fall of the click rate there and pushes theta up "
+                          "to the bound, so the estimate reads 1 and intervals can collapse to [1, 1]; that is the "
+                          "bound, not certainty (see at_cap_, support_, and compare harvest)", IdentificationWarning,
+                          stacklevel=2)
     boot = None
     converged = None
     if B:
@@ -940,6 +953,7 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
     model.recipe_ = {"method": method, "max_position": K,
                      "options": {key: value for key, value in options.items() if key != "start"}}
     model._full_fit = getattr(estimate, "full_fit", None)
+    model.at_cap_ = at_cap
     return model
 
 
