@@ -213,7 +213,6 @@ def _alpha_given(theta, mu, row, k, wn, wc, n_rows, s, multi, multi_cells, alpha
         index = np.searchsorted(multi, r)
         a = alpha[multi] if alpha0 is None else alpha0[multi]
         lo, hi = np.zeros(multi.size), np.ones(multi.size)
-        scale = 1e-12 * (A[multi] + D[multi] + np.bincount(index, weights=sk, minlength=multi.size))
         for _ in range(50):
             a = np.clip(a, 1e-300, 1 - 1e-16)
             # Newton on a f'(a) = A - sum sk theta a / (1 - theta a) - D a / (1 - a): decreasing and concave,
@@ -226,8 +225,7 @@ def _alpha_given(theta, mu, row, k, wn, wc, n_rows, s, multi, multi_cells, alpha
             # past the bracket's right end: continue from there (Newton from the right is monotone)
             new = np.where(new >= hi, np.where(hi < 1, hi, 0.5 * (lo + hi)), new)
             new = np.where(new <= lo, 0.5 * (lo + hi), new)
-            done = (np.abs(new - a) <= 1e-12 * np.maximum(a, 1e-300)) | (hi - lo <= 1e-12 * np.maximum(a, 1e-300)) \
-                | (np.abs(g) <= scale)
+            done = (np.abs(new - a) <= 1e-12 * np.maximum(a, 1e-300)) | (hi - lo <= 1e-12 * np.maximum(a, 1e-300))
             a = new
             if done.all():
                 break
