@@ -38,7 +38,7 @@ from ._click_em import pbm_em
 from .._validation import check_int, check_real
 from ..logs.clicklog import ClickLog
 from ..ids import match
-from .estimation import EstimatedPropensity
+from ._results import EstimatedPropensity, IdentificationWarning
 from ..examination.propensity_models import as_propensity_model, propensities_at
 
 __all__ = ["PositionBasedModel", "RankOnlyModel", "DocumentOnlyModel"]
@@ -112,8 +112,6 @@ def _warn_unidentified(row, k, c, K) -> None:
     (one page, a deterministic ranker), leaves ``theta`` to the prior and EM's start, and a position
     shown only to pairs never seen elsewhere is fitted the same way.
     """
-    from .estimation import IdentificationWarning
-
     if not np.any(c > 0):
         warnings.warn("PositionBasedModel: the log has no clicks; theta and the attractiveness are not identified "
                       "(every click probability goes to 0)", IdentificationWarning, stacklevel=3)

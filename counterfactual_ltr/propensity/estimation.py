@@ -73,9 +73,9 @@ from .._linalg import weighted_gram
 from .._validation import check_int, check_probability, check_real
 from ..logs.clicklog import ClickLog
 from ..datasets import dense_features
-from ..examination.propensity_models import TabularPropensity, TrustBiasPropensity
+from ._results import EstimatedPropensity, EstimatedTrustBias, IdentificationWarning
 
-__all__ = ["estimate_propensities", "reestimate", "EstimatedPropensity", "EstimatedTrustBias", "IdentificationWarning",
+__all__ = ["estimate_propensities", "reestimate", "non_increasing", "EstimatedPropensity", "EstimatedTrustBias", "IdentificationWarning",
            "METHODS"]
 
 METHODS = ("swap", "harvest", "em", "trust_em", "pbm")
@@ -89,204 +89,6 @@ MIN_SUPPORT = 20
 
 
 # ----------------------------------------------------------------------------- results
-
-
-def _fit_eta(relative: np.ndarray) -> float:
-    """Least-squares power law ``log(theta_r / theta_1) = -eta log r`` over the estimated positions."""
-    r = np.arange(1, len(relative) + 1, dtype=np.float64)
-    logr = np.log(r)
-    return float(-np.sum(logr * np.log(relative)) / np.sum(logr * logr))
-
-
-def _plot(ax, estimate, lower, upper, truth, label):
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        ax = plt.figure(figsize=(5, 3.5)).gca()
-    r = np.arange(1, len(estimate) + 1)
-    if lower is not None:
-        ax.fill_between(r, lower, upper, alpha=0.25, label="95% interval" if label else None)
-    ax.plot(r, estimate, "o-", label=label)
-    if truth is not None:
-        true = np.asarray(truth(r) if callable(truth) else truth, dtype=np.float64)[:len(r)]
-        ax.plot(r, true / true[0], "k--", label="truth")
-    ax.set_xlabel("position")
-    ax.set_ylabel("theta_r / theta_1")
-    ax.legend()
-    return ax
-
-
-class EstimatedPropensity(TabularPropensity):
-    """Position propensities estimated from a log: ``theta_r / theta_1`` with bootstrap intervals.
-
-    ``values`` are the estimates at positions ``1..K`` divided by their
-    maximum (so they lie in (0, 1]; the maximum is position 1 unless the
-    curve rises). Beyond ``K`` the fitted power law continues the table:
-    ``q(r) = values[K-1] * (K / r) ** eta_``.
-
-    Parameters
-    ----------
-    relative : array (K,)
-        Estimated ``theta_r / theta_1`` at positions ``1..K`` (positive).
-    lower, upper : array (K,), optional
-        Interval bounds of ``relative``.
-    bootstrap : array (n_bootstrap, K), optional
-        Bootstrap replicates of ``relative``.
-    method : str, default "given"
-        The estimation method that made it (``"swap"``, ``"harvest"``, ``"em"``).
-    confidence : float, default 0.95
-        Level of the interval.
-    n_sessions : int, default 0
-        Sessions the estimate used.
-
-    Attributes
-    ----------
-    relative_ : array (K,)
-        Estimated ``theta_r / theta_1``.
-    lower_, upper_ : array (K,) or None
-        Bootstrap percentile interval of ``relative_`` (None without bootstrap).
-    confidence_ : float
-    eta_ : float
-        Least-squares power law fitted to ``relative_``.
-    bootstrap_ : array (n_bootstrap, K)
-        The bootstrap replicates of ``relative_``.
-    method_ : str
-    n_sessions_ : int
-        Sessions the estimate used.
-    support_ : int array (K,) or None
-        ``"pbm"``, ``"harvest"``: per position, the (query, document) pairs shown there and at
-        another position (what identifies it).
-    pair_support_ : int array (K, K) or None
-        ``"harvest"``: per position pair, the (query, document) pairs shown at both.
-    bootstrap_converged_ : bool array (n_bootstrap,)
-        Whether each replicate's fit converged (``"pbm"``; True elsewhere). Replicates that did not
-        are kept in ``bootstrap_`` but left out of ``lower_`` and ``upper_``.
-    at_cap_ : bool array (K,) or None
-        ``"pbm"``: positions whose ``theta`` sits at its bound 1 in the fit on the whole log (there
-        the bound, not the log, sets the value; a warning says so).
-    recipe_ : dict or None
-        ``{"method", "max_position", "options"}`` as given to :func:`estimate_propensities`: what
-        :func:`reestimate` refits on a replicate of the log.
-
-    Examples
-    --------
-    >>> model = EstimatedPropensity([1.0, 0.5, 1 / 3], method="swap")
-    >>> model([1, 3, 6]).round(3).tolist(), round(model.eta_, 3)
-    ([1.0, 0.333, 0.167], 1.0)
-    """
-
-    def __init__(self, relative, lower=None, upper=None, *, bootstrap=None, method="given", confidence=0.95,
-                 n_sessions=0):
-        relative = np.asarray(relative, dtype=np.float64)
-        if relative.ndim != 1 or relative.size < 2 or not np.all(np.isfinite(relative) & (relative > 0)):
-            raise ValueError(f"the estimated propensities must be positive and finite at >= 2 positions, "
-                             f"got {relative.tolist()}")
-        super().__init__(relative / relative.max())
-        self.relative_ = relative
-        self.lower_ = None if lower is None else np.asarray(lower, dtype=np.float64)
-        self.upper_ = None if upper is None else np.asarray(upper, dtype=np.float64)
-        self.bootstrap_ = np.empty((0, relative.size)) if bootstrap is None else np.asarray(bootstrap)
-        self.confidence_ = confidence
-        self.eta_ = _fit_eta(relative)
-        self.method_ = method
-        self.n_sessions_ = n_sessions
-        self.support_ = self.pair_support_ = None
-        self.recipe_ = self.at_cap_ = None
-        self.bootstrap_converged_ = np.ones(len(self.bootstrap_), dtype=bool)
-
-    def __call__(self, positions) -> np.ndarray:
-        q = super().__call__(positions)
-        positions = np.asarray(positions)
-        K = len(self.values)
-        beyond = positions > K
-        if np.any(beyond):
-            q = q.copy()
-            q[beyond] = self.values[-1] * (K / positions[beyond]) ** self.eta_
-        return q
-
-    def plot(self, ax=None, truth=None):
-        """Estimate against position with its interval (and ``truth``: a curve or propensity model).
-
-        Parameters
-        ----------
-        ax : matplotlib Axes, optional
-            Where to draw (default: a new figure).
-        truth : array or propensity model, optional
-            The true curve, drawn normalised to position 1.
-
-        Returns
-        -------
-        matplotlib Axes
-        """
-        return _plot(ax, self.relative_, self.lower_, self.upper_, truth, f"{self.method_} estimate")
-
-    def __repr__(self) -> str:
-        return f"EstimatedPropensity(method={self.method_!r}, relative={np.round(self.relative_, 4).tolist()})"
-
-
-class EstimatedTrustBias(TrustBiasPropensity):
-    """A trust-bias model estimated from a log (``"trust_em"``), with bootstrap intervals.
-
-    Parameters
-    ----------
-    examination, eps_plus, eps_minus : arrays (K,)
-        As in :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`.
-    intervals : dict, optional
-        See ``intervals_``.
-    bootstrap : dict of arrays, optional
-        Bootstrap replicates of each part, keyed as ``intervals``.
-    confidence : float, default 0.95
-        Level of the intervals.
-    n_sessions : int, default 0
-        Sessions the estimate used.
-
-    Attributes
-    ----------
-    relative_ : array (K,)
-        ``theta_r / theta_1``; ``lower_``, ``upper_`` its interval.
-    intervals_ : dict
-        ``{"examination" | "eps_plus" | "eps_minus" | "alpha" | "beta": (lower, upper)}``.
-    eta_ : float
-        Power law fitted to ``relative_``.
-    a_, b_ : array (K,)
-        Identified click rates ``theta_k eps+_k`` and ``theta_k eps-_k``.
-
-    Examples
-    --------
-    >>> model = EstimatedTrustBias([1.0, 0.5], [0.9, 0.9], [0.3, 0.1])
-    >>> model.alpha([1, 2]).round(3).tolist(), round(model.eta_, 3)
-    ([0.6, 0.4], 1.0)
-    """
-
-    def __init__(self, examination, eps_plus, eps_minus, *, intervals=None, bootstrap=None, confidence=0.95,
-                 n_sessions=0):
-        super().__init__(examination, eps_plus=eps_plus, eps_minus=eps_minus)
-        self.relative_ = self.examination / self.examination[0]
-        self.intervals_ = dict(intervals or {})
-        self.lower_, self.upper_ = self.intervals_.get("relative", (None, None))
-        self.bootstrap_ = {} if bootstrap is None else bootstrap
-        self.confidence_ = confidence
-        self.eta_ = _fit_eta(self.relative_)
-        self.a_ = self.examination * self.eps_plus
-        self.b_ = self.examination * self.eps_minus
-        self.method_ = "trust_em"
-        self.n_sessions_ = n_sessions
-
-    def plot(self, ax=None, truth=None):
-        """Examination estimate against position with its interval (and ``truth``).
-
-        Parameters
-        ----------
-        ax : matplotlib Axes, optional
-            Where to draw (default: a new figure).
-        truth : array or propensity model, optional
-            The true examination curve, drawn normalised to position 1.
-
-        Returns
-        -------
-        matplotlib Axes
-        """
-        return _plot(ax, self.relative_, self.lower_, self.upper_, truth, "trust_em estimate")
 
 
 # ----------------------------------------------------------------------------- statistics of the log
@@ -632,16 +434,6 @@ def _replicates(W, fit_one, max_iter):
 _EM_MIN_VARIED_SHARE = 0.05
 
 
-class IdentificationWarning(UserWarning):
-    """An estimate whose data cannot tell position from relevance: its value and intervals rest on a model's form.
-
-    Examples
-    --------
-    >>> issubclass(IdentificationWarning, UserWarning)
-    True
-    """
-
-
 def _warn_if_unvaried(imp: "_Impressions") -> None:
     """Warn when (nearly) every document was shown at one position only, as a deterministic logger shows them."""
     positions_of_doc = np.bincount(imp.doc, minlength=int(imp.doc.max()) + 1 if imp.doc.size else 0)
@@ -906,8 +698,10 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
     """
     if not isinstance(log, ClickLog):
         raise TypeError(f"log must be a ClickLog, got {type(log).__name__}")
+    if method == "auto":
+        return _auto(log, max_position, n_bootstrap, random_state, options)
     if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        raise ValueError(f"method must be one of {METHODS + ('auto',)}, got {method!r}")
     K = check_int(max_position, "max_position", min_value=2)
     B = check_int(n_bootstrap, "n_bootstrap", min_value=0)
     opts = _check_options(method, K, options)
@@ -921,6 +715,8 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
         log, K, opts)
     Q = log.n_queries
     present = np.bincount(log.session_query, minlength=Q) > 0
+    if opts["monotone"]:
+        estimate = _monotone(estimate)
     point = estimate(present[None, :].astype(np.float64))
     point_converged = getattr(estimate, "converged", np.ones(1, dtype=bool))
     if not point_converged.all():
@@ -999,6 +795,8 @@ def reestimate(estimate, log: ClickLog, query_weights) -> "EstimatedPropensity":
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IdentificationWarning)   # said when the estimate was made
         fit, n_sessions = {"swap": _swap, "harvest": _harvest, "em": _em, "pbm": _pbm}[method](log, K, opts)
+    if opts["monotone"]:
+        fit = _monotone(fit)
     values = fit(w[None, :])
     model = _propensity_model(method, values, None, opts["confidence"], n_sessions)
     model.recipe_ = recipe
@@ -1009,7 +807,7 @@ def reestimate(estimate, log: ClickLog, query_weights) -> "EstimatedPropensity":
 def _check_options(method, K, options) -> dict:
     """The checked ``**options`` of :func:`estimate_propensities`, with the defaults filled in."""
     known = {"confidence", "min_clicks", "max_iter", "tol", "relevance_model", "eps_plus", "prior_strength",
-             "min_support", "start"}
+             "min_support", "start", "monotone"}
     unknown = set(options) - known
     if unknown:
         raise TypeError(f"estimate_propensities got unknown options {sorted(unknown)}; known: {sorted(known)}")
@@ -1019,6 +817,8 @@ def _check_options(method, K, options) -> dict:
         raise TypeError("eps_plus is an option of method 'trust_em' only")
     if "prior_strength" in options and method not in ("pbm", "harvest"):
         raise TypeError("prior_strength is an option of methods 'pbm' and 'harvest' only")
+    if options.get("monotone") and method not in ("pbm", "harvest"):
+        raise TypeError("monotone is an option of methods 'pbm' and 'harvest' only")
     if "min_support" in options and method not in ("pbm", "harvest"):
         raise TypeError("min_support is an option of methods 'pbm' and 'harvest' only")
     opts = {
@@ -1036,6 +836,7 @@ def _check_options(method, K, options) -> dict:
                                      min_value=0),
         "min_support": check_int(options.get("min_support", MIN_SUPPORT), "min_support", min_value=0),
     }
+    opts["monotone"] = bool(options.get("monotone", False))
     for key in ("relevance_model", "eps_plus", "start"):
         if options.get(key) is not None:
             opts[key] = options[key]
@@ -1104,4 +905,142 @@ def _propensity_model(method, point, boot, confidence, n_sessions, converged=Non
                                 n_sessions=n_sessions)
     if boot is not None:
         model.bootstrap_converged_ = np.ones(len(boot), dtype=bool) if converged is None else converged
+    return model
+
+
+# ----------------------------------------------------------------------------- shape and choice
+
+
+def non_increasing(values) -> np.ndarray:
+    """The closest non-increasing curve to each row of ``values`` in least squares (isotonic regression).
+
+    Pool adjacent violators (Barlow et al., Statistical Inference under Order Restrictions, 1972):
+    a run of positions whose values rise is replaced by its mean until none rises. A curve that is
+    already non-increasing is returned unchanged. The loop runs over positions (at most ``K``
+    poolings), each step vectorised over the rows.
+
+    Parameters
+    ----------
+    values : array (K,) or (B, K)
+
+    Returns
+    -------
+    array of the same shape
+
+    Examples
+    --------
+    >>> non_increasing([1.0, 0.5, 0.7, 0.2]).tolist()
+    [1.0, 0.6, 0.6, 0.2]
+    """
+    v = np.array(values, dtype=np.float64, ndmin=1)
+    flat = v.reshape(-1, v.shape[-1]) if v.ndim > 1 else v[None, :]
+    out = np.empty_like(flat)
+    for b, row in enumerate(flat):   # rows are replicates (tens to hundreds); positions are few
+        means, sizes = [], []
+        for x in row:
+            means.append(x)
+            sizes.append(1)
+            while len(means) > 1 and means[-2] < means[-1]:
+                m = (means[-2] * sizes[-2] + means[-1] * sizes[-1]) / (sizes[-2] + sizes[-1])
+                sizes[-2] += sizes[-1]
+                means[-2] = m
+                means.pop()
+                sizes.pop()
+        out[b] = np.repeat(means, sizes)
+    return out.reshape(v.shape) if v.ndim > 1 else out[0]
+
+
+def _monotone(estimate):
+    """``estimate`` (query weights -> curves) followed by :func:`non_increasing`, keeping its attributes."""
+
+    def shaped(W):
+        values = non_increasing(estimate(W))
+        for name in ("converged", "full_fit"):
+            if hasattr(estimate, name):
+                setattr(shaped, name, getattr(estimate, name))
+        return values / values[:, :1]
+
+    return shaped
+
+
+#: The candidates of ``"auto"``: (name, method, options); a tie goes to the earlier (monotone first).
+AUTO_CANDIDATES = (("pbm monotone", "pbm", {"monotone": True}), ("pbm", "pbm", {}),
+                   ("harvest monotone", "harvest", {"monotone": True}), ("harvest", "harvest", {}),
+                   ("rank-only", "rank-only", {}))
+
+
+def _rank_only(log, K) -> EstimatedPropensity:
+    """The click rate by position as a curve (no document effect): the rank-only model's theta."""
+    k = log.positions.astype(np.int64)
+    keep = k <= K
+    shown = np.bincount(k[keep] - 1, minlength=K)
+    clicks = np.bincount(k[keep] - 1, weights=log.clicks[keep], minlength=K)
+    ctr = (clicks + 1.0 * log.n_clicks / max(log.n_items, 1)) / (shown + 1.0)   # one pseudo-impression
+    return EstimatedPropensity(ctr / ctr[0], method="rank-only", n_sessions=len(log))
+
+
+def _auto(log, max_position, n_bootstrap, random_state, options) -> EstimatedPropensity:
+    """``method="auto"``: the candidate whose theta best predicts held-out clicks, cross-validated over queries.
+
+    Every candidate of ``AUTO_CANDIDATES`` is estimated on all sessions but one fold (``n_folds``,
+    default 3; every query's sessions are dealt to the folds in random order, ``random_state``, so
+    each fold holds a share of every query and its pairs are seen in training) and scored by the
+    held-out click perplexity of the position-based click model with ``theta`` kept at that
+    estimate and the attractiveness fitted on the same training sessions (the check of
+    :mod:`~counterfactual_ltr.propensity.click_models`; lower is better). The candidate with the
+    lowest mean over folds wins, monotone variants first on ties; it is refitted on the whole log
+    with ``n_bootstrap`` replicates. ``auto_table_`` of the result holds every candidate's
+    perplexity per fold (NaN where it could not be estimated).
+    """
+    from .click_models import PositionBasedModel
+
+    if not isinstance(log, ClickLog):
+        raise TypeError(f"log must be a ClickLog, got {type(log).__name__}")
+    options = dict(options)
+    n_folds = check_int(options.pop("n_folds", 3), "n_folds", min_value=2)
+    unknown = set(options) - {"confidence", "min_clicks", "tol", "min_support"}
+    if unknown:
+        raise TypeError(f"method 'auto' takes the options confidence, min_clicks, tol, min_support and n_folds, "
+                        f"got {sorted(unknown)}")
+    K = check_int(max_position, "max_position", min_value=2)
+    rng = np.random.default_rng(random_state)
+    # Folds within queries: each query's sessions, in random order, dealt to the folds in turn. (With
+    # whole queries held out every held-out pair is unseen, the prediction is theta_r times the
+    # placement prior, and the score rewards the marginal click rate by position, rank-only, by
+    # construction: it won on simulated position-based logs.)
+    n = len(log)
+    if n < n_folds:
+        raise ValueError(f"method 'auto': the log has {n} sessions, fewer than n_folds={n_folds}")
+    order = rng.permutation(n)
+    order = order[np.argsort(log.session_query[order], kind="stable")]
+    query_sorted = log.session_query[order]
+    first = np.r_[0, np.flatnonzero(np.diff(query_sorted)) + 1]
+    rank = np.arange(n) - np.repeat(first, np.diff(np.r_[first, n]))
+    fold = np.empty(n, dtype=np.int64)
+    fold[order] = (rank + rng.integers(0, n_folds, first.size).repeat(np.diff(np.r_[first, n]))) % n_folds
+    table = np.full((len(AUTO_CANDIDATES), n_folds), np.nan)
+    for f in range(n_folds):
+        train, test = log[np.flatnonzero(fold != f)], log[np.flatnonzero(fold == f)]
+        for i, (_, method, extra) in enumerate(AUTO_CANDIDATES):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    curve = _rank_only(train, K) if method == "rank-only" else estimate_propensities(
+                        train, method, max_position=K, n_bootstrap=0, **extra, **options)
+                    table[i, f] = PositionBasedModel(propensity=curve).fit(train).perplexity(test)
+                except ValueError:
+                    continue
+    mean = np.where(np.isfinite(table).all(1), table.mean(1), np.inf)   # a candidate failing a fold is out
+    if not np.isfinite(mean).any():
+        raise ValueError("method 'auto': no candidate could be estimated on every fold")
+    best = int(np.argmin(mean))
+    name, method, extra = AUTO_CANDIDATES[best]
+    if method == "rank-only":
+        model = _rank_only(log, K)
+    else:
+        model = estimate_propensities(log, method, max_position=K, n_bootstrap=n_bootstrap,
+                                      random_state=random_state, **extra, **options)
+    model.auto_table_ = [{"candidate": c[0], "perplexity": float(m), "folds": table[i].tolist()}
+                         for i, (c, m) in enumerate(zip(AUTO_CANDIDATES, mean))]
+    model.auto_choice_ = name
     return model
