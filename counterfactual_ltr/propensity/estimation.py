@@ -774,6 +774,20 @@ def reestimate(estimate, log: ClickLog, query_weights) -> "EstimatedPropensity":
     Returns
     -------
     EstimatedPropensity
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from counterfactual_ltr import ClickLog
+    >>> rng = np.random.default_rng(0)
+    >>> docs = np.array([rng.permutation(4) for _ in range(400)]).ravel()
+    >>> positions = np.tile(np.arange(1, 5), 400)
+    >>> log = ClickLog.from_events({"query": np.repeat(rng.integers(0, 5, 400), 4), "doc": docs,
+    ...                             "position": positions, "click": rng.random(1600) < 0.5 / positions})
+    >>> est = estimate_propensities(log, "harvest", max_position=4, n_bootstrap=0, min_support=0)
+    >>> same = reestimate(est, log, np.ones(log.n_queries))
+    >>> bool(np.allclose(same.relative_, est.relative_))
+    True
     """
     recipe = getattr(estimate, "recipe_", None)
     if recipe is None:
@@ -922,6 +936,7 @@ def non_increasing(values) -> np.ndarray:
     Parameters
     ----------
     values : array (K,) or (B, K)
+        A curve over positions ``1..K`` (or one per row: bootstrap replicates).
 
     Returns
     -------
