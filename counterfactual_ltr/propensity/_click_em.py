@@ -299,34 +299,15 @@ class _Fixed:
         return alpha, grad, resid_mu, J
 
 
-def pbm_newton(row, k, n, c, n_rows: int, K: int, *, weight=None, prior_strength: float = 1.0, max_iter: int = 100,
-               tol: float = 1e-10, start=None, fix_theta: bool = False) -> dict:
-    """The fixed point of :func:`pbm_em`, found by Newton's method on ``(theta, mu)`` with ``alpha`` profiled out.
+def _merge_rows(row, k, wn, wc, home, n_rows):
+    """Rows shown at one position only with the same (position, group, impressions, clicks), merged.
 
-    EM's fixed point solves ``d log-posterior / d theta_k = 0`` (or ``theta_k`` at a bound with the
-    gradient pointing out), ``alpha_r`` = the maximiser of row ``r``'s posterior (one concave
-    variable: closed form for a row shown at one position, see ``_alpha_given``) and the prior means'
-    condition ``mu_g (n_g + s m_g) = sum_{r in g} alpha_r (n_r + s)`` (``n_g``: impressions of the rows
-    of group ``g``, ``m_g`` their number). With ``alpha`` a function of ``(theta, mu)``, that is
-    ``2K`` equations in ``2K`` unknowns; their Jacobian follows by implicit differentiation
-    (``d alpha_r / d theta_k = -(d^2 f_r / d alpha d theta_k) / f_r''``, bincounts over the cells
-    and over the pairs of cells of one row). A projected Newton step (positions at ``theta = 1``
-    whose gradient points up, or at 0 pointing down, stay there) with step halving on the norm of
-    the natural residual ``theta - clip(theta + theta grad / n_k, 0, 1)``, ``(mu - M(mu)) / (n_g + s m_g)``
-    converges in a few steps where EM creeps along the ridge ``theta_k mu_k = const`` for thousands
-    (EM's step on ``theta`` is ``theta (1 - theta) grad / n_k``: it vanishes at the bound, so EM
-    also stops at ``theta = 1`` even where the gradient points down; this solver does not).
-
-    Without a prior (``prior_strength = 0``) ``theta`` has a free scale; the largest start value
-    is held at 1 (the likelihood is the same along the scale).
-
-    Parameters and returns as :func:`pbm_em`; ``tol`` bounds the largest natural residual,
-    ``max_iter`` the Newton steps. ``n_iter`` counts Newton steps.
+    Such rows are exchangeable: one alpha serves them all. On a real log most rows are such (shown
+    once or twice), so they become classes with a multiplicity, and a Newton step costs hundreds of
+    classes instead of tens of thousands of rows. Returns the reduced cells (row, position,
+    impressions, clicks), each reduced row's group and multiplicity, and the reduced row of every
+    original row (-1: never shown; such rows take their group's prior mean).
     """
-    w = np.ones(len(n)) if weight is None else np.asarray(weight, dtype=np.float64)
-    wn, wc = w * n, w * c
-    s = float(prior_strength)
-    home = prior_group(row, k, wn, n_rows)
     # Rows shown at one position only with the same (position, group, impressions, clicks) are
     # exchangeable: one alpha serves them all. On a real log most rows are such (shown once or twice),
     # so they are merged into classes with a multiplicity, and a step costs tens of classes instead of
@@ -352,6 +333,66 @@ def pbm_newton(row, k, n, c, n_rows: int, K: int, *, weight=None, prior_strength
     r_wn, r_wc = np.r_[classes[:, 2], wn[~single]], np.r_[classes[:, 3], wc[~single]]
     r_home = np.r_[classes[:, 1].astype(np.int64), home[multi_rows]]
     mult = np.r_[counts.astype(np.float64), np.ones(multi_rows.size)]
+    return r_row, r_k, r_wn, r_wc, r_home, mult, reduced_of_row
+
+
+def _projected_step(J, grad, rmu, theta, fixed_theta, has_group, K):
+    """Projected Newton step: a theta whose step would leave [0, 1] is set to the bound, joins the fixed
+    set, and the others are solved again given it (at most K rounds)."""
+    step = np.zeros(2 * K)
+    for _ in range(K + 1):
+        free = np.r_[~fixed_theta, has_group]
+        rhs = -(np.r_[grad, rmu] + J[:, ~free] @ step[~free])
+        step[free] = 0.0
+        if free.any():
+            sub = J[np.ix_(free, free)]
+            try:
+                step[free] = np.linalg.solve(sub, rhs[free])
+            except np.linalg.LinAlgError:
+                step[free] = np.linalg.lstsq(sub, rhs[free], rcond=1e-12)[0]
+            if not np.all(np.isfinite(step)):
+                step[free] = np.linalg.lstsq(sub, rhs[free], rcond=1e-12)[0]
+        target = theta + step[:K]
+        out_of_box = ~fixed_theta & ((target > 1.0) | (target < _EPS))
+        if not out_of_box.any():
+            break
+        step[:K][out_of_box] = np.clip(target, _EPS, 1.0)[out_of_box] - theta[out_of_box]
+        fixed_theta = fixed_theta | out_of_box
+    return step
+
+
+def pbm_newton(row, k, n, c, n_rows: int, K: int, *, weight=None, prior_strength: float = 1.0, max_iter: int = 100,
+               tol: float = 1e-10, start=None, fix_theta: bool = False) -> dict:
+    """The fixed point of :func:`pbm_em`, found by Newton's method on ``(theta, mu)`` with ``alpha`` profiled out.
+
+    EM's fixed point solves ``d log-posterior / d theta_k = 0`` (or ``theta_k`` at a bound with the
+    gradient pointing out), ``alpha_r`` = the maximiser of row ``r``'s posterior (one concave
+    variable: closed form for a row shown at one position, see ``_alpha_given``) and the prior means'
+    condition ``mu_g (n_g + s m_g) = sum_{r in g} alpha_r (n_r + s)`` (``n_g``: impressions of the rows
+    of group ``g``, ``m_g`` their number). With ``alpha`` a function of ``(theta, mu)``, that is
+    ``2K`` equations in ``2K`` unknowns; their Jacobian follows by implicit differentiation
+    (``d alpha_r / d theta_k = -(d^2 f_r / d alpha d theta_k) / f_r''``, bincounts over the cells
+    and over the pairs of cells of one row). A projected Newton step (positions at ``theta = 1``
+    whose gradient points up, or at 0 pointing down, stay there) with step halving on the norm of
+    the natural residual ``theta - clip(theta + theta grad / n_k, 0, 1)``, ``(mu - M(mu)) / (n_g + s m_g)``
+    converges in a few steps where EM creeps along the ridge ``theta_k mu_k = const`` for thousands
+    (EM's step on ``theta`` is ``theta (1 - theta) grad / n_k``: it vanishes at the bound, so EM
+    also stops at ``theta = 1`` even where the gradient points down; this solver does not).
+
+    Without a prior (``prior_strength = 0``) ``theta`` has a free scale; the largest start value
+    is held at 1 (the likelihood is the same along the scale).
+
+    Parameters and returns as :func:`pbm_em`; ``tol`` bounds the largest natural residual,
+    ``max_iter`` the Newton steps. ``n_iter`` counts Newton steps. Left unsplit past 100 lines: the
+    loop's state (point, residual, Jacobian, active set, step length, EM fallback, stall history) is
+    shared by every part of a step; what stands alone is split out (``_merge_rows``,
+    ``_projected_step``, ``_alpha_given``, ``_Fixed``).
+    """
+    w = np.ones(len(n)) if weight is None else np.asarray(weight, dtype=np.float64)
+    wn, wc = w * n, w * c
+    s = float(prior_strength)
+    home = prior_group(row, k, wn, n_rows)
+    r_row, r_k, r_wn, r_wc, r_home, mult, reduced_of_row = _merge_rows(row, k, wn, wc, home, n_rows)
     n_reduced = mult.size
     shown = reduced_of_row >= 0
     problem = _Fixed(r_row, r_k, r_wn, r_wc, n_reduced, K, r_home, s, mult)
@@ -409,27 +450,7 @@ def pbm_newton(row, k, n, c, n_rows: int, K: int, *, weight=None, prior_strength
         at_top = (theta >= 1.0) & (grad >= 0)
         at_bottom = (theta <= _EPS) & (grad <= 0)
         fixed_theta = pinned | at_top | at_bottom | (problem.shown_k == 0)
-        step = np.zeros(2 * K)
-        # Projected Newton: a theta whose step would leave [0, 1] is set to the bound, joins the fixed
-        # set, and the others are solved again given it (at most K rounds).
-        for _ in range(K + 1):
-            free = np.r_[~fixed_theta, has_group]
-            rhs = -(np.r_[grad, rmu] + J[:, ~free] @ step[~free])
-            step[free] = 0.0
-            if free.any():
-                sub = J[np.ix_(free, free)]
-                try:
-                    step[free] = np.linalg.solve(sub, rhs[free])
-                except np.linalg.LinAlgError:
-                    step[free] = np.linalg.lstsq(sub, rhs[free], rcond=1e-12)[0]
-                if not np.all(np.isfinite(step)):
-                    step[free] = np.linalg.lstsq(sub, rhs[free], rcond=1e-12)[0]
-            target = theta + step[:K]
-            out_of_box = ~fixed_theta & ((target > 1.0) | (target < _EPS))
-            if not out_of_box.any():
-                break
-            step[:K][out_of_box] = np.clip(target, _EPS, 1.0)[out_of_box] - theta[out_of_box]
-            fixed_theta = fixed_theta | out_of_box
+        step = _projected_step(J, grad, rmu, theta, fixed_theta, has_group, K)
         t = 1.0
         accepted = False
         for _ in range(12):

@@ -29,8 +29,8 @@ position-only methods estimate ``theta_r / theta_1``):
     shared by both positions. ``theta`` and ``r`` are fitted by closed-form
     Poisson estimating equations (AllPairs' model, alternating updates), with
     a weak prior (``prior_strength``) so no position is put at 0.
-``"pbm"`` (position-based click model): ``theta_k alpha(query, document)`` by EM,
-    no features (:class:`~counterfactual_ltr.propensity.click_models.PositionBasedModel`).
+``"pbm"``: the position-based click model's ``theta`` (EM's fixed point, by Newton: ``_click_em``);
+    ``monotone=True`` makes pbm or harvest non-increasing; ``"auto"`` picks by held-out perplexity.
 ``"em"`` (regression EM, Wang et al., WSDM 2018)
     ``P(click) = theta_k gamma(x)``, ``gamma`` a classifier on the
     documents' features. By default ``gamma`` is L2-penalised logistic
@@ -643,8 +643,9 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
     ----------
     log : ClickLog
         The logged sessions (with interventions for ``"swap"``, several loggers for ``"harvest"``).
-    method : {"swap", "harvest", "em", "trust_em", "pbm"}
-        See the module docstring for what each needs: swap sessions and
+    method : {"swap", "harvest", "em", "trust_em", "pbm", "auto"}
+        See the module docstring for what each needs ("auto": see ``_auto``; its options are
+        ``n_folds`` and the shared ones): swap sessions and
         sessions without intervention; documents shown at several positions
         (several loggers, or rankings that drift); one logger and document
         features; impressions of documents over many sessions; "pbm" as
@@ -666,7 +667,8 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
         ``prior_strength`` ("pbm": pseudo-impressions of the prior on every
         attractiveness, default 5; "harvest": pseudo-pairs on every linked
         position pair, clicked at the pooled rate of the varied pairs,
-        default 1, 0 for the maximum-likelihood fit), ``min_support`` ("pbm", "harvest": warn
+        default 1, 0 for the maximum-likelihood fit), ``monotone`` ("pbm", "harvest": a
+        non-increasing curve, default False), ``min_support`` ("pbm", "harvest": warn
         at a position that fewer (query, document) pairs shown there and at
         another position identify, default 20).
 
@@ -722,26 +724,7 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
     if not point_converged.all():
         warnings.warn(f"{method!r}: the fit on the whole log did not converge in max_iter={opts['max_iter']} steps",
                       ConvergenceWarning, stacklevel=2)
-    at_cap = None
-    if method == "pbm":
-        at_cap = estimate.full_fit["theta"] >= 1.0
-        capped = np.flatnonzero(at_cap[1:]) + 2
-        if capped.size:
-            warnings.warn(f"'pbm': theta is at its cap 1 at positions {', '.join(map(str, capped))}: the prior on "
-                          "attractiveness (by placement) carries the fall of the click rate there and pushes theta up "
-                          "to the bound, so the estimate reads 1 and intervals can collapse to [1, 1]; that is the "
-                          "bound, not certainty (see at_cap_, support_, and compare harvest)", IdentificationWarning,
-                          stacklevel=2)
-    boot = None
-    converged = None
-    if B:
-        boot = estimate(_BootstrapWeights(np.random.default_rng(random_state), B, Q, np.flatnonzero(present)))
-        converged = getattr(estimate, "converged", None)
-        if converged is not None and not converged.all():
-            warnings.warn(f"{method!r}: {int((~converged).sum())} of {B} bootstrap replicates did not converge (no "
-                          f"regular fixed point reached in max_iter={opts['max_iter']} steps: Newton stalled where a "
-                          "theta sits at its bound or the fixed point is not unique); they are left out of the "
-                          "intervals (see bootstrap_converged_)", ConvergenceWarning, stacklevel=2)
+    at_cap, boot, converged = _replicates_checked(method, estimate, opts, B, Q, present, random_state)
     if method == "trust_em":
         return _trust_bias_model(point, boot, opts["confidence"], n_sessions)
     model = _propensity_model(method, point, boot, opts["confidence"], n_sessions, converged)
@@ -816,6 +799,31 @@ def reestimate(estimate, log: ClickLog, query_weights) -> "EstimatedPropensity":
     model.recipe_ = recipe
     model.converged_ = bool(getattr(fit, "converged", np.ones(1, dtype=bool)).all())
     return model
+
+
+def _replicates_checked(method, estimate, opts, B, Q, present, random_state):
+    """The bootstrap replicates, with the warnings of their convergence and (pbm) of theta at its cap."""
+    at_cap = None
+    if method == "pbm":
+        at_cap = estimate.full_fit["theta"] >= 1.0
+        capped = np.flatnonzero(at_cap[1:]) + 2
+        if capped.size:
+            warnings.warn(f"'pbm': theta is at its cap 1 at positions {', '.join(map(str, capped))}: the prior on "
+                          "attractiveness (by placement) carries the fall of the click rate there and pushes theta up "
+                          "to the bound, so the estimate reads 1 and intervals can collapse to [1, 1]; that is the "
+                          "bound, not certainty (see at_cap_, support_, and compare harvest)", IdentificationWarning,
+                          stacklevel=2)
+    boot = None
+    converged = None
+    if B:
+        boot = estimate(_BootstrapWeights(np.random.default_rng(random_state), B, Q, np.flatnonzero(present)))
+        converged = getattr(estimate, "converged", None)
+        if converged is not None and not converged.all():
+            warnings.warn(f"{method!r}: {int((~converged).sum())} of {B} bootstrap replicates did not converge (no "
+                          f"regular fixed point reached in max_iter={opts['max_iter']} steps: Newton stalled where a "
+                          "theta sits at its bound or the fixed point is not unique); they are left out of the "
+                          "intervals (see bootstrap_converged_)", ConvergenceWarning, stacklevel=2)
+    return at_cap, boot, converged
 
 
 def _check_options(method, K, options) -> dict:
