@@ -320,8 +320,9 @@ def _parse_intervention(spec: str):
 @click.argument("log", type=click.Path(exists=True, dir_okay=False))
 @click.argument("data", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", default=None, type=OUTPUT_FILE, help="JSON file to write (default: print only).")
-@click.option("--method", required=True, type=click.Choice(["swap", "harvest", "em", "trust_em", "pbm"]),
-              help="Estimation method of estimate_propensities.")
+@click.option("--method", required=True, type=click.Choice(["swap", "harvest", "em", "trust_em", "pbm", "auto"]),
+              help="Estimation method of estimate_propensities (auto: the candidate with the lowest held-out "
+                   "click perplexity, cross-validated over queries; the table is printed).")
 @click.option("--holdout", default=None, type=click.FloatRange(0, 1, min_open=True, max_open=True),
               help="Hold out this share of the pages (at random, --seed): estimate on the rest and print the "
                    "held-out click perplexity of the position-based, rank-only and document-only click models.")
@@ -365,6 +366,12 @@ def propensity(log, data, output, method, holdout, max_position, bootstrap, seed
     with show_progress(_progress_setting(quiet)):
         result = estimate(train, method, max_position=max_position, n_bootstrap=bootstrap, random_state=seed)
     payload = _estimation_payload(result, method)
+    if getattr(result, "auto_table_", None) is not None:
+        _echo(quiet, "auto: held-out click perplexity by candidate (cross-validated over queries; lower is better):")
+        for row in result.auto_table_:
+            mark = "  <- chosen" if row["candidate"] == result.auto_choice_ else ""
+            _echo(quiet, f"  {row['candidate']:<17} {row['perplexity']:.5f}{mark}")
+        payload["auto_table"] = result.auto_table_
     for line in _curve_lines(result):
         _echo(quiet, line)
     if holdout is not None:

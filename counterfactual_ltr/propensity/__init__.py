@@ -12,10 +12,10 @@ examination models of :mod:`counterfactual_ltr.examination`, which every learner
 The models themselves are imported from here too, as before the package existed.
 """
 
-from .estimation import EstimatedPropensity, EstimatedTrustBias, IdentificationWarning, estimate_propensities
+from .estimation import EstimatedPropensity, EstimatedTrustBias, IdentificationWarning, estimate_propensities, reestimate
 from ..examination.propensity_models import (PositionBasedPropensity, TabularPropensity, TrustBiasPropensity, affine_parts,
                                 as_propensity_model, check_propensities, is_affine, propensities_at)
 
 __all__ = ["PositionBasedPropensity", "TabularPropensity", "TrustBiasPropensity", "check_propensities",
            "propensities_at", "as_propensity_model", "affine_parts", "is_affine",
-           "estimate_propensities", "EstimatedPropensity", "EstimatedTrustBias", "IdentificationWarning"]
+           "estimate_propensities", "reestimate", "EstimatedPropensity", "EstimatedTrustBias", "IdentificationWarning"]

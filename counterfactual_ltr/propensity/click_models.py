@@ -38,7 +38,7 @@ from ._click_em import pbm_em
 from .._validation import check_int, check_real
 from ..logs.clicklog import ClickLog
 from ..ids import match
-from .estimation import EstimatedPropensity
+from ._results import EstimatedPropensity, IdentificationWarning
 from ..examination.propensity_models import as_propensity_model, propensities_at
 
 __all__ = ["PositionBasedModel", "RankOnlyModel", "DocumentOnlyModel"]
@@ -54,6 +54,22 @@ def _check_log(log, what: str) -> ClickLog:
     return log
 
 
+def _id_type(ids) -> str:
+    """``"integer"`` or ``"string"`` (or ``"other"``) for an id column, by its dtype or its first value."""
+    ids = np.asarray(ids)
+    if ids.dtype.kind in "iu":
+        return "integer"
+    if ids.dtype.kind in "US":
+        return "string"
+    if ids.size and ids.dtype.kind == "O":
+        first = ids[0]
+        if isinstance(first, str):
+            return "string"
+        if isinstance(first, (int, np.integer)):
+            return "integer"
+    return "other"
+
+
 def _cells(log):
     """Impressions and clicks per (row, position) of the log: row, position, n, c."""
     positions = log.positions.astype(np.int64)
@@ -65,6 +81,56 @@ def _cells(log):
     return unique // K, unique % K + 1, n, c, K
 
 
+def _unseen_prior(mu, row, k, n, n_rows, K, s) -> np.ndarray:
+    """The attractiveness of a pair never seen in training, by position: EM's prior means, shrunk.
+
+    EM's prior mean of group ``g`` (the rows whose mean position rounds to ``g``) is the pooled
+    attractiveness of those rows, and goes to 0 (EM's floor, 1e-10) where they got no click: an
+    unseen pair shown there would get ``P(click)`` near 0 and cost a held-out click some 33 bits.
+    One level up the same Beta prior shrinks it:
+    ``mu'_g = (mu_g n_g + s' m) / (n_g + s')``, with ``n_g`` the impressions of group ``g``, ``m =
+    sum_g mu_g n_g / sum_g n_g`` the pooled attractiveness of all rows and ``s' = max(s, 1)``
+    pseudo-impressions (Chuklin, Markov and de Rijke 2015, sec. 4.2, for the model; a Beta-binomial
+    posterior mean for the prior). It is positive whenever the log has a click, and moves little
+    where a group has many impressions.
+    """
+    from ._click_em import prior_group
+
+    home = prior_group(row, k, n, n_rows)
+    shown = np.bincount(home, weights=np.bincount(row, weights=n, minlength=n_rows), minlength=K)
+    mu = np.asarray(mu, dtype=np.float64)[:K]
+    pooled = float(mu @ shown / max(shown.sum(), _EPS))
+    strength = max(float(s), 1.0)
+    return (mu * shown + strength * pooled) / (shown + strength)
+
+
+def _warn_unidentified(row, k, c, K) -> None:
+    """``IdentificationWarning`` where the log cannot tell position from attractiveness.
+
+    ``theta_k`` is identified (up to the prior) only by clicks and by (query, document) pairs shown at
+    ``k`` and at another position: a log without clicks, or where no pair was shown at two positions
+    (one page, a deterministic ranker), leaves ``theta`` to the prior and EM's start, and a position
+    shown only to pairs never seen elsewhere is fitted the same way.
+    """
+    if not np.any(c > 0):
+        warnings.warn("PositionBasedModel: the log has no clicks; theta and the attractiveness are not identified "
+                      "(every click probability goes to 0)", IdentificationWarning, stacklevel=3)
+        return
+    varied = np.bincount(row)[row] > 1
+    if not varied.any():
+        warnings.warn("PositionBasedModel: no (query, document) pair is shown at two positions (one page, or a "
+                      "ranker that never varies), so theta is not identified by the log: its values come from the "
+                      "prior on attractiveness and EM's start, not from the clicks", IdentificationWarning,
+                      stacklevel=3)
+        return
+    support = np.bincount(k[varied] - 1, minlength=K)
+    unseen = np.flatnonzero(support == 0) + 1
+    if unseen.size:
+        warnings.warn(f"PositionBasedModel: positions {', '.join(map(str, unseen))} show no (query, document) pair "
+                      "that is also shown at another position: theta there is not identified by the log",
+                      IdentificationWarning, stacklevel=3)
+
+
 class _ClickModel(BaseEstimator):
     """The shared held-out checks: every model gives ``P(click)`` per shown result of a log."""
 
@@ -72,10 +138,24 @@ class _ClickModel(BaseEstimator):
         raise NotImplementedError
 
     def _row_index(self, log) -> np.ndarray:
-        """The training row of each of ``log``'s rows, matched by (query id, document id); -1 if unseen."""
+        """The training row of each of ``log``'s rows, matched by (query id, document id); -1 if unseen.
+
+        ``ValueError`` when no pair matches and an id column is of another type than in training
+        (text ids against integer ids: ``"17"`` is not ``17``, so every pair would be scored as unseen).
+        """
         if not hasattr(self, "row_keys_"):
             raise ValueError(f"this {type(self).__name__} is not fitted yet: call fit(log) first")
-        return match(log.row_keys(), self.row_keys_)
+        keys = log.row_keys()
+        index = match(keys, self.row_keys_)
+        if index.size and np.all(index < 0):
+            for name, held_out, trained in zip(("query", "document"), keys, self.row_keys_):
+                a, b = _id_type(held_out), _id_type(trained)
+                if a != b:
+                    raise ValueError(f"{type(self).__name__}: the log's {name} ids are {a}s and the training log's "
+                                     f"are {b}s, so no (query, document) pair of it was seen in training; read both "
+                                     "logs with the same id types (e.g. both CSVs through read_click_log or "
+                                     "ClickLog.from_events on frames whose id columns have one type)")
+        return index
 
     def _row_values(self, log, values, default) -> np.ndarray:
         """``values`` of the training rows, looked up for ``log``'s rows by (query id, document id)."""
@@ -153,7 +233,9 @@ class PositionBasedModel(_ClickModel):
         Attractiveness of every (query, document) of the training log.
     prior_mean_ : ndarray (K,)
         The prior mean of attractiveness by placement: of the training rows whose mean position
-        rounds to ``r``; a pair never seen in training and shown at ``r`` gets ``prior_mean_[r-1]``.
+        rounds to ``r``, shrunk towards the pooled attractiveness by ``max(prior_strength, 1)``
+        pseudo-impressions so that it cannot collapse to 0 (formula in ``_unseen_prior``); a pair
+        never seen in training and shown at ``r`` gets ``prior_mean_[r-1]``.
     row_keys_ : tuple of arrays
         (query id, document id) of every entry of ``alpha_``.
     propensity_ : EstimatedPropensity
@@ -204,6 +286,8 @@ class PositionBasedModel(_ClickModel):
         max_iter = check_int(self.max_iter, "max_iter", min_value=1)
         tol = check_real(self.tol, "tol", min_value=0, include_min=False)
         row, k, n, c, K = _cells(log)
+        if self.propensity is None:
+            _warn_unidentified(row, k, c, K)
         start = None
         if self.propensity is not None:    # theta given: EM fits alpha only, from its usual start
             theta = propensities_at(as_propensity_model(self.propensity), np.arange(1, K + 1))
@@ -213,7 +297,8 @@ class PositionBasedModel(_ClickModel):
         if not fit["converged"]:
             warnings.warn(f"PositionBasedModel did not converge in max_iter={max_iter} iterations",
                           ConvergenceWarning, stacklevel=2)
-        self.theta_, self.alpha_, self.prior_mean_ = fit["theta"], fit["alpha"], fit["mu"]
+        self.theta_, self.alpha_ = fit["theta"], fit["alpha"]
+        self.prior_mean_ = _unseen_prior(fit["mu"], row, k, n, log.n_rows, K, s)
         never = np.bincount(log.docs, minlength=log.n_rows) == 0
         self.alpha_[never] = self.prior_mean_[0]   # rows of the data set never shown (no placement to go by)
         self.n_iter_, self.converged_ = fit["n_iter"], fit["converged"]

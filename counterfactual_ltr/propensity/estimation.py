@@ -29,8 +29,8 @@ position-only methods estimate ``theta_r / theta_1``):
     shared by both positions. ``theta`` and ``r`` are fitted by closed-form
     Poisson estimating equations (AllPairs' model, alternating updates), with
     a weak prior (``prior_strength``) so no position is put at 0.
-``"pbm"`` (position-based click model): ``theta_k alpha(query, document)`` by EM,
-    no features (:class:`~counterfactual_ltr.propensity.click_models.PositionBasedModel`).
+``"pbm"``: the position-based click model's ``theta`` (EM's fixed point, by Newton: ``_click_em``);
+    ``monotone=True`` makes pbm or harvest non-increasing; ``"auto"`` picks by held-out perplexity.
 ``"em"`` (regression EM, Wang et al., WSDM 2018)
     ``P(click) = theta_k gamma(x)``, ``gamma`` a classifier on the
     documents' features. By default ``gamma`` is L2-penalised logistic
@@ -73,9 +73,10 @@ from .._linalg import weighted_gram
 from .._validation import check_int, check_probability, check_real
 from ..logs.clicklog import ClickLog
 from ..datasets import dense_features
-from ..examination.propensity_models import TabularPropensity, TrustBiasPropensity
+from ._results import EstimatedPropensity, EstimatedTrustBias, IdentificationWarning
 
-__all__ = ["estimate_propensities", "EstimatedPropensity", "EstimatedTrustBias", "IdentificationWarning", "METHODS"]
+__all__ = ["estimate_propensities", "reestimate", "non_increasing", "EstimatedPropensity", "EstimatedTrustBias", "IdentificationWarning",
+           "METHODS"]
 
 METHODS = ("swap", "harvest", "em", "trust_em", "pbm")
 #: Default pseudo-impressions of the Beta prior on every attractiveness of ``"pbm"`` (see ``click_models``).
@@ -88,195 +89,6 @@ MIN_SUPPORT = 20
 
 
 # ----------------------------------------------------------------------------- results
-
-
-def _fit_eta(relative: np.ndarray) -> float:
-    """Least-squares power law ``log(theta_r / theta_1) = -eta log r`` over the estimated positions."""
-    r = np.arange(1, len(relative) + 1, dtype=np.float64)
-    logr = np.log(r)
-    return float(-np.sum(logr * np.log(relative)) / np.sum(logr * logr))
-
-
-def _plot(ax, estimate, lower, upper, truth, label):
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        ax = plt.figure(figsize=(5, 3.5)).gca()
-    r = np.arange(1, len(estimate) + 1)
-    if lower is not None:
-        ax.fill_between(r, lower, upper, alpha=0.25, label="95% interval" if label else None)
-    ax.plot(r, estimate, "o-", label=label)
-    if truth is not None:
-        true = np.asarray(truth(r) if callable(truth) else truth, dtype=np.float64)[:len(r)]
-        ax.plot(r, true / true[0], "k--", label="truth")
-    ax.set_xlabel("position")
-    ax.set_ylabel("theta_r / theta_1")
-    ax.legend()
-    return ax
-
-
-class EstimatedPropensity(TabularPropensity):
-    """Position propensities estimated from a log: ``theta_r / theta_1`` with bootstrap intervals.
-
-    ``values`` are the estimates at positions ``1..K`` divided by their
-    maximum (so they lie in (0, 1]; the maximum is position 1 unless the
-    curve rises). Beyond ``K`` the fitted power law continues the table:
-    ``q(r) = values[K-1] * (K / r) ** eta_``.
-
-    Parameters
-    ----------
-    relative : array (K,)
-        Estimated ``theta_r / theta_1`` at positions ``1..K`` (positive).
-    lower, upper : array (K,), optional
-        Interval bounds of ``relative``.
-    bootstrap : array (n_bootstrap, K), optional
-        Bootstrap replicates of ``relative``.
-    method : str, default "given"
-        The estimation method that made it (``"swap"``, ``"harvest"``, ``"em"``).
-    confidence : float, default 0.95
-        Level of the interval.
-    n_sessions : int, default 0
-        Sessions the estimate used.
-
-    Attributes
-    ----------
-    relative_ : array (K,)
-        Estimated ``theta_r / theta_1``.
-    lower_, upper_ : array (K,) or None
-        Bootstrap percentile interval of ``relative_`` (None without bootstrap).
-    confidence_ : float
-    eta_ : float
-        Least-squares power law fitted to ``relative_``.
-    bootstrap_ : array (n_bootstrap, K)
-        The bootstrap replicates of ``relative_``.
-    method_ : str
-    n_sessions_ : int
-        Sessions the estimate used.
-    support_ : int array (K,) or None
-        ``"pbm"``, ``"harvest"``: per position, the (query, document) pairs shown there and at
-        another position (what identifies it).
-    pair_support_ : int array (K, K) or None
-        ``"harvest"``: per position pair, the (query, document) pairs shown at both.
-
-    Examples
-    --------
-    >>> model = EstimatedPropensity([1.0, 0.5, 1 / 3], method="swap")
-    >>> model([1, 3, 6]).round(3).tolist(), round(model.eta_, 3)
-    ([1.0, 0.333, 0.167], 1.0)
-    """
-
-    def __init__(self, relative, lower=None, upper=None, *, bootstrap=None, method="given", confidence=0.95,
-                 n_sessions=0):
-        relative = np.asarray(relative, dtype=np.float64)
-        if relative.ndim != 1 or relative.size < 2 or not np.all(np.isfinite(relative) & (relative > 0)):
-            raise ValueError(f"the estimated propensities must be positive and finite at >= 2 positions, "
-                             f"got {relative.tolist()}")
-        super().__init__(relative / relative.max())
-        self.relative_ = relative
-        self.lower_ = None if lower is None else np.asarray(lower, dtype=np.float64)
-        self.upper_ = None if upper is None else np.asarray(upper, dtype=np.float64)
-        self.bootstrap_ = np.empty((0, relative.size)) if bootstrap is None else np.asarray(bootstrap)
-        self.confidence_ = confidence
-        self.eta_ = _fit_eta(relative)
-        self.method_ = method
-        self.n_sessions_ = n_sessions
-        self.support_ = self.pair_support_ = None
-        self.recipe_ = None               # how it was made: {"method", "max_position", "options"}
-        self.log_fingerprint_ = None      # which log it was made from (:func:`log_fingerprint`)
-
-    def __call__(self, positions) -> np.ndarray:
-        q = super().__call__(positions)
-        positions = np.asarray(positions)
-        K = len(self.values)
-        beyond = positions > K
-        if np.any(beyond):
-            q = q.copy()
-            q[beyond] = self.values[-1] * (K / positions[beyond]) ** self.eta_
-        return q
-
-    def plot(self, ax=None, truth=None):
-        """Estimate against position with its interval (and ``truth``: a curve or propensity model).
-
-        Parameters
-        ----------
-        ax : matplotlib Axes, optional
-            Where to draw (default: a new figure).
-        truth : array or propensity model, optional
-            The true curve, drawn normalised to position 1.
-
-        Returns
-        -------
-        matplotlib Axes
-        """
-        return _plot(ax, self.relative_, self.lower_, self.upper_, truth, f"{self.method_} estimate")
-
-    def __repr__(self) -> str:
-        return f"EstimatedPropensity(method={self.method_!r}, relative={np.round(self.relative_, 4).tolist()})"
-
-
-class EstimatedTrustBias(TrustBiasPropensity):
-    """A trust-bias model estimated from a log (``"trust_em"``), with bootstrap intervals.
-
-    Parameters
-    ----------
-    examination, eps_plus, eps_minus : arrays (K,)
-        As in :class:`~counterfactual_ltr.propensity.TrustBiasPropensity`.
-    intervals : dict, optional
-        See ``intervals_``.
-    bootstrap : dict of arrays, optional
-        Bootstrap replicates of each part, keyed as ``intervals``.
-    confidence : float, default 0.95
-        Level of the intervals.
-    n_sessions : int, default 0
-        Sessions the estimate used.
-
-    Attributes
-    ----------
-    relative_ : array (K,)
-        ``theta_r / theta_1``; ``lower_``, ``upper_`` its interval.
-    intervals_ : dict
-        ``{"examination" | "eps_plus" | "eps_minus" | "alpha" | "beta": (lower, upper)}``.
-    eta_ : float
-        Power law fitted to ``relative_``.
-    a_, b_ : array (K,)
-        Identified click rates ``theta_k eps+_k`` and ``theta_k eps-_k``.
-
-    Examples
-    --------
-    >>> model = EstimatedTrustBias([1.0, 0.5], [0.9, 0.9], [0.3, 0.1])
-    >>> model.alpha([1, 2]).round(3).tolist(), round(model.eta_, 3)
-    ([0.6, 0.4], 1.0)
-    """
-
-    def __init__(self, examination, eps_plus, eps_minus, *, intervals=None, bootstrap=None, confidence=0.95,
-                 n_sessions=0):
-        super().__init__(examination, eps_plus=eps_plus, eps_minus=eps_minus)
-        self.relative_ = self.examination / self.examination[0]
-        self.intervals_ = dict(intervals or {})
-        self.lower_, self.upper_ = self.intervals_.get("relative", (None, None))
-        self.bootstrap_ = {} if bootstrap is None else bootstrap
-        self.confidence_ = confidence
-        self.eta_ = _fit_eta(self.relative_)
-        self.a_ = self.examination * self.eps_plus
-        self.b_ = self.examination * self.eps_minus
-        self.method_ = "trust_em"
-        self.n_sessions_ = n_sessions
-
-    def plot(self, ax=None, truth=None):
-        """Examination estimate against position with its interval (and ``truth``).
-
-        Parameters
-        ----------
-        ax : matplotlib Axes, optional
-            Where to draw (default: a new figure).
-        truth : array or propensity model, optional
-            The true examination curve, drawn normalised to position 1.
-
-        Returns
-        -------
-        matplotlib Axes
-        """
-        return _plot(ax, self.relative_, self.lower_, self.upper_, truth, "trust_em estimate")
 
 
 # ----------------------------------------------------------------------------- statistics of the log
@@ -482,7 +294,7 @@ def _warn_if_weak(method: str, support: np.ndarray, min_support: int) -> None:
 
 
 def _pbm(log, K, options):
-    from ._click_em import pbm_em
+    from ._click_em import pbm_newton
 
     plain = log.intervention == 0
     imp = _Impressions(log, K, plain)
@@ -497,21 +309,27 @@ def _pbm(log, K, options):
                       "position: theta there rests on the prior on attractiveness more than on the log",
                       IdentificationWarning, stacklevel=3)
     fits = []
+    if options.get("start") is not None:   # reestimate(): warm start from the estimate being refitted
+        fits.append(options["start"])
 
     def estimate(W):
-        out, failed = [], 0
-        for weights in W:   # one EM per bootstrap replicate, warm-started at the point estimate
-            fit = pbm_em(imp.doc, imp.k, imp.n, imp.c, log.n_rows, K, weight=weights[imp.query],
-                         prior_strength=options["prior_strength"], max_iter=options["max_iter"], tol=options["tol"],
-                         start=fits[0] if fits else None)
-            fits.append(fit)
-            failed += not fit["converged"]
+        # Newton on EM's fixed point (``pbm_newton``): the full fit from EM's start, every replicate
+        # warm-started at the full fit; a replicate Newton cannot bring to a regular fixed point is
+        # reported (``converged`` False) and left out of the intervals, never used silently.
+        out, ok = [], []
+        for weights in W:
+            fit = pbm_newton(imp.doc, imp.k, imp.n, imp.c, log.n_rows, K, weight=weights[imp.query],
+                             prior_strength=options["prior_strength"], max_iter=options["max_iter"],
+                             tol=options["tol"], start=fits[0] if fits else None)
+            if not fits:
+                fits.append(fit)
+            ok.append(fit["converged"])
             out.append(fit["theta"] / fit["theta"][0])
-        if failed:
-            warnings.warn(f"'pbm' did not converge in max_iter={options['max_iter']} iterations in {failed} of "
-                          f"{W.shape[0]} fits", ConvergenceWarning)
+        estimate.converged = np.array(ok, dtype=bool)
+        estimate.full_fit = fits[0]
         return np.array(out)
 
+    return estimate, int(plain.sum())
     return estimate, int(plain.sum())
 
 
@@ -614,16 +432,6 @@ def _replicates(W, fit_one, max_iter):
 # Below this share of impressions on documents seen at two positions or more, regression EM cannot
 # tell position from relevance by the data (see IdentificationWarning).
 _EM_MIN_VARIED_SHARE = 0.05
-
-
-class IdentificationWarning(UserWarning):
-    """An estimate whose data cannot tell position from relevance: its value and intervals rest on a model's form.
-
-    Examples
-    --------
-    >>> issubclass(IdentificationWarning, UserWarning)
-    True
-    """
 
 
 def _warn_if_unvaried(imp: "_Impressions") -> None:
@@ -835,8 +643,9 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
     ----------
     log : ClickLog
         The logged sessions (with interventions for ``"swap"``, several loggers for ``"harvest"``).
-    method : {"swap", "harvest", "em", "trust_em", "pbm"}
-        See the module docstring for what each needs: swap sessions and
+    method : {"swap", "harvest", "em", "trust_em", "pbm", "auto"}
+        See the module docstring for what each needs ("auto": see ``_auto``; its options are
+        ``n_folds`` and the shared ones): swap sessions and
         sessions without intervention; documents shown at several positions
         (several loggers, or rankings that drift); one logger and document
         features; impressions of documents over many sessions; "pbm" as
@@ -858,7 +667,8 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
         ``prior_strength`` ("pbm": pseudo-impressions of the prior on every
         attractiveness, default 5; "harvest": pseudo-pairs on every linked
         position pair, clicked at the pooled rate of the varied pairs,
-        default 1, 0 for the maximum-likelihood fit), ``min_support`` ("pbm", "harvest": warn
+        default 1, 0 for the maximum-likelihood fit), ``monotone`` ("pbm", "harvest": a
+        non-increasing curve, default False), ``min_support`` ("pbm", "harvest": warn
         at a position that fewer (query, document) pairs shown there and at
         another position identify, default 20).
 
@@ -890,8 +700,10 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
     """
     if not isinstance(log, ClickLog):
         raise TypeError(f"log must be a ClickLog, got {type(log).__name__}")
+    if method == "auto":
+        return _auto(log, max_position, n_bootstrap, random_state, options)
     if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        raise ValueError(f"method must be one of {METHODS + ('auto',)}, got {method!r}")
     K = check_int(max_position, "max_position", min_value=2)
     B = check_int(n_bootstrap, "n_bootstrap", min_value=0)
     opts = _check_options(method, K, options)
@@ -905,23 +717,120 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
         log, K, opts)
     Q = log.n_queries
     present = np.bincount(log.session_query, minlength=Q) > 0
+    if opts["monotone"]:
+        estimate = _monotone(estimate)
     point = estimate(present[None, :].astype(np.float64))
-    boot = None
-    if B:
-        boot = estimate(_BootstrapWeights(np.random.default_rng(random_state), B, Q, np.flatnonzero(present)))
+    point_converged = getattr(estimate, "converged", np.ones(1, dtype=bool))
+    if not point_converged.all():
+        warnings.warn(f"{method!r}: the fit on the whole log did not converge in max_iter={opts['max_iter']} steps",
+                      ConvergenceWarning, stacklevel=2)
+    at_cap, boot, converged = _replicates_checked(method, estimate, opts, B, Q, present, random_state)
     if method == "trust_em":
         return _trust_bias_model(point, boot, opts["confidence"], n_sessions)
-    model = _propensity_model(method, point, boot, opts["confidence"], n_sessions)
+    model = _propensity_model(method, point, boot, opts["confidence"], n_sessions, converged)
     model.support_, model.pair_support_ = opts.get("support"), opts.get("pair_support")
-    model.recipe_ = {"method": method, "max_position": K, "options": dict(options)}
+    model.recipe_ = {"method": method, "max_position": K,
+                     "options": {key: value for key, value in options.items() if key != "start"}}
     model.log_fingerprint_ = log_fingerprint(log)
+    model._full_fit = getattr(estimate, "full_fit", None)
+    model.at_cap_ = at_cap
     return model
+
+
+def reestimate(estimate, log: ClickLog, query_weights) -> "EstimatedPropensity":
+    """Refit an estimate's recipe on a query-weighted replicate of ``log`` (no interval).
+
+    The method and options come from ``estimate.recipe_`` (what :func:`estimate_propensities`
+    made it with); ``query_weights`` (n_queries,) are the multiplicities of ``log``'s queries in the
+    replicate (a bootstrap draw, or 0/1 for a subset). ``"pbm"`` starts from the estimate's own fit
+    (``estimate`` must then come from this ``log``), so a replicate costs a few Newton steps. The
+    returned estimate's ``converged_`` says whether the refit converged.
+
+    Parameters
+    ----------
+    estimate : EstimatedPropensity
+        A result of :func:`estimate_propensities`.
+    log : ClickLog
+        The log it was estimated from.
+    query_weights : array (log.n_queries,)
+        Non-negative weights per query.
+
+    Returns
+    -------
+    EstimatedPropensity
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from counterfactual_ltr import ClickLog
+    >>> rng = np.random.default_rng(0)
+    >>> docs = np.array([rng.permutation(4) for _ in range(400)]).ravel()
+    >>> positions = np.tile(np.arange(1, 5), 400)
+    >>> log = ClickLog.from_events({"query": np.repeat(rng.integers(0, 5, 400), 4), "doc": docs,
+    ...                             "position": positions, "click": rng.random(1600) < 0.5 / positions})
+    >>> est = estimate_propensities(log, "harvest", max_position=4, n_bootstrap=0, min_support=0)
+    >>> same = reestimate(est, log, np.ones(log.n_queries))
+    >>> bool(np.allclose(same.relative_, est.relative_))
+    True
+    """
+    recipe = getattr(estimate, "recipe_", None)
+    if recipe is None:
+        raise ValueError("reestimate needs an estimate made by estimate_propensities (it has no recipe_)")
+    if not isinstance(log, ClickLog):
+        raise TypeError(f"log must be a ClickLog, got {type(log).__name__}")
+    w = np.asarray(query_weights, dtype=np.float64)
+    if w.shape != (log.n_queries,) or not np.all(np.isfinite(w) & (w >= 0)):
+        raise ValueError(f"query_weights must be {log.n_queries} finite non-negative numbers (one per query of "
+                         f"the log), got shape {w.shape}")
+    method, K = recipe["method"], recipe["max_position"]
+    if method == "trust_em":
+        raise ValueError("reestimate: 'trust_em' estimates are not position-only; refit with estimate_propensities")
+    opts = _check_options(method, K, dict(recipe["options"]))
+    if method == "pbm" and getattr(estimate, "_full_fit", None) is not None:
+        if estimate._full_fit["alpha"].shape != (log.n_rows,):
+            raise ValueError("reestimate: the log is not the one the estimate was made from (its rows differ)")
+        opts["start"] = estimate._full_fit
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdentificationWarning)   # said when the estimate was made
+        fit, n_sessions = {"swap": _swap, "harvest": _harvest, "em": _em, "pbm": _pbm}[method](log, K, opts)
+    if opts["monotone"]:
+        fit = _monotone(fit)
+    values = fit(w[None, :])
+    model = _propensity_model(method, values, None, opts["confidence"], n_sessions)
+    model.recipe_ = recipe
+    model.converged_ = bool(getattr(fit, "converged", np.ones(1, dtype=bool)).all())
+    return model
+
+
+def _replicates_checked(method, estimate, opts, B, Q, present, random_state):
+    """The bootstrap replicates, with the warnings of their convergence and (pbm) of theta at its cap."""
+    at_cap = None
+    if method == "pbm":
+        at_cap = estimate.full_fit["theta"] >= 1.0
+        capped = np.flatnonzero(at_cap[1:]) + 2
+        if capped.size:
+            warnings.warn(f"'pbm': theta is at its cap 1 at positions {', '.join(map(str, capped))}: the prior on "
+                          "attractiveness (by placement) carries the fall of the click rate there and pushes theta up "
+                          "to the bound, so the estimate reads 1 and intervals can collapse to [1, 1]; that is the "
+                          "bound, not certainty (see at_cap_, support_, and compare harvest)", IdentificationWarning,
+                          stacklevel=2)
+    boot = None
+    converged = None
+    if B:
+        boot = estimate(_BootstrapWeights(np.random.default_rng(random_state), B, Q, np.flatnonzero(present)))
+        converged = getattr(estimate, "converged", None)
+        if converged is not None and not converged.all():
+            warnings.warn(f"{method!r}: {int((~converged).sum())} of {B} bootstrap replicates did not converge (no "
+                          f"regular fixed point reached in max_iter={opts['max_iter']} steps: Newton stalled where a "
+                          "theta sits at its bound or the fixed point is not unique); they are left out of the "
+                          "intervals (see bootstrap_converged_)", ConvergenceWarning, stacklevel=2)
+    return at_cap, boot, converged
 
 
 def _check_options(method, K, options) -> dict:
     """The checked ``**options`` of :func:`estimate_propensities`, with the defaults filled in."""
     known = {"confidence", "min_clicks", "max_iter", "tol", "relevance_model", "eps_plus", "prior_strength",
-             "min_support"}
+             "min_support", "start", "monotone"}
     unknown = set(options) - known
     if unknown:
         raise TypeError(f"estimate_propensities got unknown options {sorted(unknown)}; known: {sorted(known)}")
@@ -931,13 +840,15 @@ def _check_options(method, K, options) -> dict:
         raise TypeError("eps_plus is an option of method 'trust_em' only")
     if "prior_strength" in options and method not in ("pbm", "harvest"):
         raise TypeError("prior_strength is an option of methods 'pbm' and 'harvest' only")
+    if options.get("monotone") and method not in ("pbm", "harvest"):
+        raise TypeError("monotone is an option of methods 'pbm' and 'harvest' only")
     if "min_support" in options and method not in ("pbm", "harvest"):
         raise TypeError("min_support is an option of methods 'pbm' and 'harvest' only")
     opts = {
         "confidence": check_probability(options.get("confidence", 0.95), "confidence", include_zero=False,
                                         include_one=False),
         "min_clicks": check_int(options.get("min_clicks", 10), "min_clicks", min_value=1),
-        "max_iter": check_int(options.get("max_iter", {"em": 100, "pbm": 10000}.get(method, 500)), "max_iter",
+        "max_iter": check_int(options.get("max_iter", {"em": 100, "pbm": 100}.get(method, 500)), "max_iter",
                               min_value=1),
         # EM with a user's relevance model refits it every step: a looser default there. The
         # position-based model's tolerance is on the mean log-likelihood per impression.
@@ -948,7 +859,8 @@ def _check_options(method, K, options) -> dict:
                                      min_value=0),
         "min_support": check_int(options.get("min_support", MIN_SUPPORT), "min_support", min_value=0),
     }
-    for key in ("relevance_model", "eps_plus"):
+    opts["monotone"] = bool(options.get("monotone", False))
+    for key in ("relevance_model", "eps_plus", "start"):
         if options.get(key) is not None:
             opts[key] = options[key]
     if "relevance_model" in opts:
@@ -998,7 +910,7 @@ def _trust_bias_model(point, boot, confidence, n_sessions) -> EstimatedTrustBias
                               confidence=confidence, n_sessions=n_sessions)
 
 
-def _propensity_model(method, point, boot, confidence, n_sessions) -> EstimatedPropensity:
+def _propensity_model(method, point, boot, confidence, n_sessions, converged=None) -> EstimatedPropensity:
     """A position-only estimate with its interval; ``ValueError`` where a position or a replicate had no data."""
     relative = point[0]
     bad = np.flatnonzero(~(np.isfinite(relative) & (relative > 0)))
@@ -1010,9 +922,152 @@ def _propensity_model(method, point, boot, confidence, n_sessions) -> EstimatedP
         if not np.all(np.isfinite(boot)):
             raise ValueError(f"{method!r}: some bootstrap replicates have no data at a position: too few sessions "
                              "for an interval (log more sessions, lower max_position or use n_bootstrap=0)")
-        lower, upper = _percentiles(boot, confidence)
-    return EstimatedPropensity(relative, lower, upper, bootstrap=boot, method=method, confidence=confidence,
-                               n_sessions=n_sessions)
+        used = boot if converged is None or not converged.any() else boot[converged]
+        lower, upper = _percentiles(used, confidence)
+    model = EstimatedPropensity(relative, lower, upper, bootstrap=boot, method=method, confidence=confidence,
+                                n_sessions=n_sessions)
+    if boot is not None:
+        model.bootstrap_converged_ = np.ones(len(boot), dtype=bool) if converged is None else converged
+    return model
+
+
+# ----------------------------------------------------------------------------- shape and choice
+
+
+def non_increasing(values) -> np.ndarray:
+    """The closest non-increasing curve to each row of ``values`` in least squares (isotonic regression).
+
+    Pool adjacent violators (Barlow et al., Statistical Inference under Order Restrictions, 1972):
+    a run of positions whose values rise is replaced by its mean until none rises. A curve that is
+    already non-increasing is returned unchanged. The loop runs over positions (at most ``K``
+    poolings), each step vectorised over the rows.
+
+    Parameters
+    ----------
+    values : array (K,) or (B, K)
+        A curve over positions ``1..K`` (or one per row: bootstrap replicates).
+
+    Returns
+    -------
+    array of the same shape
+
+    Examples
+    --------
+    >>> non_increasing([1.0, 0.5, 0.7, 0.2]).tolist()
+    [1.0, 0.6, 0.6, 0.2]
+    """
+    v = np.array(values, dtype=np.float64, ndmin=1)
+    flat = v.reshape(-1, v.shape[-1]) if v.ndim > 1 else v[None, :]
+    out = np.empty_like(flat)
+    for b, row in enumerate(flat):   # rows are replicates (tens to hundreds); positions are few
+        means, sizes = [], []
+        for x in row:
+            means.append(x)
+            sizes.append(1)
+            while len(means) > 1 and means[-2] < means[-1]:
+                m = (means[-2] * sizes[-2] + means[-1] * sizes[-1]) / (sizes[-2] + sizes[-1])
+                sizes[-2] += sizes[-1]
+                means[-2] = m
+                means.pop()
+                sizes.pop()
+        out[b] = np.repeat(means, sizes)
+    return out.reshape(v.shape) if v.ndim > 1 else out[0]
+
+
+def _monotone(estimate):
+    """``estimate`` (query weights -> curves) followed by :func:`non_increasing`, keeping its attributes."""
+
+    def shaped(W):
+        values = non_increasing(estimate(W))
+        for name in ("converged", "full_fit"):
+            if hasattr(estimate, name):
+                setattr(shaped, name, getattr(estimate, name))
+        return values / values[:, :1]
+
+    return shaped
+
+
+#: The candidates of ``"auto"``: (name, method, options); a tie goes to the earlier (monotone first).
+AUTO_CANDIDATES = (("pbm monotone", "pbm", {"monotone": True}), ("pbm", "pbm", {}),
+                   ("harvest monotone", "harvest", {"monotone": True}), ("harvest", "harvest", {}),
+                   ("rank-only", "rank-only", {}))
+
+
+def _rank_only(log, K) -> EstimatedPropensity:
+    """The click rate by position as a curve (no document effect): the rank-only model's theta."""
+    k = log.positions.astype(np.int64)
+    keep = k <= K
+    shown = np.bincount(k[keep] - 1, minlength=K)
+    clicks = np.bincount(k[keep] - 1, weights=log.clicks[keep], minlength=K)
+    ctr = (clicks + 1.0 * log.n_clicks / max(log.n_items, 1)) / (shown + 1.0)   # one pseudo-impression
+    return EstimatedPropensity(ctr / ctr[0], method="rank-only", n_sessions=len(log))
+
+
+def _auto(log, max_position, n_bootstrap, random_state, options) -> EstimatedPropensity:
+    """``method="auto"``: the candidate whose theta best predicts held-out clicks, cross-validated over queries.
+
+    Every candidate of ``AUTO_CANDIDATES`` is estimated on all sessions but one fold (``n_folds``,
+    default 3; every query's sessions are dealt to the folds in random order, ``random_state``, so
+    each fold holds a share of every query and its pairs are seen in training) and scored by the
+    held-out click perplexity of the position-based click model with ``theta`` kept at that
+    estimate and the attractiveness fitted on the same training sessions (the check of
+    :mod:`~counterfactual_ltr.propensity.click_models`; lower is better). The candidate with the
+    lowest mean over folds wins, monotone variants first on ties; it is refitted on the whole log
+    with ``n_bootstrap`` replicates. ``auto_table_`` of the result holds every candidate's
+    perplexity per fold (NaN where it could not be estimated).
+    """
+    from .click_models import PositionBasedModel
+
+    if not isinstance(log, ClickLog):
+        raise TypeError(f"log must be a ClickLog, got {type(log).__name__}")
+    options = dict(options)
+    n_folds = check_int(options.pop("n_folds", 3), "n_folds", min_value=2)
+    unknown = set(options) - {"confidence", "min_clicks", "tol", "min_support"}
+    if unknown:
+        raise TypeError(f"method 'auto' takes the options confidence, min_clicks, tol, min_support and n_folds, "
+                        f"got {sorted(unknown)}")
+    K = check_int(max_position, "max_position", min_value=2)
+    rng = np.random.default_rng(random_state)
+    # Folds within queries: each query's sessions, in random order, dealt to the folds in turn. (With
+    # whole queries held out every held-out pair is unseen, the prediction is theta_r times the
+    # placement prior, and the score rewards the marginal click rate by position, rank-only, by
+    # construction: it won on simulated position-based logs.)
+    n = len(log)
+    if n < n_folds:
+        raise ValueError(f"method 'auto': the log has {n} sessions, fewer than n_folds={n_folds}")
+    order = rng.permutation(n)
+    order = order[np.argsort(log.session_query[order], kind="stable")]
+    query_sorted = log.session_query[order]
+    first = np.r_[0, np.flatnonzero(np.diff(query_sorted)) + 1]
+    rank = np.arange(n) - np.repeat(first, np.diff(np.r_[first, n]))
+    fold = np.empty(n, dtype=np.int64)
+    fold[order] = (rank + rng.integers(0, n_folds, first.size).repeat(np.diff(np.r_[first, n]))) % n_folds
+    table = np.full((len(AUTO_CANDIDATES), n_folds), np.nan)
+    for f in range(n_folds):
+        train, test = log[np.flatnonzero(fold != f)], log[np.flatnonzero(fold == f)]
+        for i, (_, method, extra) in enumerate(AUTO_CANDIDATES):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    curve = _rank_only(train, K) if method == "rank-only" else estimate_propensities(
+                        train, method, max_position=K, n_bootstrap=0, **extra, **options)
+                    table[i, f] = PositionBasedModel(propensity=curve).fit(train).perplexity(test)
+                except ValueError:
+                    continue
+    mean = np.where(np.isfinite(table).all(1), table.mean(1), np.inf)   # a candidate failing a fold is out
+    if not np.isfinite(mean).any():
+        raise ValueError("method 'auto': no candidate could be estimated on every fold")
+    best = int(np.argmin(mean))
+    name, method, extra = AUTO_CANDIDATES[best]
+    if method == "rank-only":
+        model = _rank_only(log, K)
+    else:
+        model = estimate_propensities(log, method, max_position=K, n_bootstrap=n_bootstrap,
+                                      random_state=random_state, **extra, **options)
+    model.auto_table_ = [{"candidate": c[0], "perplexity": float(m), "folds": table[i].tolist()}
+                         for i, (c, m) in enumerate(zip(AUTO_CANDIDATES, mean))]
+    model.auto_choice_ = name
+    return model
 
 
 # ----------------------------------------------------------------------------- replicates for other resamples
@@ -1059,5 +1114,7 @@ def replicate_curves(model, log: ClickLog, query_weights: np.ndarray):
         return curves, "re-estimated"
     if model.bootstrap_.shape[0] == 0:
         return None, "an estimate from another log without bootstrap replicates"
-    rows = np.arange(B) % model.bootstrap_.shape[0]
-    return model.bootstrap_[rows], "replicates of its own log"
+    converged = getattr(model, "bootstrap_converged_", None)
+    replicates = model.bootstrap_ if converged is None or not converged.any() else model.bootstrap_[converged]
+    rows = np.arange(B) % replicates.shape[0]
+    return replicates[rows], "replicates of its own log"

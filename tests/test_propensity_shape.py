@@ -1,0 +1,81 @@
+"""Monotone estimates and the "auto" choice among propensity candidates."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from counterfactual_ltr import ClickLog, estimate_propensities
+from counterfactual_ltr.propensity.estimation import non_increasing
+
+
+def test_non_increasing_pools_rises_and_keeps_monotone_curves():
+    rng = np.random.default_rng(0)
+    curves = rng.uniform(0.1, 1.0, (50, 8))
+    out = non_increasing(curves)
+    assert np.all(np.diff(out, axis=1) <= 1e-15)
+    np.testing.assert_allclose(out.sum(1), curves.sum(1))          # pooling keeps the total (equal weights)
+    monotone = -np.sort(-curves, axis=1)
+    np.testing.assert_array_equal(non_increasing(monotone), monotone)
+    assert non_increasing([1.0, 0.5, 0.7, 0.2]).tolist() == [1.0, 0.6, 0.6, 0.2]
+
+
+def _pbm_world(seed=0, pages=3000, n_queries=30, n_docs=8, eta=1.0):
+    """Clicks by the position-based model; the logger ranks by attractiveness plus noise (so it varies)."""
+    rng = np.random.default_rng(seed)
+    alpha = rng.uniform(0.05, 0.9, (n_queries, n_docs))
+    q = rng.integers(0, n_queries, pages)
+    score = alpha[q] + rng.normal(0, 0.25, (pages, n_docs))
+    shown = np.argsort(-score, axis=1)[:, :5]
+    positions = np.tile(np.arange(1, 6), pages)
+    docs = shown.ravel()
+    queries = np.repeat(q, 5)
+    clicks = rng.random(docs.size) < positions ** -eta * alpha[queries, docs]
+    frame = pd.DataFrame({"query": queries, "doc": docs, "position": positions, "click": clicks.astype(int),
+                          "page": np.repeat(np.arange(pages), 5)})
+    return frame, ClickLog.from_events(frame, session="page")
+
+
+def test_monotone_estimate_is_non_increasing_and_equal_where_already_monotone():
+    _, log = _pbm_world()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = estimate_propensities(log, "harvest", max_position=5, n_bootstrap=10, random_state=0)
+        shaped = estimate_propensities(log, "harvest", max_position=5, n_bootstrap=10, random_state=0,
+                                       monotone=True)
+    assert np.all(np.diff(shaped.relative_) <= 1e-12)
+    assert np.all(np.diff(shaped.bootstrap_, axis=1) <= 1e-12)
+    if np.all(np.diff(plain.relative_) <= 0):
+        np.testing.assert_allclose(shaped.relative_, plain.relative_)
+    assert shaped.recipe_["options"] == {"monotone": True}
+    with pytest.raises(TypeError, match="monotone is an option"):
+        estimate_propensities(log, "swap", monotone=True)
+
+
+def test_auto_picks_the_position_based_family_where_rank_only_is_wrong():
+    _, log = _pbm_world(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = estimate_propensities(log, "auto", max_position=5, n_bootstrap=0, random_state=0)
+    table = {row["candidate"]: row["perplexity"] for row in model.auto_table_}
+    assert model.auto_choice_ != "rank-only"
+    assert table["rank-only"] > min(table.values())
+    truth = np.arange(1, 6) ** -1.0
+    assert np.max(np.abs(model.relative_ / truth - 1)) < 0.25
+
+
+def test_cli_prints_the_table_auto_chose_from(tmp_path, capsys):
+    from counterfactual_ltr.cli import main
+
+    frame, _ = _pbm_world(2, pages=1500)
+    frame.to_csv(tmp_path / "raw.csv", index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["propensity", str(tmp_path / "raw.csv"), "--method", "auto", "--session", "page",
+                     "--max-position", "5", "--bootstrap", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "auto: held-out click perplexity by candidate" in out
+    for name in ("pbm monotone", "harvest monotone", "rank-only"):
+        assert name in out
+    assert out.count("<- chosen") == 1
