@@ -584,13 +584,10 @@ def compare_rankers(log: ClickLog, candidate, baseline="logging", *, estimator="
         Metric; see :func:`~counterfactual_ltr.metrics.metric_weight`. For
         ``"avg_rank"`` lower is better, which ``improvement`` and ``lower_bound`` account for.
     propensity : None, float or propensity model, default None
-        Examination model of the log, one for every ranker (a number: its
-        ``eta``). ``None``: the propensity the rankers carry (estimators trained
-        under one; they must agree), else ``PositionBasedPropensity(1.0)``; see
-        :func:`~counterfactual_ltr.examination.propensity_models.resolve_propensity`.
+        Examination model of the log (a number: its ``eta``); ``None``: the one the rankers carry,
+        else ``PositionBasedPropensity(1.0)`` (:func:`~counterfactual_ltr.examination.propensity_models.resolve_propensity`).
     confidence : float in (0, 1), default 0.95
-        Level of the two-sided intervals and of the one-sided lower bound
-        (each corrected by Bonferroni for several candidates).
+        Level of the two-sided intervals, whose lower end is the bound (Bonferroni for several candidates).
     n_bootstrap : int >= 0, default 2000
         Bootstrap resamples of the queries for the BCa interval, and of the
         sessions for each ranker's own estimate (0: no bootstrap intervals).
@@ -608,28 +605,17 @@ def compare_rankers(log: ClickLog, candidate, baseline="logging", *, estimator="
     n_folds : int >= 2, default 2
         Folds of queries of DR's cross-fitted relevance model.
     value : None, "clicks" or "relevance", default None
-        What is compared: ``"clicks"``, the metric of clicks (observed, not
-        weighted, for the logged rankings); ``"relevance"``, the metric over
-        click-relevance that the estimators target (for the logged rankings,
-        their IPS estimate with each session's propensities). ``None``:
-        ``"clicks"`` against ``"logging"``, else ``"relevance"``. The metric of
-        clicks can be the same for every ranking (the average rank under
-        eta = 1: ``r * 1/r``); the comparison then warns.
+        The metric of clicks (observed for the logged rankings) or over click-relevance (what the
+        estimators target); ``None``: ``"clicks"`` against ``"logging"``, else ``"relevance"``.
+        Where the metric of clicks is the same for every ranking (avg_rank at eta = 1) it warns.
     rules : TrustRules, optional
-        When the verdict is "cannot tell" (default ``TrustRules()``): effective
-        sample size, metric mass on documents never shown, one click or query
-        carrying the weight, clicks at thinly supported positions of an
-        estimated propensity.
+        When the verdict is "cannot tell" (default ``TrustRules()``).
     propagate_propensity : bool, default True
-        With an estimated propensity (``estimate_propensities``), put its
-        estimation error into the interval, p-value and bound: on each of
-        ``min(n_bootstrap, PROPAGATED_REPLICATES)`` resamples of the queries the
-        propensity is re-estimated (when it came from this log, by its recipe)
-        or drawn from its own bootstrap replicates (when it came from another
-        log), the difference recomputed, and the standard error is the larger of
-        the delta method's and the replicates' spread.
-        ``Comparison.propensity_uncertainty`` says which was done. ``False``:
-        the propensity is treated as known (and the comparison says so).
+        With an estimated propensity, put its estimation error into the interval, p-value and
+        bound: re-estimated (or, from another log, drawn from its replicates) on each of
+        ``min(n_bootstrap, PROPAGATED_REPLICATES)`` resamples of the queries; the standard error
+        is the larger of the delta method's and the replicates' spread
+        (``Comparison.propensity_uncertainty`` says which). ``False``: treated as known.
     **metric_params
         Parameters of the metric: ``k`` for ``"prec@k"``, ``p`` for ``"rbp"``.
 
