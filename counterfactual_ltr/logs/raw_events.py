@@ -199,8 +199,8 @@ def check_id_types(keys: tuple, data) -> None:
 
     Examples
     --------
-    >>> import numpy as np
     >>> from counterfactual_ltr import RankingDataset
+    >>> import numpy as np
     >>> data = RankingDataset.from_frame({"query": [1, 1], "doc": [7, 8], "f": [0.0, 1.0]})
     >>> check_id_types((np.array(["1"], dtype=object), np.array(["7"], dtype=object)), data)
     Traceback (most recent call last):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._docs import fill_doc
 from ..examination.propensity_models import TabularPropensity, TrustBiasPropensity
 
 __all__ = ["EstimatedPropensity", "EstimatedTrustBias", "IdentificationWarning"]
@@ -50,6 +51,18 @@ def _plot(ax, estimate, lower, upper, truth, label):
     ax.legend()
     return ax
 
+
+_doc = fill_doc({"plot": """\
+Parameters
+----------
+ax : matplotlib Axes, optional
+    Where to draw (default: a new figure).
+truth : array or propensity model, optional
+    The true curve, drawn normalised to position 1.
+
+Returns
+-------
+matplotlib Axes"""})
 
 class EstimatedPropensity(TabularPropensity):
     """Position propensities estimated from a log: ``theta_r / theta_1`` with bootstrap intervals.
@@ -143,19 +156,11 @@ class EstimatedPropensity(TabularPropensity):
             q[beyond] = self.values[-1] * (K / positions[beyond]) ** self.eta_
         return q
 
+    @_doc
     def plot(self, ax=None, truth=None):
         """Estimate against position with its interval (and ``truth``: a curve or propensity model).
 
-        Parameters
-        ----------
-        ax : matplotlib Axes, optional
-            Where to draw (default: a new figure).
-        truth : array or propensity model, optional
-            The true curve, drawn normalised to position 1.
-
-        Returns
-        -------
-        matplotlib Axes
+        {plot}
         """
         return _plot(ax, self.relative_, self.lower_, self.upper_, truth, f"{self.method_} estimate")
 
@@ -211,18 +216,10 @@ class EstimatedTrustBias(TrustBiasPropensity):
         self.method_ = "trust_em"
         self.n_sessions_ = n_sessions
 
+    @_doc
     def plot(self, ax=None, truth=None):
-        """Examination estimate against position with its interval (and ``truth``).
+        """Examination estimate against position with its interval (and ``truth``: the true examination).
 
-        Parameters
-        ----------
-        ax : matplotlib Axes, optional
-            Where to draw (default: a new figure).
-        truth : array or propensity model, optional
-            The true examination curve, drawn normalised to position 1.
-
-        Returns
-        -------
-        matplotlib Axes
+        {plot}
         """
         return _plot(ax, self.relative_, self.lower_, self.upper_, truth, "trust_em estimate")
