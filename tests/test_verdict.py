@@ -144,7 +144,7 @@ def test_an_estimated_propensity_widens_the_interval_by_its_own_error(raw_settin
     c = compare_rankers(log, scores, propensity=from_other, n_bootstrap=100, random_state=0)
     assert "its replicates on its own log" in c.propensity_uncertainty and c.stderr >= c.stderr_known_propensity
     given = compare_rankers(log, scores, propensity=PositionBasedPropensity(1.0), n_bootstrap=100, random_state=0)
-    assert given.propensity_uncertainty.startswith("treated as known (a given propensity")
+    assert given.propensity_uncertainty == "treated as known (it is given, not estimated)"
 
 
 def test_re_estimating_on_unit_weights_gives_the_estimate_back(raw_setting):

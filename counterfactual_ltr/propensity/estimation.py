@@ -554,7 +554,7 @@ def replicate_curves(model, log: ClickLog, query_weights: np.ndarray):
     ``curves`` is ``(B, K)``: each row a replicate's ``relative_`` at positions ``1..K``.
     """
     if getattr(model, "method_", "given") == "given" or not hasattr(model, "relative_"):
-        return None, "a given propensity (nothing estimated)"
+        return None, "it is given, not estimated"
     B = query_weights.shape[0]
     if model.recipe_ is not None and model.log_fingerprint_ == log_fingerprint(log):
         recipe = model.recipe_
@@ -566,7 +566,7 @@ def replicate_curves(model, log: ClickLog, query_weights: np.ndarray):
             curves = np.asarray(estimate(np.asarray(query_weights, dtype=np.float64)))
         return curves, "re-estimated"
     if model.bootstrap_.shape[0] == 0:
-        return None, "an estimate from another log without bootstrap replicates"
+        return None, "an estimate from another log, without bootstrap replicates"
     converged = getattr(model, "bootstrap_converged_", None)
     replicates = model.bootstrap_ if converged is None or not converged.any() else model.bootstrap_[converged]
     rows = np.arange(B) % replicates.shape[0]
