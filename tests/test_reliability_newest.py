@@ -305,7 +305,18 @@ def test_a_page_showing_a_document_twice_is_named_by_the_users_ids(events, sessi
     log = ClickLog.from_events(events, session=session)
     data = RankingDataset.from_frame({"query": ["q", "q"], "doc": ["a", "b"], "f": [0.0, 1.0]})
     with pytest.raises(ValueError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
-        log.with_data(data, missing=missing)
+        log.with_data(data, missing=missing, repeated="raise")
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:     # the default drops such pages, naming them
+        warnings.simplefilter("always")
+        try:
+            log.with_data(data, missing=missing)
+            said = " ".join(str(w.message) for w in caught if "twice" in str(w.message))
+        except ValueError as err:                             # when that drops every page
+            said = str(err)
+    assert "pages show a document twice" in said or "every page shows a document twice" in said
+    assert "query 'q', document '" in said
 
 
 BAD_IDS = [  # (column values, fragment)
