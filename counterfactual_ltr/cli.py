@@ -15,6 +15,9 @@ exits with status 2 and a one-line message on stderr. Progress bars go to
 stderr when it is a terminal; ``--quiet`` silences them and the summaries.
 Run ``cltr COMMAND --help`` for the options and examples of each command;
 ``python -m counterfactual_ltr.cli`` is the same command.
+
+One module of a little over 900 lines: the commands' options, help texts and the shared readers of
+their files are the whole of it, and a reader looks for a command's wiring here, beside the others.
 """
 
 from __future__ import annotations
