@@ -767,8 +767,7 @@ def _thin_positions(log, model, min_clicks: int) -> tuple:
     items = np.flatnonzero(log.clicks)
     if items.size == 0:
         return 0.0, []
-    session = np.searchsorted(log.session_offsets, items, side="right") - 1
-    pos = items - log.session_offsets[session] + 1
+    pos = log.positions[items]                           # as recorded: the positions propensities are read at
     alpha, _ = affine_parts(model, np.arange(1, int(pos.max()) + 1))
     w = 1.0 / alpha[pos - 1]
     counts = np.bincount(pos, minlength=int(pos.max()) + 1)

@@ -547,11 +547,11 @@ class ClickLog:
         later &= keep_items
         if not later.any():
             return keep_items, keep_sessions
-        pages = np.unique(self.item_session[later])
+        pages, first = np.unique(self.item_session[later], return_index=True)
         query_ids, doc_ids = self.row_keys()
         named = ", ".join(f"page {format_id(self.session_ids[s])} (query {format_id(query_ids[self.docs[i]])}, "
                           f"document {format_id(doc_ids[self.docs[i]])})"
-                          for s, i in zip(self.item_session[later][:3], np.flatnonzero(later)[:3]))
+                          for s, i in zip(pages[:3], np.flatnonzero(later)[first[:3]]))
         if how == "drop_pages":
             keep_sessions = keep_sessions.copy()
             keep_sessions[pages] = False
