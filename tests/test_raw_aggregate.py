@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -139,7 +140,7 @@ def test_bad_raw_rows_name_the_column_the_file_and_the_row(tmp_path, change, wor
     frame.iloc[:2].to_parquet(paths[0], index=False)
     frame.iloc[2:].reset_index(drop=True).to_parquet(paths[1], index=False)
     with pytest.raises(ValueError, match=words) as err:
-        aggregate_clicks(paths, data, engine=engine, session="page")
+        aggregate_clicks(paths, data, engine=engine, session="page", repeated="raise")
     if "row" in words:
         assert "b.parquet" in str(err.value) and "row 1 of" in str(err.value)
 
@@ -171,4 +172,89 @@ def test_a_page_without_id_showing_a_document_twice_is_named_by_its_row(tmp_path
                                                    "f": [0.0, 1.0, 2.0, 3.0]}), features=["f"])
     frame.to_parquet(tmp_path / "log.parquet", index=False)
     with pytest.raises(ValueError, match=r"the page of row 3 of .*log\.parquet shows document 2 twice"):
-        aggregate_clicks(tmp_path / "log.parquet", data, doc="doc")
+        aggregate_clicks(tmp_path / "log.parquet", data, doc="doc", repeated="raise")
+
+
+def _messages(caught, category):
+    return [str(w.message) for w in caught if issubclass(w.category, category)]
+
+
+def _with_repeats(frame, seed):
+    """Some pages show one of their documents again further down; some rows are logged twice in a row."""
+    rng = np.random.default_rng(seed)
+    frame = frame.reset_index(drop=True)
+    position, query = frame["position"].to_numpy(), frame["query"].to_numpy()
+    start = np.flatnonzero(np.r_[True, (position[1:] <= position[:-1]) | (query[1:] != query[:-1])])
+    end = np.r_[start[1:], len(frame)] - 1
+    start, end = start[end > start], end[end > start]
+    pick = rng.choice(len(end), size=12, replace=False)      # last row of a page: show its first row again
+    again = end[pick]
+    rows = frame.loc[again].copy()
+    rows["doc"] = frame.loc[start[pick], "doc"].to_numpy()
+    rows["position"] += 1
+    twice = rng.choice(np.setdiff1d(end, again), size=6, replace=False)  # a clicked last row logged twice
+    frame.loc[twice, "click"] = 1
+    extra = pd.concat([rows, frame.loc[twice]])
+    order = np.argsort(np.r_[np.arange(len(frame)), extra.index.to_numpy() + 0.5], kind="stable")
+    return pd.concat([frame, extra]).iloc[order].reset_index(drop=True)
+
+
+@pytest.mark.parametrize("repeated", ["drop_pages", "keep_first"])
+@pytest.mark.parametrize("batch_size", [13, 97, 1 << 20])
+def test_streamed_repeats_and_repeated_rows_agree_with_the_log_in_memory(runs, tmp_path, repeated, batch_size):
+    """Pages showing a document twice and rows logged twice, wherever batches and files cut them."""
+    from counterfactual_ltr.clicklog import RepeatedDocumentWarning
+    from counterfactual_ltr.raw_events import RepeatedRowWarning
+
+    frame = _with_repeats(runs, seed=batch_size)
+    data = _features(frame)
+    with warnings.catch_warnings(record=True) as expected:
+        warnings.simplefilter("always")
+        ref = ClickLog.from_events(frame).with_data(data, repeated=repeated).aggregate(0.7)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        agg = aggregate_clicks(_write(frame, tmp_path, "csv", n_parts=4), data, 0.7, batch_size=batch_size,
+                               repeated=repeated, doc="doc")
+    _same(agg, ref)
+    # one warning of each kind for the whole log, with the in-memory counts
+    for category, count in ((RepeatedDocumentWarning, r"^(\d+) of (\d+) pages"), (RepeatedRowWarning, r"^(\d+) page")):
+        mine, theirs = _messages(seen, category), _messages(expected, category)
+        assert len(mine) == 1 and len(theirs) == 1, (category, mine, theirs)
+        assert re.match(count, mine[0]).groups() == re.match(count, theirs[0]).groups()
+        assert "part" in mine[0] or category is RepeatedDocumentWarning
+
+
+def test_repeated_rows_on_dask_warn_once_from_the_workers(runs, tmp_path):
+    """The warnings of pages counted on the workers reach the caller, counted once."""
+    distributed = pytest.importorskip("distributed")
+    from counterfactual_ltr.clicklog import RepeatedDocumentWarning
+    from counterfactual_ltr.raw_events import RepeatedRowWarning
+
+    frame = _with_repeats(runs, seed=1)
+    data = _features(frame)
+    with warnings.catch_warnings(record=True) as expected:
+        warnings.simplefilter("always")
+        ref = ClickLog.from_events(frame).with_data(data).aggregate()
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None,
+                                  silence_logs=40) as cluster, distributed.Client(cluster):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            agg = aggregate_clicks(_write(frame, tmp_path, "parquet", n_parts=5), data, engine="dask",
+                                   batch_size=40, doc="doc")
+    _same(agg, ref)
+    for category in (RepeatedDocumentWarning, RepeatedRowWarning):
+        mine, theirs = _messages(seen, category), _messages(expected, category)
+        assert len(mine) == 1 and mine[0].split(" ")[0] == theirs[0].split(" ")[0]
+
+
+def test_repeated_option_is_checked_and_raw_only(tmp_path):
+    frame = _page_log()
+    data = RankingDataset.from_frame(pd.DataFrame({"query": ["q", "q", "r", "r"], "doc": [1, 2, 1, 3],
+                                                   "f": [0.0, 1.0, 2.0, 3.0]}), features=["f"])
+    frame.to_parquet(tmp_path / "log.parquet", index=False)
+    with pytest.raises(ValueError, match="repeated must be 'drop_pages', 'keep_first' or 'raise', got 'drop'"):
+        aggregate_clicks(tmp_path / "log.parquet", data, session="page", repeated="drop")
+    # every page repeats a document: nothing left to count, said as with_data says it
+    frame.assign(doc=[1, 1, 2, 2, 3, 3]).to_parquet(tmp_path / "all.parquet", index=False)
+    with pytest.raises(ValueError, match=r"every page shows a document twice \(page 'a' .*repeated='keep_first'"):
+        aggregate_clicks(tmp_path / "all.parquet", data, session="page")

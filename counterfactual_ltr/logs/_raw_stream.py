@@ -32,7 +32,8 @@ import numpy as np
 from ._count_table import count_table, merge_two
 from .._segments import segment_ids
 from ..ids import format_id
-from .raw_events import event_arrays, join_rows, kept_after_join, missing_features_error
+from .raw_events import event_arrays, join_rows, kept_after_join, later_showings, phantom_example, \
+    phantom_page_starts, without_repeats
 
 __all__ = ["RAW_ROLES", "PageCounts", "count_pages", "stream_counts", "dask_counts"]
 
@@ -54,6 +55,11 @@ class PageCounts:
     dropped_rows: int = 0
     dropped_pages: int = 0
     unknown: object = None         # distinct (query, doc) pairs without features (a pandas frame), or None
+    repeated_pages: int = 0        # kept-so-far pages that show a document twice (dropped or cut)
+    repeated_rows: int = 0         # their later showings
+    repeated_named: tuple = ()     # a few of them, by their ids (rows as ``frame row <code>``)
+    phantoms: int = 0              # pages cut from runs that start by repeating a row (RepeatedRowWarning)
+    phantom_example: str | None = None
 
     def __add__(self, other: "PageCounts") -> "PageCounts":
         import pandas as pd
@@ -63,7 +69,10 @@ class PageCounts:
                           self.n_pages + other.n_pages, self.n_rows + other.n_rows,
                           self.dropped_rows + other.dropped_rows, self.dropped_pages + other.dropped_pages,
                           pd.concat(unknown).drop_duplicates() if len(unknown) > 1 else
-                          unknown[0] if unknown else None)
+                          unknown[0] if unknown else None,
+                          self.repeated_pages + other.repeated_pages, self.repeated_rows + other.repeated_rows,
+                          (self.repeated_named + other.repeated_named)[:3], self.phantoms + other.phantoms,
+                          self.phantom_example or other.phantom_example)
 
 
 def _frame(piece: dict, names: dict):
@@ -73,7 +82,7 @@ def _frame(piece: dict, names: dict):
     return pd.DataFrame({names[r]: piece[r] for r in RAW_ROLES if names[r] is not None}, index=piece["_row"])
 
 
-def count_pages(piece: dict, data, names: dict, missing: str) -> PageCounts:
+def count_pages(piece: dict, data, names: dict, missing: str, repeated: str = "raise") -> PageCounts:
     """The count table of a stretch of whole pages, joined to ``data`` as ``with_data`` joins.
 
     Parameters
@@ -87,6 +96,9 @@ def count_pages(piece: dict, data, names: dict, missing: str) -> PageCounts:
     missing : {"raise", "drop_sessions", "drop_rows"}
         As in :meth:`ClickLog.with_data`; ``"raise"`` records the pairs without features (the
         caller raises once the whole log is read, with their count).
+    repeated : {"drop_pages", "keep_first", "raise"}
+        Pages that show a document twice, as in :meth:`ClickLog.with_data` (the caller warns once
+        with the counts this records).
 
     Returns
     -------
@@ -94,7 +106,7 @@ def count_pages(piece: dict, data, names: dict, missing: str) -> PageCounts:
     """
     if len(piece["_row"]) == 0:
         return PageCounts()
-    a = event_arrays(_frame(piece, names), **{r: names[r] for r in RAW_ROLES})
+    a = event_arrays(_frame(piece, names), **{r: names[r] for r in RAW_ROLES}, warn_phantoms=False)
     keys = a["ids"].row_keys()
     data_row, known = join_rows(keys, data, "drop_rows", check_types=False)     # types: on the unknown pairs
     offsets, rows = a["offsets"], a["rows"]
@@ -109,13 +121,29 @@ def count_pages(piece: dict, data, names: dict, missing: str) -> PageCounts:
         unknown = pd.DataFrame({"query": keys[0][lost], "doc": keys[1][lost]})
     keep_items, keep_pages = kept_after_join(item_page, shown_known,  n_pages,
                                              "drop_rows" if missing == "raise" else missing)
+    dropped_rows, dropped_pages = int((~keep_items).sum()), int((~keep_pages).sum())    # for missing features
+    repeats = {}
+    if repeated != "raise":
+        later = later_showings(item_page, rows) & keep_items
+        if later.any():
+            keep_items, keep_pages, pages = without_repeats(later, keep_items, keep_pages, item_page, repeated)
+            first = np.flatnonzero(later)[np.unique(item_page[later], return_index=True)[1][:3]]
+            repeats = {"repeated_pages": pages.size, "repeated_rows": int(later.sum()), "repeated_named": tuple(
+                f"{_page_name(a, item_page[i], piece['_row'][i] if names['session'] is None else None)} (query "
+                f"{format_id(keys[0][rows[i]])}, document {format_id(keys[1][rows[i]])})" for i in first)}
     docs = data_row[rows[keep_items]]
     page = (np.cumsum(keep_pages) - 1)[item_page[keep_items]]
     _check_no_repeat(data, docs, page, a, keep_pages, None if names["session"] is not None
                      else piece["_row"][keep_items])
     return PageCounts(count_table(docs, a["positions"][keep_items], a["clicks"][keep_items]),
-                      int(keep_pages.sum()), n_pages, len(rows), int((~keep_items).sum()),
-                      int((~keep_pages).sum()), unknown)
+                      int(keep_pages.sum()), n_pages, len(rows), dropped_rows, dropped_pages, unknown, **repeats)
+
+
+def _page_name(arrays, page: int, row_code=None) -> str:
+    """A page by its id, or (pages without ids) by a row of it, ``frame row <code>`` (relocated later)."""
+    if row_code is not None:
+        return f"the page of frame row {row_code}"
+    return f"page {format_id(arrays['session_ids'][page])}"
 
 
 def _check_no_repeat(data, docs, page, arrays, keep_pages, row_codes=None) -> None:
@@ -135,7 +163,7 @@ def _check_no_repeat(data, docs, page, arrays, keep_pages, row_codes=None) -> No
         where = f"the page of frame row {row_codes[repeated]}" if row_codes is not None else \
             f"page {format_id(arrays['session_ids'][np.flatnonzero(keep_pages)[page[repeated]]])}"
         raise ValueError(f"{where} shows document {doc} twice: a log joined to features shows each document at "
-                         "most once per page")
+                         "most once per page (repeated='drop_pages' or 'keep_first' drops such pages or rows)")
 
 
 # ------------------------------------------------------------------------ pieces of a stream
@@ -194,20 +222,45 @@ def _take(piece: dict, start: int, stop: int | None = None) -> dict:
     return {r: v[start:stop] for r, v in piece.items()}
 
 
-def page_starts(piece: dict, names: dict) -> np.ndarray:
-    """Where pages start in a stretch without a page column: the query changes or the position does not grow."""
+def _page_codes(piece: dict, names: dict, with_docs: bool = False):
+    """``(page starts, query codes, positions, frame)`` of a stretch without a page column."""
     from ..datasets import _frame_column
     from ..ids import factorize, id_column
 
     frame = _frame(piece, names)
     if len(frame) == 0:
-        return np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.int64), None, None, frame
     query, _ = factorize(id_column(frame, names["query"]))
     position = _frame_column(frame, names["position"], as_click=False)
-    return np.flatnonzero(np.r_[True, (query[1:] != query[:-1]) | (position[1:] <= position[:-1])])
+    starts = np.flatnonzero(np.r_[True, (query[1:] != query[:-1]) | (position[1:] <= position[:-1])])
+    return starts, query, position, frame
 
 
-def inner_pages(pieces, data, names: dict, missing: str) -> tuple[PageCounts, dict | None, dict | None]:
+def phantom_counts(piece: dict, names: dict, from_row: int = 1, codes=None) -> PageCounts:
+    """The pages starting at row ``from_row`` or later that repeat a row of the page before.
+
+    :func:`~counterfactual_ltr.logs.raw_events.phantom_page_starts` over a stretch of whole
+    pages; each page start of a stream is looked at once, in the first stretch that holds it
+    with the page before (``from_row`` skips the starts looked at already).
+    """
+    from ..ids import factorize, id_column
+
+    starts, query, position, frame = codes if codes is not None else _page_codes(piece, names)
+    if starts[starts >= max(from_row, 1)].size == 0:
+        return PageCounts()
+    query_ids = id_column(frame, names["query"])
+    doc_code, doc_ids = factorize(id_column(frame, names["doc"]))
+    found = phantom_page_starts(np.r_[starts, len(frame)], query, doc_code, position)
+    found = found[found >= from_row]
+    if found.size == 0:
+        return PageCounts()
+    i = int(found[0])
+    example = phantom_example(i, f"frame row {piece['_row'][i]}", query_ids, np.arange(len(frame)), doc_ids,
+                              doc_code, position)
+    return PageCounts(phantoms=found.size, phantom_example=example)
+
+
+def inner_pages(pieces, data, names: dict, missing: str, repeated: str = "raise") -> tuple[PageCounts, dict | None, dict | None]:
     """A stream without a page column: ``(counts of its inner pages, first page, last page)``.
 
     The first and last pages may continue in the neighbouring streams; ``last`` is None when the
@@ -218,7 +271,10 @@ def inner_pages(pieces, data, names: dict, missing: str) -> tuple[PageCounts, di
         if len(piece["_row"]) == 0:
             continue
         piece = concat_pieces([carry, piece], names) if carry is not None else piece
-        starts = page_starts(piece, names)
+        codes = _page_codes(piece, names)
+        starts = codes[0]
+        if starts.size > 1:               # page starts after the first are new here (the carry is one page)
+            counts = counts + phantom_counts(piece, names, 1, codes)
         lo = 0
         if first is None:
             if starts.size == 1:          # still inside the first page
@@ -226,25 +282,27 @@ def inner_pages(pieces, data, names: dict, missing: str) -> tuple[PageCounts, di
                 continue
             first, lo = _take(piece, 0, starts[1]), starts[1]
         if starts[-1] > lo:
-            counts = counts + count_pages(_take(piece, lo, starts[-1]), data, names, missing)
+            counts = counts + count_pages(_take(piece, lo, starts[-1]), data, names, missing, repeated)
         carry = _take(piece, starts[-1])
     if first is None:
         return counts, carry, None
     return counts, first, carry
 
 
-def _join_edges(edges, data, names: dict, missing: str) -> PageCounts:
+def _join_edges(edges, data, names: dict, missing: str, repeated: str = "raise") -> PageCounts:
     """Count the first and last pages of consecutive streams (``(first, last)`` each, in order)."""
     counts, carry = PageCounts(), None
     for first, last in edges:
         stretch = concat_pieces([p for p in (carry, first) if p is not None], names) if first is not None else carry
+        if carry is not None and first is not None:    # where two streams meet a page may start
+            counts = counts + phantom_counts(stretch, names, len(carry["_row"]))
         if last is None:                  # the stream was one page: it may go on in the next one
             carry = stretch
             continue
-        counts = counts + count_pages(stretch, data, names, missing)
+        counts = counts + count_pages(stretch, data, names, missing, repeated)
         carry = last
     if carry is not None:
-        counts = counts + count_pages(carry, data, names, missing)
+        counts = counts + count_pages(carry, data, names, missing, repeated)
     return counts
 
 
@@ -271,11 +329,12 @@ def split_piece(piece: dict, bits: int) -> list:
     return [{r: v[order[bounds[k]:bounds[k + 1]]] for r, v in piece.items()} for k in range(1 << bits)]
 
 
-def _bucket_counts(pieces, data, names: dict, missing: str, n_rows: int, batch_size: int) -> PageCounts:
+def _bucket_counts(pieces, data, names: dict, missing: str, repeated: str, n_rows: int,
+                   batch_size: int) -> PageCounts:
     """Pages with a page column, in any order: hashed into temporary files of about one batch, each counted."""
     bits = int(np.ceil(np.log2(min(max(1, -(-n_rows // batch_size)), _MAX_BUCKETS))))
     if bits == 0:
-        return count_pages(concat_pieces(list(pieces), names), data, names, missing)
+        return count_pages(concat_pieces(list(pieces), names), data, names, missing, repeated)
     counts = PageCounts()
     with tempfile.TemporaryDirectory(prefix="cltr_pages_") as tmp:
         paths = [os.path.join(tmp, f"{k}.pkl") for k in range(1 << bits)]
@@ -294,13 +353,14 @@ def _bucket_counts(pieces, data, names: dict, missing: str, n_rows: int, batch_s
                         parts.append(pickle.load(fh))
                     except EOFError:
                         break
-            counts = counts + count_pages(concat_pieces(parts, names), data, names, missing)
+            counts = counts + count_pages(concat_pieces(parts, names), data, names, missing, repeated)
     return counts
 
 
 # ------------------------------------------------------------------------ the two engines
 
-def stream_counts(pieces, data, names: dict, missing: str, *, n_rows: int, batch_size: int) -> PageCounts:
+def stream_counts(pieces, data, names: dict, missing: str, *, n_rows: int, batch_size: int,
+                  repeated: str = "raise") -> PageCounts:
     """All pages of a stream of pieces (one machine), counted in bounded memory.
 
     Parameters
@@ -317,15 +377,17 @@ def stream_counts(pieces, data, names: dict, missing: str, *, n_rows: int, batch
         About how many rows the log has (sets the number of buckets).
     batch_size : int
         Rows per bucket wanted.
+    repeated : {"drop_pages", "keep_first", "raise"}
+        Pages that show a document twice, as in :meth:`ClickLog.with_data`.
 
     Returns
     -------
     PageCounts
     """
     if names["session"] is not None:
-        return _bucket_counts(pieces, data, names, missing, n_rows, batch_size)
-    counts, first, last = inner_pages(pieces, data, names, missing)
-    return counts + _join_edges([(first, last)], data, names, missing) if first is not None else counts
+        return _bucket_counts(pieces, data, names, missing, repeated, n_rows, batch_size)
+    counts, first, last = inner_pages(pieces, data, names, missing, repeated)
+    return counts + _join_edges([(first, last)], data, names, missing, repeated) if first is not None else counts
 
 
 def _split_task(item, k: int, names: dict, bits: int, read):
@@ -333,15 +395,15 @@ def _split_task(item, k: int, names: dict, bits: int, read):
     return tuple(split_piece(concat_pieces(list(read(item, k)), names), bits))
 
 
-def _bucket_task(parts, data, names: dict, missing: str) -> PageCounts:
-    return count_pages(concat_pieces(list(parts), names), data, names, missing)
+def _bucket_task(parts, data, names: dict, missing: str, repeated: str) -> PageCounts:
+    return count_pages(concat_pieces(list(parts), names), data, names, missing, repeated)
 
 
-def _edge_task(item, k: int, data, names: dict, missing: str, read):
-    return inner_pages(read(item, k), data, names, missing)
+def _edge_task(item, k: int, data, names: dict, missing: str, repeated: str, read):
+    return inner_pages(read(item, k), data, names, missing, repeated)
 
 
-def dask_counts(items, data, names: dict, missing: str, read) -> PageCounts:
+def dask_counts(items, data, names: dict, missing: str, read, repeated: str = "raise") -> PageCounts:
     """All pages of files or partitions counted with Dask: pieces and counts stay on the workers.
 
     Parameters
@@ -356,6 +418,8 @@ def dask_counts(items, data, names: dict, missing: str, read) -> PageCounts:
         As in :meth:`ClickLog.with_data`.
     read : callable
         ``read(item, k)`` yields the pieces of item ``k``.
+    repeated : {"drop_pages", "keep_first", "raise"}
+        Pages that show a document twice, as in :meth:`ClickLog.with_data`.
 
     Returns
     -------
@@ -368,31 +432,32 @@ def dask_counts(items, data, names: dict, missing: str, read) -> PageCounts:
         bits = int(np.ceil(np.log2(min(max(1, len(items)), _MAX_BUCKETS))))
         splits = [dask.delayed(_split_task, nout=1 << bits)(item, k, names, bits, read)
                   for k, item in enumerate(items)]
-        parts = [dask.delayed(_bucket_task)([s[b] for s in splits], data_ref, names, missing)
+        parts = [dask.delayed(_bucket_task)([s[b] for s in splits], data_ref, names, missing, repeated)
                  for b in range(1 << bits)]
         while len(parts) > 1:      # counts merged in a tree on the workers
             parts = [dask.delayed(_add)(parts[k], parts[k + 1]) if k + 1 < len(parts) else parts[k]
                      for k in range(0, len(parts), 2)]
         return dask.compute(parts[0])[0] if parts else PageCounts()
-    results = dask.compute(*[dask.delayed(_edge_task)(item, k, data_ref, names, missing, read)
+    results = dask.compute(*[dask.delayed(_edge_task)(item, k, data_ref, names, missing, repeated, read)
                              for k, item in enumerate(items)])
     counts = PageCounts()
     for inner, _, _ in results:
         counts = counts + inner
     return counts + _join_edges([(first, last) for _, first, last in results if first is not None], data, names,
-                                missing)
+                                missing, repeated)
 
 
 def _add(a: PageCounts, b: PageCounts) -> PageCounts:
     return a + b
 
 
-def relocate(err: ValueError, sources: list) -> ValueError:
-    """The error with every ``frame row <code>`` turned into ``row <r> of <file or partition>``."""
+def relocate(err: ValueError | str, sources: list) -> ValueError | str:
+    """The error (or text) with every ``frame row <code>`` turned into ``row <r> of <file or partition>``."""
 
     def place(match):
         code = int(match.group(1) or match.group(2))
         source, row = code >> _ROW_BITS, code & ((1 << _ROW_BITS) - 1)
         return f"row {row} of {sources[source]}" if source < len(sources) else match.group(0)
 
-    return ValueError(re.sub(r"frame row (?:np\.int64\((\d+)\)|(\d+))", place, str(err)))
+    text = re.sub(r"frame row (?:np\.int64\((\d+)\)|(\d+))", place, str(err))
+    return text if isinstance(err, str) else ValueError(text)

@@ -25,6 +25,7 @@ Point estimates of IPS and SNIPS of a ranker can be computed from it
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -323,7 +324,7 @@ def _all_batches(files_or_parts, batch_size):
 def aggregate_clicks(source, data: RankingDataset, propensity=None, *, engine: str = "pyarrow",
                      batch_size: int = 1 << 20, query: str | None = None, doc: str | None = None,
                      position: str | None = None, click: str | None = None, session: str | None = None,
-                     missing: str | None = None) -> ClickAggregate:
+                     missing: str | None = None, repeated: str | None = None) -> ClickAggregate:
     """Reduce a click log on disk (or a Dask DataFrame) to its :class:`ClickAggregate`, checking every session.
 
     The log is read as every log reader reads it (page checksums and content digest
@@ -372,13 +373,19 @@ def aggregate_clicks(source, data: RankingDataset, propensity=None, *, engine: s
         Raw log only: shown documents without features in ``data``, as in
         :meth:`ClickLog.with_data` (default ``"raise"``, after the whole log is read, with the
         count of such (query, document) pairs; a dropping join warns once with the counts).
+    repeated : {"drop_pages", "keep_first", "raise"}, optional
+        Raw log only: pages that show one document twice, as in :meth:`ClickLog.with_data`
+        (default ``"drop_pages"``, with one ``RepeatedDocumentWarning`` for the whole log that
+        counts them and names a few). Without a page column, a page that starts by repeating a
+        row of the page before warns once too (``RepeatedRowWarning``), as
+        :meth:`ClickLog.from_events` does.
 
     Returns
     -------
     ClickAggregate
         Identical (exactly) to ``ClickLog.read_parquet(source, data).aggregate(propensity)``;
-        for a raw log, to ``ClickLog.from_events(frame, ...).with_data(data, missing=...)
-        .aggregate(propensity)`` of the files' rows one after the other.
+        for a raw log, to ``ClickLog.from_events(frame, ...).with_data(data, missing=...,
+        repeated=...).aggregate(propensity)`` of the files' rows one after the other.
         ``n_sessions`` is the number of sessions (pages).
 
     Examples
@@ -395,8 +402,10 @@ def aggregate_clicks(source, data: RankingDataset, propensity=None, *, engine: s
     if getattr(data, "is_distributed", False):   # partitions on a cluster: reduced where they live
         if engine != "dask":
             raise ValueError("a distributed data set needs engine='dask'")
-        if missing is not None or any(v is not None for v in (query, doc, position, click, session)):
-            raise ValueError("the raw-log options (query, doc, ..., missing) are not supported on a distributed data set")
+        if missing is not None or repeated is not None or any(v is not None for v in (query, doc, position, click,
+                                                                                         session)):
+            raise ValueError("the raw-log options (query, doc, ..., missing, repeated) are not supported on a "
+                             "distributed data set")
         return data.aggregate(source, propensity, local=frame_aggregate, files=log_files, read=iter_log_batches)
     if not isinstance(data, RankingDataset):
         raise TypeError(f"data must be a RankingDataset, got {type(data).__name__}")
@@ -404,8 +413,9 @@ def aggregate_clicks(source, data: RankingDataset, propensity=None, *, engine: s
         raise ValueError(f"engine must be 'pyarrow' or 'dask', got {engine!r}")
     batch_size = check_int(batch_size, "batch_size", min_value=1)
     raw = {"query": query, "doc": doc, "position": position, "click": click, "session": session}
-    if missing is not None or any(v is not None for v in raw.values()):
-        table, n_sessions = _raw_table(source, data, engine, batch_size, raw, missing or "raise")
+    if missing is not None or repeated is not None or any(v is not None for v in raw.values()):
+        table, n_sessions = _raw_table(source, data, engine, batch_size, raw, missing or "raise",
+                                       repeated or "drop_pages")
     elif engine == "dask":
         table, n_sessions = _dask_table(source, data, batch_size)
     else:
@@ -469,15 +479,18 @@ def frame_aggregate(frame, data: RankingDataset, propensity, where: str) -> Clic
     return ClickAggregate._weighted(data, table if table is not None else _merge_tables([]), n_sessions, propensity)
 
 
-def _raw_table(source, data, engine: str, batch_size: int, raw: dict, missing: str):
+def _raw_table(source, data, engine: str, batch_size: int, raw: dict, missing: str, repeated: str):
     """The count table and page count of a raw log (see :mod:`counterfactual_ltr.logs._raw_stream`)."""
     from functools import partial
 
     from ._raw_stream import dask_counts, relocate, stream_counts
-    from .raw_events import check_id_types, missing_features_error, warn_dropped
+    from .raw_events import RepeatedDocumentWarning, RepeatedRowWarning, check_id_types, missing_features_error, phantom_message, \
+        repeated_message, warn_dropped
 
     if missing not in ("raise", "drop_sessions", "drop_rows"):
         raise ValueError(f"missing must be 'raise', 'drop_sessions' or 'drop_rows', got {missing!r}")
+    if repeated not in ("drop_pages", "keep_first", "raise"):
+        raise ValueError(f"repeated must be 'drop_pages', 'keep_first' or 'raise', got {repeated!r}")
     names = {role: raw[role] or role for role in ("query", "doc", "position", "click")} | {"session": raw["session"]}
     for role, name in names.items():
         if name is not None and not isinstance(name, str):
@@ -492,12 +505,22 @@ def _raw_table(source, data, engine: str, batch_size: int, raw: dict, missing: s
     read = partial(_raw_pieces, names=names, batch_size=batch_size)
     try:
         if engine == "dask":
-            counts = dask_counts(items, data, names, missing, read)
+            counts = dask_counts(items, data, names, missing, read, repeated)
         else:
             counts = stream_counts((p for k, f in enumerate(items) for p in read(f, k)), data, names, missing,
-                                   n_rows=sum(_rows_in(f) for f in items), batch_size=batch_size)
+                                   n_rows=sum(_rows_in(f) for f in items), batch_size=batch_size, repeated=repeated)
     except ValueError as err:
         raise relocate(err, sources) from None
+    if counts.phantoms:
+        warnings.warn(phantom_message(counts.phantoms, relocate(counts.phantom_example, sources)), RepeatedRowWarning,
+                      stacklevel=3)
+    if counts.repeated_pages:
+        named = [relocate(name, sources) for name in counts.repeated_named]
+        if counts.n_sessions == 0:
+            raise ValueError(f"every page shows a document twice ({', '.join(named)}, ...): nothing is left to "
+                             "count; use repeated='keep_first'")
+        warnings.warn(repeated_message(counts.repeated_pages, counts.n_pages, named, repeated, counts.repeated_rows),
+                      RepeatedDocumentWarning, stacklevel=3)
     if counts.unknown is not None:
         check_id_types((counts.unknown["query"].to_numpy(), counts.unknown["doc"].to_numpy()), data)
         raise missing_features_error(len(counts.unknown), counts.unknown["query"].to_numpy()[:3],

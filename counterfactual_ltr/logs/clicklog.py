@@ -25,7 +25,8 @@ from .._segments import check_offsets, offsets_from_lengths, segment_gather, seg
 from .aggregate import ClickAggregate, count_table
 from ..datasets import RankingDataset, _check_integer
 from ..ids import IdTable, as_dataframe, format_id
-from .raw_events import event_arrays, join_rows, kept_after_join, warn_dropped
+from .raw_events import RepeatedDocumentWarning, event_arrays, join_rows, kept_after_join, later_showings, \
+    repeated_message, warn_dropped, without_repeats
 from .log_integrity import read_log_frame, write_log_frame
 from .session_checks import FRAME_COLUMNS, check_session_codes, check_sessions, first_repeated_item, \
     frame_arrays
@@ -60,18 +61,6 @@ def _check_clicks(clicks, name: str, unit: str) -> np.ndarray:
     if bad.size:
         raise ValueError(f"{name} must be 0/1 or boolean; {unit} {bad[0]} holds {clicks.ravel()[bad[0]]}")
     return clicks.astype(bool)
-
-
-class RepeatedDocumentWarning(UserWarning):
-    """Pages that show one document twice were dropped (or cut to its first showing) by ``ClickLog.with_data``.
-
-    Examples
-    --------
-    >>> import warnings
-    >>> with warnings.catch_warnings():
-    ...     warnings.simplefilter("error", RepeatedDocumentWarning)      # make such a log an error instead
-    ...     pass
-    """
 
 
 class ClickLog:
@@ -539,32 +528,19 @@ class ClickLog:
 
     def _without_repeats(self, keep_items, keep_sessions, how):
         """The kept items and sessions without the repeated showings of a document on a page (see ``with_data``)."""
-        later = np.zeros(self.n_items, dtype=bool)          # a document's second and later showings on a page
-        if self.n_items:
-            key = self.item_session.astype(np.int64) * (int(self.docs.max()) + 1) + self.docs
-            order = np.argsort(key, kind="stable")            # stable: a page's first showing sorts first
-            later[order[1:][key[order][1:] == key[order][:-1]]] = True
-        later &= keep_items
+        later = later_showings(self.item_session, self.docs) & keep_items
         if not later.any():
             return keep_items, keep_sessions
-        pages, first = np.unique(self.item_session[later], return_index=True)
+        keep_items, keep_sessions, pages = without_repeats(later, keep_items, keep_sessions, self.item_session, how)
+        first = np.flatnonzero(later)[np.unique(self.item_session[later], return_index=True)[1][:3]]
         query_ids, doc_ids = self.row_keys()
-        named = ", ".join(f"page {format_id(self.session_ids[s])} (query {format_id(query_ids[self.docs[i]])}, "
-                          f"document {format_id(doc_ids[self.docs[i]])})"
-                          for s, i in zip(pages[:3], np.flatnonzero(later)[first[:3]]))
-        if how == "drop_pages":
-            keep_sessions = keep_sessions.copy()
-            keep_sessions[pages] = False
-            keep_items = keep_items & keep_sessions[self.item_session]
-            done = f"dropped those {pages.size} pages"
-        else:
-            keep_items = keep_items & ~later
-            done = f"kept each document's first showing (dropped {int(later.sum())} rows)"
+        named = [f"page {format_id(self.session_ids[self.item_session[i]])} (query {format_id(query_ids[self.docs[i]])}, "
+                 f"document {format_id(doc_ids[self.docs[i]])})" for i in first]
         if not keep_items.any():
-            raise ValueError(f"every page shows a document twice ({named}, ...): nothing is left to join; use "
-                             "repeated='keep_first'")
-        warnings.warn(f"{pages.size} of {self.n_sessions} pages show a document twice ({named}"
-                      f"{', ...' if pages.size > 3 else ''}): {done}", RepeatedDocumentWarning, stacklevel=3)
+            raise ValueError(f"every page shows a document twice ({', '.join(named)}, ...): nothing is left to join; "
+                             "use repeated='keep_first'")
+        warnings.warn(repeated_message(pages.size, self.n_sessions, named, how, int(later.sum())),
+                      RepeatedDocumentWarning, stacklevel=3)
         return keep_items, keep_sessions
 
     def _refuse_repeats(self, data, session_query, item_session, docs, keep_items):

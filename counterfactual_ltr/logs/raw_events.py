@@ -16,7 +16,8 @@ from ..datasets import _frame_column
 from ..ids import IdTable, factorize, format_id, frame_of, id_column, match
 from .session_checks import cut_pages
 
-__all__ = ["RepeatedRowWarning", "check_id_types", "event_arrays", "join_rows", "kept_after_join", "missing_features_error", "MissingFeaturesWarning"]
+__all__ = ["RepeatedDocumentWarning", "RepeatedRowWarning", "check_id_types", "event_arrays", "join_rows", "kept_after_join",
+           "missing_features_error", "MissingFeaturesWarning"]
 
 
 class MissingFeaturesWarning(UserWarning):
@@ -29,7 +30,8 @@ class MissingFeaturesWarning(UserWarning):
     """
 
 
-def event_arrays(frame, *, query="query", doc="doc", position="position", click="click", session=None) -> dict:
+def event_arrays(frame, *, query="query", doc="doc", position="position", click="click", session=None,
+                 warn_phantoms: bool = True) -> dict:
     """The arrays of a log from raw events (see :meth:`ClickLog.from_events` for the rules).
 
     Parameters
@@ -40,6 +42,9 @@ def event_arrays(frame, *, query="query", doc="doc", position="position", click=
         Column names.
     session : str, optional
         The column naming each row's page; without it, pages are cut from runs of rows.
+    warn_phantoms : bool, default True
+        Warn (``RepeatedRowWarning``) about pages cut from runs that start by repeating a row of
+        the page before; a stream that sees pages in pieces checks them itself.
 
     Returns
     -------
@@ -68,7 +73,7 @@ def event_arrays(frame, *, query="query", doc="doc", position="position", click=
         return f"frame row {frame.index[i]!r}"
 
     order, offsets = cut_pages(query_code, positions, session_code, locate, names=(query, position))
-    if session is None:
+    if session is None and warn_phantoms:
         _warn_phantom_pages(offsets, query_code, doc_code, positions, query_ids, doc_ids, locate)
     ids, rows = IdTable.from_codes(query_code, query_ids, doc_code, doc_ids)
     rows, query_code = rows[order], query_code[order]
@@ -95,16 +100,29 @@ class RepeatedRowWarning(UserWarning):
     """
 
 
-def _warn_phantom_pages(offsets, query_code, doc_code, positions, query_ids, doc_ids, locate) -> None:
-    """Warn when pages cut from runs start with a row that repeats one of the page before (same query).
+class RepeatedDocumentWarning(UserWarning):
+    """Pages that show one document twice were dropped (or cut to its first showing) by ``ClickLog.with_data`` or ``aggregate_clicks``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("error", RepeatedDocumentWarning)      # make such a log an error instead
+    ...     pass
+    """
+
+
+def phantom_page_starts(offsets, query_code, doc_code, positions) -> np.ndarray:
+    """The rows that start a page (cut from runs of rows) by repeating a row of the page before.
 
     Only where that is no plausible new result list: the row is the one just before, or the page
-    starts after position 1 (a re-issued query showing its page again starts at 1). Such a page is more likely a row logged twice than a new result list: it would count the
-    row's click twice, on a page that starts at its position.
+    starts after position 1 (a re-issued query showing its page again starts at 1). Such a page is
+    more likely a row logged twice than a new result list: it would count the row's click twice,
+    on a page that starts at its position. ``offsets`` are the pages' bounds in input order.
     """
     starts = offsets[1:-1]
     if starts.size == 0:
-        return
+        return starts
     previous = offsets[:-2]
     # A new result list that shows the previous one again starts at position 1 with another row than the
     # previous row; a duplicate is the previous row again, or a page that starts after position 1.
@@ -112,23 +130,72 @@ def _warn_phantom_pages(offsets, query_code, doc_code, positions, query_ids, doc
     twice = (doc_code[starts] == doc_code[starts - 1]) & (positions[starts] == positions[starts - 1])
     candidates = starts[same_query & (twice | (positions[starts] > 1))]
     if candidates.size == 0:
-        return
+        return candidates
     page = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
     # A candidate (first row of page p) is a repeat when (p - 1, doc, position) is a row of page p - 1.
     rows = np.stack([page, doc_code, positions]).T.astype(np.int64)
     probes = np.stack([page[candidates] - 1, doc_code[candidates], positions[candidates]]).T.astype(np.int64)
-    both = np.concatenate([rows, probes])
-    _, inverse = np.unique(both, axis=0, return_inverse=True)
+    _, inverse = np.unique(np.concatenate([rows, probes]), axis=0, return_inverse=True)
     inverse = inverse.ravel()
-    repeated = candidates[np.isin(inverse[len(rows):], inverse[:len(rows)])]
-    if repeated.size == 0:
-        return
-    i = int(repeated[0])
-    warnings.warn(f"{repeated.size} page(s) cut from runs of rows (no session column) start with a row that repeats "
-                  f"a (query, document, position) row of the page before, e.g. {locate(i)} (query "
-                  f"{format_id(query_ids[query_code[i]])}, document {format_id(doc_ids[doc_code[i]])}, position "
-                  f"{positions[i]}): such a row is more likely logged twice than a new page (its click would count "
-                  "twice); drop the duplicates, or name the pages with session=...", RepeatedRowWarning, stacklevel=4)
+    return candidates[np.isin(inverse[len(rows):], inverse[:len(rows)])]
+
+
+def phantom_message(count: int, example: str) -> str:
+    """The ``RepeatedRowWarning`` text: ``count`` such pages, ``example`` naming one of them."""
+    return (f"{count} page(s) cut from runs of rows (no session column) start with a row that repeats a (query, "
+            f"document, position) row of the page before, e.g. {example}: such a row is more likely logged twice "
+            "than a new page (its click would count twice); drop the duplicates, or name the pages with "
+            "session=...")
+
+
+def phantom_example(i: int, where: str, query_ids, query_code, doc_ids, doc_code, positions) -> str:
+    return (f"{where} (query {format_id(query_ids[query_code[i]])}, document {format_id(doc_ids[doc_code[i]])}, "
+            f"position {positions[i]})")
+
+
+def _warn_phantom_pages(offsets, query_code, doc_code, positions, query_ids, doc_ids, locate) -> None:
+    """Warn (``RepeatedRowWarning``) when pages cut from runs start by repeating a row (:func:`phantom_page_starts`)."""
+    repeated = phantom_page_starts(offsets, query_code, doc_code, positions)
+    if repeated.size:
+        i = int(repeated[0])
+        warnings.warn(phantom_message(repeated.size, phantom_example(i, locate(i), query_ids, query_code, doc_ids,
+                                                                     doc_code, positions)),
+                      RepeatedRowWarning, stacklevel=4)
+
+
+def later_showings(item_page: np.ndarray, docs: np.ndarray) -> np.ndarray:
+    """Mask of the items that show a document its page showed already (rows in page order)."""
+    later = np.zeros(len(docs), dtype=bool)
+    if len(docs):
+        key = item_page.astype(np.int64) * (int(docs.max()) + 1) + docs
+        order = np.argsort(key, kind="stable")            # stable: a page's first showing sorts first
+        later[order[1:][key[order][1:] == key[order][:-1]]] = True
+    return later
+
+
+def without_repeats(later, keep_items, keep_pages, item_page, how: str):
+    """``(keep_items, keep_pages, pages)`` without the pages (or later showings) of ``later``.
+
+    ``how`` is ``"drop_pages"`` (drop every page with a repeat) or ``"keep_first"`` (drop the
+    later showings only); ``pages`` are the pages that had a repeat.
+    """
+    later = later & keep_items
+    pages = np.unique(item_page[later])
+    if how == "drop_pages":
+        keep_pages = keep_pages.copy()
+        keep_pages[pages] = False
+        keep_items = keep_items & keep_pages[item_page]
+    else:
+        keep_items = keep_items & ~later
+    return keep_items, keep_pages, pages
+
+
+def repeated_message(n_repeated: int, n_pages: int, named: list, how: str, n_later: int) -> str:
+    """The ``RepeatedDocumentWarning`` text (``named``: a few of the pages, by their ids)."""
+    done = (f"dropped those {n_repeated} pages" if how == "drop_pages" else
+            f"kept each document's first showing (dropped {n_later} rows)")
+    return (f"{n_repeated} of {n_pages} pages show a document twice ({', '.join(named)}"
+            f"{', ...' if n_repeated > len(named) else ''}): {done}")
 
 
 def join_rows(keys: tuple, data, missing: str = "raise", check_types: bool = True) -> tuple[np.ndarray, np.ndarray]:
