@@ -335,8 +335,11 @@ def _parse_intervention(spec: str):
 @click.option("--bootstrap", default=200, show_default=True, type=click.IntRange(min=0),
               help="Bootstrap replicates for the intervals (0: none).")
 @click.option("--seed", default=0, show_default=True, type=int, help="Random seed of the bootstrap.")
+@click.option("--monotone/--no-monotone", default=None,
+              help="Make a pbm or harvest curve non-increasing (default: on for harvest, off for pbm, where "
+                   "each fits held-out clicks at least as well).")
 @_quiet_option
-def propensity(log, data, output, method, holdout, max_position, bootstrap, seed, quiet, **raw):
+def propensity(log, data, output, method, holdout, max_position, bootstrap, seed, monotone, quiet, **raw):
     """Estimate position propensities from the click LOG (over DATA, or raw); print them, write JSON.
 
     Calls counterfactual_ltr.propensity.estimate_propensities(log, method, ...). Without
@@ -367,7 +370,11 @@ def propensity(log, data, output, method, holdout, max_position, bootstrap, seed
             raise InputError(f"--holdout {holdout} leaves no pages on one side of the split of {len(click_log)}")
         train, held_out = click_log[np.flatnonzero(~out)], click_log[np.flatnonzero(out)]
     with show_progress(_progress_setting(quiet)):
-        result = estimate(train, method, max_position=max_position, n_bootstrap=bootstrap, random_state=seed)
+        shape = {} if monotone is None else {"monotone": monotone}
+        if shape and method not in ("pbm", "harvest"):
+            raise InputError(f"--monotone/--no-monotone shape a pbm or harvest curve, not --method {method}")
+        result = estimate(train, method, max_position=max_position, n_bootstrap=bootstrap, random_state=seed,
+                          **shape)
     payload = _estimation_payload(result, method)
     if getattr(result, "auto_table_", None) is not None:
         _echo(quiet, "auto: held-out click perplexity by candidate (cross-validated over queries; lower is better):")

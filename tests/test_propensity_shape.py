@@ -41,7 +41,8 @@ def test_monotone_estimate_is_non_increasing_and_equal_where_already_monotone():
     _, log = _pbm_world()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        plain = estimate_propensities(log, "harvest", max_position=5, n_bootstrap=10, random_state=0)
+        plain = estimate_propensities(log, "harvest", max_position=5, n_bootstrap=10, random_state=0,
+                                      monotone=False)
         shaped = estimate_propensities(log, "harvest", max_position=5, n_bootstrap=10, random_state=0,
                                        monotone=True)
     assert np.all(np.diff(shaped.relative_) <= 1e-12)
@@ -79,3 +80,63 @@ def test_cli_prints_the_table_auto_chose_from(tmp_path, capsys):
     for name in ("pbm monotone", "harvest monotone", "rank-only"):
         assert name in out
     assert out.count("<- chosen") == 1
+
+
+def _rising_world(seed=0):
+    """A harvest estimate that rises again at position 4 (too few varied clicks there), so shape matters."""
+    frame, log = _pbm_world(seed, pages=400)
+    return log
+
+
+def test_defaults_harvest_monotone_pbm_plain_and_the_recipe_records_the_shape():
+    from counterfactual_ltr.propensity.estimation import MONOTONE_DEFAULT
+
+    assert MONOTONE_DEFAULT == {"harvest": True, "pbm": False}
+    log = _rising_world()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        default = estimate_propensities(log, "harvest", max_position=5, n_bootstrap=0)
+        shaped = estimate_propensities(log, "harvest", max_position=5, n_bootstrap=0, monotone=True)
+        plain = estimate_propensities(log, "harvest", max_position=5, n_bootstrap=0, monotone=False)
+        pbm = estimate_propensities(log, "pbm", max_position=5, n_bootstrap=0)
+    np.testing.assert_array_equal(default.relative_, shaped.relative_)
+    assert default.recipe_["options"] == {"monotone": True} and pbm.recipe_["options"] == {"monotone": False}
+    assert plain.recipe_["options"] == {"monotone": False}
+    if np.any(np.diff(plain.relative_) > 0):           # the default changed something: it pooled a rise
+        assert not np.array_equal(default.relative_, plain.relative_)
+
+
+def test_replicates_re_estimated_for_a_comparison_keep_the_estimates_shape():
+    """A comparison's resamples re-estimate by the recipe: a monotone estimate gives monotone replicates."""
+    from counterfactual_ltr.propensity.estimation import replicate_curves
+
+    log = _rising_world(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        shaped = estimate_propensities(log, "harvest", max_position=5, n_bootstrap=0, monotone=True)
+        plain = estimate_propensities(log, "harvest", max_position=5, n_bootstrap=0, monotone=False)
+    weights = np.random.default_rng(0).poisson(1.0, (30, log.n_queries)).astype(float)
+    curves, how = replicate_curves(shaped, log, weights)
+    assert how == "re-estimated" and np.all(np.diff(curves, axis=1) <= 1e-12)
+    raw, _ = replicate_curves(plain, log, weights)
+    assert np.any(np.diff(raw, axis=1) > 1e-9)        # the plain recipe's replicates do rise somewhere
+
+
+def test_cli_monotone_option_shapes_the_curve(tmp_path):
+    from click.testing import CliRunner
+
+    from counterfactual_ltr.cli import cli
+
+    frame, _ = _pbm_world(2, pages=400)
+    frame.to_csv(tmp_path / "log.csv", index=False)
+    base = [str(tmp_path / "log.csv"), "--session", "page", "--max-position", "5", "--bootstrap", "0", "-q"]
+    out = {}
+    for flag in ("--monotone", "--no-monotone"):
+        result = CliRunner().invoke(cli, ["propensity", *base, "--method", "harvest", flag, "-o",
+                                          str(tmp_path / f"{flag}.json")])
+        assert result.exit_code == 0, result.output
+        import json
+        out[flag] = json.loads((tmp_path / f"{flag}.json").read_text())["propensity"]["recipe"]["options"]
+    assert out == {"--monotone": {"monotone": True}, "--no-monotone": {"monotone": False}}
+    result = CliRunner().invoke(cli, ["propensity", *base, "--method", "swap", "--monotone"])
+    assert result.exit_code == 2 and "--monotone/--no-monotone shape a pbm or harvest curve" in result.output

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import html
+import json
+import re
 
 import numpy as np
 import pytest
@@ -179,3 +181,37 @@ def test_a_cut_list_that_rotates_its_candidates_cannot_be_told_by_position_prope
     full, data = setting(5)
     c = compare_rankers(full, data.X[:, 0], propensity=PositionBasedPropensity(1.0), n_bootstrap=0, rules=rules)
     assert not c.doubts
+
+
+def test_an_estimate_read_back_from_its_file_carries_its_uncertainty(raw_setting):
+    """A propensity written by `cltr propensity` (or saved with a model) re-estimates or draws replicates as in Python."""
+    from counterfactual_ltr import estimate_propensities
+    from counterfactual_ltr.persistence import propensity_from_dict, propensity_to_dict
+
+    raw, log, data, other = raw_setting
+    scores = data.X[:, 0]
+    for source, words in ((raw, "propensity re-estimated on each of 100"), (other, "its replicates on its own log")):
+        est = estimate_propensities(source, "harvest", max_position=6, n_bootstrap=50, random_state=0)
+        back = propensity_from_dict(json.loads(json.dumps(propensity_to_dict(est))))
+        np.testing.assert_array_equal(back.bootstrap_, est.bootstrap_)
+        assert back.recipe_ == est.recipe_ and back.log_fingerprint_ == est.log_fingerprint_
+        python = compare_rankers(log, scores, propensity=est, n_bootstrap=100, random_state=0)
+        read = compare_rankers(log, scores, propensity=back, n_bootstrap=100, random_state=0)
+        assert words in read.propensity_uncertainty
+        assert (read.difference, read.stderr, read.ci_low, read.ci_high, read.verdict) == \
+            (python.difference, python.stderr, python.ci_low, python.ci_high, python.verdict)
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda d: d | {"bootstrap": [[1.0, 0.5]]}, "replicates of 6 numbers"),
+    (lambda d: d | {"bootstrap_converged": [True]}, "one per replicate"),
+    (lambda d: d | {"recipe": {"method": "harvest", "max_position": 4, "options": {}}}, "'max_position': 6"),
+    (lambda d: {k: v for k, v in d.items() if k != "log_fingerprint"}, "needs the field 'log_fingerprint'"),
+])
+def test_a_damaged_uncertainty_field_is_refused(raw_setting, change, words):
+    from counterfactual_ltr import estimate_propensities
+    from counterfactual_ltr.persistence import propensity_from_dict, propensity_to_dict
+
+    est = estimate_propensities(raw_setting[0], "harvest", max_position=6, n_bootstrap=5, random_state=0)
+    with pytest.raises(ValueError, match=re.escape(words)):
+        propensity_from_dict(change(propensity_to_dict(est)))

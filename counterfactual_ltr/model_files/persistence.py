@@ -64,7 +64,8 @@ _PROPENSITY_FIELDS = {
     "position_based": ({"eta"}, {"clip"}),
     "tabular": ({"values"}, set()),
     "trust_bias": ({"examination", "eps_plus", "eps_minus"}, set()),
-    "estimated": ({"relative", "values", "eta"}, {"method", "lower", "upper", "confidence", "n_sessions"}),
+    "estimated": ({"relative", "values", "eta"}, {"method", "lower", "upper", "confidence", "n_sessions", "bootstrap",
+                                                  "bootstrap_converged", "recipe", "log_fingerprint"}),
     "estimated_trust_bias": ({"examination", "eps_plus", "eps_minus"}, {"intervals", "confidence", "n_sessions"}),
 }
 _INTERVAL_PARTS = ("examination", "eps_plus", "eps_minus", "a", "b", "relative", "alpha", "beta")
@@ -80,7 +81,9 @@ def propensity_to_dict(model) -> dict:
     Every model class round-trips as the same function of the position: an
     :class:`~counterfactual_ltr.propensity.EstimatedPropensity` keeps its
     estimate, its interval and the fitted power law that continues it beyond
-    the estimated positions (its bootstrap replicates are not kept); an
+    the estimated positions, and what its uncertainty needs: its bootstrap replicates, the
+    recipe it was made with and the fingerprint of its log (so a comparison read from a file
+    re-estimates it on the same log, or draws its replicates on another, as in Python); an
     :class:`~counterfactual_ltr.propensity.EstimatedTrustBias` keeps its parts and intervals.
 
     Parameters
@@ -106,10 +109,11 @@ def propensity_to_dict(model) -> dict:
 
     model = as_propensity_model(model)
     if isinstance(model, EstimatedPropensity):
-        return {"kind": "estimated", "method": str(model.method_), "relative": _floats(model.relative_),
+        spec = {"kind": "estimated", "method": str(model.method_), "relative": _floats(model.relative_),
                 "values": _floats(model.values), "eta": float(model.eta_), "lower": _floats(model.lower_),
                 "upper": _floats(model.upper_), "confidence": float(model.confidence_),
                 "n_sessions": int(model.n_sessions_)}
+        return spec | _uncertainty_fields(model)
     if isinstance(model, EstimatedTrustBias):
         return {"kind": "estimated_trust_bias", "examination": _floats(model.examination),
                 "eps_plus": _floats(model.eps_plus), "eps_minus": _floats(model.eps_minus),
@@ -124,6 +128,53 @@ def propensity_to_dict(model) -> dict:
                 "eps_plus": model.eps_plus.tolist(), "eps_minus": model.eps_minus.tolist()}
     raise ValueError(f"cannot describe the propensity model {model!r} as JSON (supported: position-based, "
                      "tabular, trust-bias and the estimates of estimate_propensities)")
+
+
+def _uncertainty_fields(model) -> dict:
+    """An estimate's replicates, recipe and log fingerprint as JSON fields (the recipe only if JSON can hold it)."""
+    fields = {}
+    if len(model.bootstrap_):
+        fields["bootstrap"] = np.asarray(model.bootstrap_, dtype=np.float64).tolist()
+        fields["bootstrap_converged"] = [bool(v) for v in model.bootstrap_converged_]
+    recipe = getattr(model, "recipe_", None)
+    if recipe is not None and model.log_fingerprint_ is not None:
+        try:
+            fields["recipe"] = json.loads(json.dumps(recipe))
+        except (TypeError, ValueError):     # a user's relevance model: kept in Python only
+            pass
+        else:
+            fields["log_fingerprint"] = model.log_fingerprint_
+    return fields
+
+
+def _restore_uncertainty(model, spec) -> None:
+    """The replicates, recipe and log fingerprint of ``spec`` (checked) on ``model``."""
+    from ..propensity.estimation import METHODS
+
+    K = model.relative_.size
+    if spec.get("bootstrap") is not None:
+        rows = spec["bootstrap"]
+        if not isinstance(rows, list) or not all(isinstance(r, list) and len(r) == K for r in rows):
+            raise ValueError(f"field 'bootstrap' must be a list of replicates of {K} numbers each")
+        boot = np.array([_number_list(r, "bootstrap") for r in rows]).reshape(len(rows), K)
+        if not np.all(np.isfinite(boot)):
+            raise ValueError("field 'bootstrap' must hold finite numbers")
+        converged = spec.get("bootstrap_converged", [True] * len(boot))
+        if not isinstance(converged, list) or len(converged) != len(boot) or \
+                not all(isinstance(v, bool) for v in converged):
+            raise ValueError("field 'bootstrap_converged' must be a list of booleans, one per replicate")
+        model.bootstrap_, model.bootstrap_converged_ = boot, np.array(converged, dtype=bool)
+    recipe = spec.get("recipe")
+    if recipe is not None:
+        if not isinstance(recipe, dict) or set(recipe) != {"method", "max_position", "options"} or \
+                recipe["method"] not in METHODS or not isinstance(recipe["options"], dict) or \
+                recipe["max_position"] != K or isinstance(recipe["max_position"], bool):
+            raise ValueError(f"field 'recipe' must be {{'method', 'max_position': {K}, 'options'}} as "
+                             "estimate_propensities records it")
+        fingerprint = spec.get("log_fingerprint")
+        if not isinstance(fingerprint, str):
+            raise ValueError("field 'recipe' needs the field 'log_fingerprint' (a string)")
+        model.recipe_, model.log_fingerprint_ = recipe, fingerprint
 
 
 def propensity_from_dict(spec: dict):
@@ -223,6 +274,7 @@ def _estimated_from_dict(spec):
                          "the estimate 'relative' divided by its maximum and the power law fitted to it")
     model.values = check_propensities(values, "field 'values'")
     model.eta_ = eta
+    _restore_uncertainty(model, spec)
     return model
 
 
