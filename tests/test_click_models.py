@@ -201,9 +201,12 @@ def test_trec_log_both_methods_run_and_say_how_well_positions_are_identified():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with pytest.raises(ValueError, match="position 5 is 0.0"):
-            estimate_propensities(log, "harvest", n_bootstrap=0, prior_strength=0.0)
-        full = estimate_propensities(log, "harvest", n_bootstrap=5, random_state=0)
+            estimate_propensities(log, "harvest", n_bootstrap=0, prior_strength=0.0, monotone=False)
+        full = estimate_propensities(log, "harvest", n_bootstrap=5, random_state=0, monotone=False)
+        shaped = estimate_propensities(log, "harvest", n_bootstrap=5, random_state=0)
     assert np.all(full.relative_ > 0) and full.relative_[4] < 0.1 and np.all(full.upper_[1:] > full.lower_[1:])
+    # the default pools position 5 with the rises after it: a non-increasing curve, still positive
+    assert np.all(np.diff(shaped.relative_) <= 1e-12) and np.all(shaped.relative_ > 0)
 
 
 @settings(max_examples=40, deadline=None)

@@ -88,7 +88,7 @@ def test_reestimate_harvest_keeps_options():
         warnings.simplefilter("ignore")
         est = estimate_propensities(log, "harvest", max_position=5, n_bootstrap=0, prior_strength=2.0)
         again = reestimate(est, log, np.ones(log.n_queries))
-    assert est.recipe_["options"] == {"prior_strength": 2.0}
+    assert est.recipe_["options"] == {"prior_strength": 2.0, "monotone": True}     # the default shape, recorded
     np.testing.assert_allclose(again.relative_, est.relative_, rtol=1e-10)
 
 
