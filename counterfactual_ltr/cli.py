@@ -107,7 +107,21 @@ def _load_data(path):
         return load_letor(path)
     except ValueError as err:
         message = str(err)
-        raise InputError(message if os.fspath(path) in message else f"{path}: {message}") from None
+        message = message if os.fspath(path) in message else f"{path}: {message}"
+        raise InputError(message + _not_letor_hint(path)) from None
+
+
+def _not_letor_hint(path) -> str:
+    """A hint when DATA is a file of another kind (a log or a model: arguments given in the wrong order)."""
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    kind = {b"PAR1": "a Parquet file", b"PK\x03\x04": "a model file (.npz)"}.get(head)
+    if kind is None and Path(path).suffix.lower() in (".csv", ".parquet", ".pq", ".npz", ".json"):
+        kind = f"a {Path(path).suffix.lower()[1:].upper()} file"
+    if kind is None:
+        return ""
+    return (f" ({path} looks like {kind}, not a LETOR/SVMlight file: DATA comes after LOG, e.g. "
+            "'cltr fit LOG DATA', or give a raw log without DATA and its features with --features)")
 
 
 def _load_log(path, data, raw=None):
@@ -270,7 +284,7 @@ def cli():
 @_quiet_option
 def simulate(data, output, passes, eta, eps_minus, eps_plus, ranker, production_fraction, max_shown,
              intervention, seed, quiet):
-    """Simulate a click log on the LETOR/SVMlight file DATA (plain or gzipped).
+    """Simulate a click log on the LETOR/SVMlight file DATA (plain, .gz, .bz2 or .xz).
 
     Calls click_sim.simulate_clicks with a PositionBasedClickModel. The log's
     'doc' column is the row of DATA shown, so later commands take the same DATA.
@@ -351,7 +365,7 @@ def propensity(log, data, output, method, holdout, max_position, bootstrap, seed
 
     \b
     Examples:
-      cltr propensity clicks.csv --query query --doc doc --position position --click click \
+      cltr propensity clicks.csv --query query --doc doc --position position --click click \\
           --session page --method pbm --holdout 0.2
       cltr simulate train.txt --passes 100 --intervention swap:0.25 -o swap_log.parquet
       cltr propensity swap_log.parquet train.txt --method swap -o propensity.json

@@ -221,6 +221,9 @@ def _bad(args, capsys, folder, expected):
     (("fit", "garbage.parquet", "data.txt", "-o", "m.npz"), "garbage.parquet"),
     (("fit", "no_position.csv", "data.txt", "-o", "m.npz"), "position"),
     (("fit", "data.txt", "data.txt", "-o", "m.npz"), "unknown click-log file type"),
+    (("fit", "data.txt", "log.parquet", "-o", "m.npz"), "looks like a Parquet file, not a LETOR/SVMlight file: DATA "
+                                                         "comes after LOG"),
+    (("evaluate", "model.npz", "data.txt", "log.csv", "-o", "r.md"), "looks like a CSV file"),
     (("simulate", "data.txt", "--eta", "-1", "-o", "l.parquet"), "--eta"),
     (("simulate", "data.txt", "--passes", "0", "-o", "l.parquet"), "--passes"),
     (("simulate", "data.txt", "-o", "l.txt"), "unknown click-log file type"),
