@@ -86,8 +86,17 @@ def _progress_setting(quiet: bool):
     return False if quiet else None
 
 
+def _silence_warnings(ctx, param, quiet):
+    """``-q``: no warnings either, for the command's run only (the context restores the filters)."""
+    if quiet:
+        ctx.with_resource(warnings.catch_warnings())
+        warnings.simplefilter("ignore")
+    return quiet
+
+
 def _quiet_option(f):
-    return click.option("-q", "--quiet", is_flag=True, help="No progress bars, no summary on stdout.")(f)
+    return click.option("-q", "--quiet", is_flag=True, callback=_silence_warnings,
+                        help="No progress bars, no summary on stdout, no warnings (errors still go to stderr).")(f)
 
 
 def _floats(value: str, name: str) -> list[float]:

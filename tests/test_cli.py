@@ -487,7 +487,28 @@ def test_pages_showing_a_document_twice_are_dropped_kept_first_or_refused(small_
     args = ["fit", "raw_repeat.csv", "--features", "features.csv", "--query", "q", "--doc", "d", "--position", "pos",
             "--click", "clicked", "--session", "page", "--C", "1", "-o", "m_rep.npz"]
     with pytest.warns(UserWarning, match=r"1 of \d+ pages show a document twice \(page .*\): dropped those 1 pages"):
-        assert main(args + ["-q"]) == 0
+        assert main(args) == 0
     with pytest.warns(UserWarning, match="kept each document's first showing"):
-        assert main(args + ["--repeated", "keep-first", "-q"]) == 0
+        assert main(args + ["--repeated", "keep-first"]) == 0
     _bad(args + ["--repeated", "error"], capsys, small_files, "use --repeated drop-pages or keep-first")
+
+
+def test_quiet_silences_warnings_for_its_run_only(small_files, monkeypatch, capsys):
+    """-q: no warnings on stderr; the warning filters are restored after the command."""
+    monkeypatch.chdir(small_files)
+    raw = pd.read_csv(small_files / "raw.csv", dtype={"q": str, "d": str})
+    page = raw[raw["page"] == raw["page"].iloc[0]]
+    repeat = page.iloc[[0]].assign(pos=page["pos"].max() + 1)        # a page that shows a document twice
+    pd.concat([raw, repeat]).sort_values(["page", "pos"], kind="stable").to_csv("raw_quiet.csv", index=False)
+    args = ["fit", "raw_quiet.csv", "--features", "features.csv", "--query", "q", "--doc", "d", "--position", "pos",
+            "--click", "clicked", "--session", "page", "--C", "1", "-o", "m_quiet.npz"]
+    with pytest.warns(UserWarning, match="show a document twice"):
+        assert main(args) == 0
+    capsys.readouterr()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        filters = list(warnings.filters)
+        assert main(args + ["-q"]) == 0
+        assert warnings.filters == filters                # restored after the command
+    quiet = capsys.readouterr()
+    assert caught == [] and quiet.err == "" and quiet.out == ""
