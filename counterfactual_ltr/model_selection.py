@@ -58,10 +58,30 @@ def _cross_validate(estimator, log, parameter, values, splits, scoring, error_sc
 
     search = GridSearchCV(estimator, {parameter: list(values)}, cv=splits, scoring=scoring, refit=False,
                           error_score=error_score)
-    search.fit(log)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        search.fit(log)
+    _warn_once_per_cause(caught, len(values) * len(splits))
     res = search.cv_results_
     return {float(v): (float(m), float(s)) for v, m, s in zip(res[f"param_{parameter}"], res["mean_test_score"],
                                                              res["std_test_score"])}
+
+
+def _warn_once_per_cause(caught, n_fits: int) -> None:
+    """Re-emit the fits' warnings once per cause (category and text up to its numbers), with how many fits said it.
+
+    Every fold of every grid value fits the same kind of data, so a warning about it comes from most
+    fits; said once with its count it stays readable (the first fit's text is kept).
+    """
+    import re
+
+    causes = {}
+    for w in caught:
+        key = (w.category, re.sub(r"[-+]?\d[\d.,e+-]*", "#", str(w.message)))
+        causes.setdefault(key, [w, 0])[1] += 1
+    for (category, _), (first, count) in causes.items():
+        where = f" (in {min(count, n_fits)} of {n_fits} fits of the grid search)" if n_fits > 1 else ""
+        warnings.warn(f"{first.message}{where}", category, stacklevel=4)
 
 
 def grid_search(estimator, log, parameter: str, values, *, cv: int = 3, scoring=None, scoring_name=None,

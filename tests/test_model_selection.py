@@ -183,3 +183,26 @@ def test_the_record_round_trips_through_a_model_file_and_a_forged_one_is_refused
     model.selection_ = {"chosen": 1.0}
     with pytest.raises(ValueError, match="grid-search record with the keys"):
         save_model(model, tmp_path / "bad_keys.npz")
+
+
+class _Chatty(SVMPropRank):
+    """Warns on every fit, with the fit's C in the text (the same cause, other numbers)."""
+
+    def fit(self, X, y=None, **kw):
+        warnings.warn(f"thin data at C={self.C}", UserWarning)
+        if self.C > 5:
+            warnings.warn("large C", RuntimeWarning)
+        return super().fit(X, y, **kw)
+
+
+def test_fold_warnings_are_said_once_per_cause_with_their_count(log):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        grid_search(_Chatty(), log, "C", [1.0, 10.0], cv=3, scoring=snips_scorer("dcg"))
+    texts = [str(w.message) for w in caught if "thin data" in str(w.message) or "large C" in str(w.message)]
+    # 6 fits (2 values x 3 folds) warn "thin data", 3 warn "large C"; then the final refit warns itself
+    assert texts[:2] == ["thin data at C=1.0 (in 6 of 6 fits of the grid search)",
+                         "large C (in 3 of 6 fits of the grid search)"]
+    assert texts[2].startswith("thin data at C=") and all("grid search" not in t for t in texts[2:])  # the refit
+    scored = [str(w.message) for w in caught if "effective sample size" in str(w.message)]
+    assert len(scored) <= 1                                   # the scorer's warning: once, not once per fold
