@@ -58,7 +58,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from .._validation import check_int, check_real
+from .._validation import check_int, check_probability, check_real
 from ..logs.clicklog import ClickLog
 from ..metrics import LOWER_IS_BETTER
 from ..examination.propensity_models import affine_parts, resolve_propensity
@@ -313,6 +313,42 @@ class Comparison:
     def clears_zero(self) -> bool:
         """Whether the lower bound on the improvement is above 0 (safe to ship at the stated confidence)."""
         return bool(self.lower_bound > 0)
+
+    def log_size_needed(self, power: float = 0.8) -> float:
+        """How many times this log it takes to find a true difference of the estimated size.
+
+        With the standard error shrinking as one over the square root of the queries logged,
+        a difference ``d`` with standard error ``se`` on this log is found (the corrected
+        two-sided interval excludes 0) with probability ``power`` on ``f`` times as much log,
+        ``f = ((z_{1 - alpha / (2 m)} + z_power) se / |d|)^2``, ``alpha = 1 - confidence`` and
+        ``m`` the comparisons corrected for. Why "no difference found" can go with a real gain:
+        a gain far below the interval's half-width needs many times the log. ``inf`` for
+        ``d = 0``; below 1 where this log suffices.
+
+        Parameters
+        ----------
+        power : float in (0, 1), default 0.8
+            The probability of finding the difference wanted.
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> from click_sim import make_ranking, simulate_clicks
+        >>> data = make_ranking(n_queries=60, random_state=0)
+        >>> log = simulate_clicks(data, data.X[:, 0], n_passes=20, random_state=0)
+        >>> c = compare_rankers(log, data.X[:, 1], data.X[:, 0], estimator="ips", random_state=0)
+        >>> c.log_size_needed() > 0
+        True
+        """
+        power = check_probability(power, "power", include_zero=False, include_one=False)
+        if self.difference == 0 or not np.isfinite(self.stderr):
+            return float("inf")
+        alpha = (1.0 - self.confidence) / max(self.n_comparisons, 1)
+        z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
+        return float((z * self.stderr / abs(self.difference)) ** 2)
 
     def summary(self) -> str:
         """One plain sentence: the difference, its interval and p-value, the verdict and the lower bound.
