@@ -18,18 +18,41 @@ from . import _moved
 
 _moved.install()
 
+from typing import TYPE_CHECKING
+
 from ._progress import show_progress
 from ._version import __version__
-from .logs.aggregate import ClickAggregate, aggregate_clicks
-from .logs.clicklog import ClickLog
-from .datasets import RankingDataset, binarize
-from .estimators import DeepPropDCG, GBDTPropDCG, RankSVM, SLAMRanker, SVMPropDCG, SVMPropRank, SVMPropRBP
-from .evaluation import (Comparison, Estimate, ValidationReport, clipped_ips_estimate, clipped_ips_scorer,
-                         compare_rankers, dr_estimate, dr_scorer, fit_relevance, ips_estimate, ips_scorer,
-                         policy_aware_estimate, policy_aware_scorer, snips_estimate, snips_scorer, validation_report)
-from .model_files.persistence import load_model, save_model
-from .propensity import (EstimatedPropensity, EstimatedTrustBias, PositionBasedPropensity, TabularPropensity,
-                         TrustBiasPropensity, estimate_propensities)
+
+# The exported names load on first use (PEP 562): ``import counterfactual_ltr`` and ``cltr --help``
+# need none of scikit-learn, SciPy's statistics or pandas; each name's module is imported when the
+# name is first looked up, and is the same object as an eager import would give.
+_EXPORTS = {
+    ".logs.aggregate": ("ClickAggregate", "aggregate_clicks"),
+    ".logs.clicklog": ("ClickLog",),
+    ".datasets": ("RankingDataset", "binarize"),
+    ".estimators": ("DeepPropDCG", "GBDTPropDCG", "RankSVM", "SLAMRanker", "SVMPropDCG", "SVMPropRank", "SVMPropRBP"),
+    ".evaluation": ("Comparison", "Estimate", "ValidationReport", "clipped_ips_estimate", "clipped_ips_scorer",
+                    "compare_rankers", "dr_estimate", "dr_scorer", "fit_relevance", "ips_estimate", "ips_scorer",
+                    "policy_aware_estimate", "policy_aware_scorer", "snips_estimate", "snips_scorer",
+                    "validation_report"),
+    ".model_files.persistence": ("load_model", "save_model"),
+    ".propensity": ("EstimatedPropensity", "EstimatedTrustBias", "PositionBasedPropensity", "TabularPropensity",
+                    "TrustBiasPropensity", "estimate_propensities"),
+}
+_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
+
+if TYPE_CHECKING:   # what static tools and IDEs read: the same names, imported eagerly
+    from .datasets import RankingDataset, binarize
+    from .estimators import DeepPropDCG, GBDTPropDCG, RankSVM, SLAMRanker, SVMPropDCG, SVMPropRank, SVMPropRBP
+    from .evaluation import (Comparison, Estimate, ValidationReport, clipped_ips_estimate, clipped_ips_scorer,
+                             compare_rankers, dr_estimate, dr_scorer, fit_relevance, ips_estimate, ips_scorer,
+                             policy_aware_estimate, policy_aware_scorer, snips_estimate, snips_scorer,
+                             validation_report)
+    from .logs.aggregate import ClickAggregate, aggregate_clicks
+    from .logs.clicklog import ClickLog
+    from .model_files.persistence import load_model, save_model
+    from .propensity import (EstimatedPropensity, EstimatedTrustBias, PositionBasedPropensity, TabularPropensity,
+                             TrustBiasPropensity, estimate_propensities)
 
 __all__ = [
     # data and click logs
@@ -49,5 +72,15 @@ __all__ = [
 
 
 def __getattr__(name):
-    """Old module paths as attributes (``counterfactual_ltr.clicklog``): see :mod:`._moved`."""
+    """An exported name, imported from its module on first use; else an old module path (see :mod:`._moved`)."""
+    if name in _HOME:
+        import importlib
+
+        value = getattr(importlib.import_module(_HOME[name], __name__), name)
+        globals()[name] = value          # looked up once
+        return value
     return _moved.moved_attribute(__name__, name)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
