@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import warnings
 import re
 
 import numpy as np
@@ -246,3 +247,21 @@ def test_log_size_needed_finds_the_difference_with_the_stated_power():
     data = make_ranking(n_queries=20, random_state=0)
     log = simulate_clicks(data, data.X[:, 0], clicks, n_passes=2, random_state=0)
     assert compare_rankers(log, data.X[:, 0], estimator="ips", n_bootstrap=0).log_size_needed() == float("inf")
+
+
+def test_the_report_says_which_intervals_carry_the_propensity_error(raw_setting):
+    """Estimated propensity: its source is named, the paired columns say they redraw it, the single estimates that they do not."""
+    from counterfactual_ltr import estimate_propensities
+
+    raw, log, data, _ = raw_setting
+    est = estimate_propensities(raw, "harvest", max_position=6, n_bootstrap=20, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = validation_report({"f0": data.X[:, 0]}, log, propensity=est, metrics=("dcg",), n_bootstrap=0,
+                                 pair_bootstrap=200, random_state=0).to_markdown()
+        known = validation_report({"f0": data.X[:, 0]}, log, propensity=est, metrics=("dcg",), n_bootstrap=0,
+                                  pair_bootstrap=200, random_state=0, propagate_propensity=False).to_markdown()
+    assert "estimated by 'harvest' and passed in" in text
+    assert "95% CI (percentile bootstrap, propensity redrawn)" in text and "CI (BCa bootstrap)" not in text
+    assert "(the propensity treated as known: the verdicts' intervals above include its estimation error)" in text
+    assert "95% CI (BCa bootstrap)" in known and "propensity redrawn" not in known

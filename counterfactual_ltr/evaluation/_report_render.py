@@ -128,7 +128,8 @@ def _paired_table(r, metric) -> tuple[list, list]:
     pct = f"{r.confidence:.0%}"
     truth = r.truth.get(metric, {})
     header = ["candidate", "difference", "std. error (paired)", "std. error (unpaired)", f"{pct} CI (t)",
-              f"{pct} CI (BCa bootstrap)", "queries"] + (["true difference"] if truth else [])
+              f"{pct} CI ({_BOOT_PROPAGATED if _propagated(r) else 'BCa bootstrap'})", "queries"] + (
+                  ["true difference"] if truth else [])
     rows = []
     for c in r.comparisons[metric]:
         rows.append([c.candidate, _num(c.difference, True), _num(c.stderr), _num(c.unpaired_stderr),
@@ -164,6 +165,35 @@ def _estimates_table(r, metric) -> tuple[list, list]:
             line.append("; ".join(tied + list(e.warnings)))
             lines.append(line)
     return header, lines
+
+
+def _propagated(r) -> bool:
+    """Whether the verdicts' intervals carry the propensity's estimation error."""
+    return any(c.stderr_known_propensity is not None for cs in r.comparisons.values() for c in cs)
+
+
+def _paired_definitions(r) -> list:
+    """The paired table's definitions; with a propagated propensity, what its columns then hold."""
+    if not _propagated(r):
+        return _PAIRED_DEFINITIONS
+    changed = {"std. error (paired)": "of the difference with the propensity's estimation error: the larger of the "
+                                      "delta method over the queries and the spread over resamples of the queries "
+                                      "that redraw the propensity",
+               "CI (BCa bootstrap)": "over the queries, the propensity redrawn on each resample"}
+    return [(f"CI ({_BOOT_PROPAGATED})" if term == "CI (BCa bootstrap)" else term, changed.get(term, text))
+            for term, text in _PAIRED_DEFINITIONS]
+
+
+_BOOT_PROPAGATED = "percentile bootstrap, propensity redrawn"
+
+
+def _estimate_definitions(r) -> list:
+    """The estimates table's definitions; its intervals treat an estimated propensity as known: say so."""
+    if not _propagated(r):
+        return _ESTIMATE_DEFINITIONS
+    known = " (the propensity treated as known: the verdicts' intervals above include its estimation error)"
+    return [(term, text + known if term in ("CI (normal)", "CI (bootstrap)") else text)
+            for term, text in _ESTIMATE_DEFINITIONS]
 
 
 _ESTIMATE_DEFINITIONS = [
@@ -203,8 +233,8 @@ def content(r) -> dict:
     warnings = [f"{name}: {w}" for name, ws in r.ranker_warnings.items() for w in ws]
     return {"title": title, "summary": _summary(r), "metrics": sections, "warnings": warnings,
             "definitions": _verdict_definitions(r) if r.baseline is not None else [],
-            "paired_definitions": _PAIRED_DEFINITIONS if r.baseline is not None else [],
-            "estimate_definitions": _ESTIMATE_DEFINITIONS, "notes": list(r.notes)}
+            "paired_definitions": _paired_definitions(r) if r.baseline is not None else [],
+            "estimate_definitions": _estimate_definitions(r), "notes": list(r.notes)}
 
 
 # ----------------------------------------------------------------------------- Markdown

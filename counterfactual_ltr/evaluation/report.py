@@ -40,6 +40,14 @@ SOURCES = {"given": "given", "the rankers' own": "the one the rankers were train
            "default": "the default (eta = 1), assumed: it must match how the log was collected"}
 
 
+def _source_text(source: str, model) -> str:
+    """Where the propensity came from; a given one that was estimated says so (and by which method)."""
+    method = getattr(model, "method_", "given")
+    if source == "given" and method != "given":
+        return f"estimated by {method!r} and passed in"
+    return SOURCES[source]
+
+
 @dataclass
 class ValidationReport:
     """Every ranker evaluated on one validation log, and each candidate compared with a baseline.
@@ -320,7 +328,7 @@ def _estimates(rankers, log, metrics, estimators, model, confidence, options, n_
 
 
 def _comparisons(rankers, log, metrics, baseline, verdict_estimator, model, confidence, options, pair_bootstrap,
-                 random_state, true_relevance, rules=None):
+                 random_state, true_relevance, rules=None, propagate_propensity=True):
     """Metric -> list of Comparison, and metric -> candidate -> true difference (when the relevance is known)."""
     if baseline is None:
         return {}, {}
@@ -339,7 +347,7 @@ def _comparisons(rankers, log, metrics, baseline, verdict_estimator, model, conf
                          estimator=verdict_estimator, metric=metric, propensity=model, confidence=confidence,
                          n_bootstrap=pair_bootstrap, random_state=random_state, clip=opts.get("clip", 0.1),
                          relevance_model=None, logging_policy=None, n_folds=2, metric_params={}, setup=setup,
-                         value=value, rules=rules)
+                         value=value, rules=rules, propagate_propensity=propagate_propensity)
         out[metric] = list(found.values())
         if true_relevance is not None:
             truth[metric] = _true_differences(log, rankers, candidates, baseline, out[metric][0].value, metric,
@@ -381,7 +389,7 @@ def validation_report(rankers: dict, log: ClickLog, *, propensity=None, metrics=
                       confidence: float = 0.95, true_relevance=None, estimators=None, clip=0.1,
                       relevance_model=None, n_bootstrap=200, random_state=None, baseline="logging",
                       verdict_estimator="snips", pair_bootstrap=2000, propensity_source=None,
-                      rules=None) -> ValidationReport:
+                      rules=None, propagate_propensity=True) -> ValidationReport:
     """Evaluate every ranker on a validation log and compare each with a baseline: should we ship it?
 
     Parameters
@@ -429,6 +437,11 @@ def validation_report(rankers: dict, log: ClickLog, *, propensity=None, metrics=
     rules : TrustRules, optional
         When a verdict is "cannot tell" (see
         :class:`~counterfactual_ltr.evaluation.compare.TrustRules`; default ``TrustRules()``).
+    propagate_propensity : bool, default True
+        An estimated propensity is re-estimated (or redrawn from its replicates) on every
+        resample of the queries, so the verdicts' intervals include its estimation error, as in
+        :func:`~counterfactual_ltr.evaluation.compare_rankers`; ``False`` treats it as known
+        (the report says which).
 
     Returns
     -------
@@ -457,12 +470,12 @@ def validation_report(rankers: dict, log: ClickLog, *, propensity=None, metrics=
     rows = _estimates(rankers, log, metrics, estimators, model, confidence, options, n_bootstrap, random_state,
                       true_relevance)
     comparisons, truth = _comparisons(rankers, log, metrics, baseline, verdict_estimator, model, confidence, options,
-                                      pair_bootstrap, random_state, true_relevance, rules)
+                                      pair_bootstrap, random_state, true_relevance, rules, propagate_propensity)
     text, fixed, full = logger_description(log)
     uses_policy = log.logging_policy is not None
     return ValidationReport(
         rows, tuple(metrics), confidence, log.n_sessions, log.n_clicks, repr(model), estimators, comparisons,
         None if baseline is None else (LOGGING if baseline == "logging" else baseline), verdict_estimator,
-        propensity_source or SOURCES[source], int(np.unique(log.session_query).size), text,
+        propensity_source or _source_text(source, model), int(np.unique(log.session_query).size), text,
         tuple(_notes(estimators, fixed, full, uses_policy, source)),
         _ranker_warnings(rankers, log, comparisons, rows, metrics, verdict_estimator), truth)
