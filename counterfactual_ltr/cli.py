@@ -726,9 +726,13 @@ def _load_models(paths):
 @click.option("--random-state", default=0, show_default=True, type=int,
               help="Seed of the bootstraps: the same seed gives the numbers of compare_rankers(..., random_state=SEED) "
                    "and validation_report(..., random_state=SEED).")
+@click.option("--propagate-propensity/--known-propensity", default=True, show_default=True,
+              help="An estimated --propensity (a file of 'cltr propensity') is re-estimated, or redrawn from its "
+                   "replicates, on every resample of the queries, so the intervals include its estimation error; "
+                   "--known-propensity treats it as known (the report says which).")
 @_quiet_option
 def evaluate(paths, output, features, label, repeated, baseline, verdict_estimator, metrics, propensity, confidence,
-             random_state, quiet, **raw):
+             random_state, propagate_propensity, quiet, **raw):
     """Should a model replace the logging policy? Compare the MODELS with it on the click LOG over DATA.
 
     With --features FILE, the last path is a raw LOG (no DATA), joined with the
@@ -767,7 +771,7 @@ def evaluate(paths, output, features, label, repeated, baseline, verdict_estimat
     report = validation_report(rankers, click_log, propensity=prop, metrics=tuple(metric_names),
                                confidence=confidence, baseline=baseline, verdict_estimator=verdict_estimator,
                                propensity_source=None if propensity is None else f"from --propensity {propensity}",
-                               random_state=random_state)
+                               random_state=random_state, propagate_propensity=propagate_propensity)
     if suffix == ".json":
         text = json.dumps(report.to_dict(), indent=1)
     elif suffix == ".md":

@@ -426,32 +426,50 @@ def test_raw_log_commands_match_the_api(small_files, monkeypatch, capsys):
                 + columns) == 0
 
 
-@pytest.mark.parametrize("propensity", [None, "1", "propensity.json"])
-def test_evaluate_and_compare_rankers_give_the_same_numbers(small_files, monkeypatch, propensity):
+def _estimated_propensity_file(folder):
+    """An estimate from another (drifting) log, written as `cltr propensity` writes it: it carries its replicates."""
+    from click_sim.raw import simulate_raw_events
+    from counterfactual_ltr import estimate_propensities
+    from counterfactual_ltr.persistence import propensity_to_dict
+
+    frame, _ = simulate_raw_events(800, n_queries=40, n_shown=8, drift=1.0, random_state=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = estimate_propensities(ClickLog.from_events(frame, session="session"), "harvest", max_position=8,
+                                    n_bootstrap=30, random_state=0)
+    (folder / "estimated.json").write_text(json.dumps({"propensity": propensity_to_dict(est)}))
+
+
+@pytest.mark.parametrize("propensity, known", [(None, False), ("1", False), ("propensity.json", False),
+                                               ("estimated.json", False), ("estimated.json", True)])
+def test_evaluate_and_compare_rankers_give_the_same_numbers(small_files, monkeypatch, propensity, known):
     """One comparison, one set of numbers: the command line and the Python call on the same log and options."""
     from counterfactual_ltr import ClickLog, load_model
     from counterfactual_ltr.evaluation import compare_rankers
     from counterfactual_ltr.persistence import load_propensity
 
     monkeypatch.chdir(small_files)
-    extra = [] if propensity is None else ["--propensity", propensity]
+    if propensity == "estimated.json":
+        _estimated_propensity_file(small_files)
+    extra = ([] if propensity is None else ["--propensity", propensity]) + (["--known-propensity"] if known else [])
     assert main(["evaluate", "model.npz", "log.parquet", "data.txt", "-o", "r.json", "--metrics", "dcg,avg_rank",
                  "-q", *extra]) == 0
     found = json.loads((small_files / "r.json").read_text())["comparisons"]
     data = load_letor(small_files / "data.txt")
     log = ClickLog.read_parquet(small_files / "log.parquet", data)
-    prop = {None: None, "1": 1.0, "propensity.json": None}[propensity]
-    if propensity == "propensity.json":
-        prop = load_propensity(small_files / "propensity.json")
+    prop = 1.0 if propensity == "1" else None if propensity is None else load_propensity(small_files / propensity)
     for metric in ("dcg", "avg_rank"):
         c = compare_rankers(log, load_model(small_files / "model.npz"), baseline="logging", metric=metric,
-                            propensity=prop, random_state=0,
+                            propensity=prop, random_state=0, propagate_propensity=not known,
                             value="relevance" if found[metric]["model"]["value"] == "relevance" else None)
         cli = found[metric]["model"]
         assert cli["verdict"] == c.verdict and cli["reasons"] == list(c.reasons)
         for key in ("difference", "ci_low", "ci_high", "p_value", "lower_bound", "stderr"):
             assert cli[key] == pytest.approx(getattr(c, key), rel=1e-12, abs=1e-15), (metric, key)
         assert cli["propensity_uncertainty"] == c.propensity_uncertainty
+        if propensity == "estimated.json":
+            assert c.propensity_uncertainty.startswith("treated as known" if known else "propensity drawn from its "
+                                                       "replicates on its own log")
 
 
 def test_predict_scores_a_feature_table_by_id(small_files, monkeypatch):
