@@ -245,3 +245,46 @@ def test_em_stops_on_tolerance_and_warns_when_it_does_not(name):
         full = MODELS[name](tol=1e-6).fit(log)
     assert full.converged_ and 2 < full.n_iter_ < 1000
     assert abs(full.loglik_history_[-1] - full.loglik_history_[-2]) < 1e-6
+
+
+def _dataset_log(n_sessions=3000, seed=0):
+    """A log over a RankingDataset (features, as learners need) with DBN clicks on random rankings."""
+    from counterfactual_ltr import RankingDataset
+
+    rng = np.random.default_rng(seed)
+    n_q, per = 20, 6
+    X = rng.normal(size=(n_q * per, 3))
+    y = rng.integers(0, 3, size=n_q * per)
+    data = RankingDataset(X, y, np.repeat(np.arange(n_q), per))
+    sq = rng.integers(0, n_q, size=n_sessions)
+    docs = (sq[:, None] * per + np.argsort(rng.random((n_sessions, per)), axis=1)).ravel()
+    alpha = (0.1 + 0.3 * y)[docs].reshape(n_sessions, per)
+    clicks = cascade_clicks("dbn", alpha, sigma=np.full_like(alpha, 0.5), gamma=0.9, random_state=rng)
+    return ClickLog(data, sq, np.arange(n_sessions + 1) * per, docs, clicks.ravel())
+
+
+def test_cascade_propensities_weight_each_click_by_its_examination_in_every_learner():
+    from counterfactual_ltr import estimate_propensities
+    from counterfactual_ltr.estimators import SVMPropDCG
+    from counterfactual_ltr.click_models import CascadePropensity
+
+    log = _dataset_log()
+    prop = estimate_propensities(log, "dbn", min_propensity=0.05)
+    assert isinstance(prop, CascadePropensity)
+    exam = prop.click_model.predict_examination_proba(log)
+    q = log.propensities(prop)
+    np.testing.assert_allclose(q, np.clip(exam, 0.05, 1))
+    # after a click the next result's examination is gamma (1 - sigma) < 1, so q varies within a position
+    second = log.positions == 2
+    assert np.ptp(q[second]) > 0.2
+    agg = log.aggregate(prop)
+    expected = np.bincount(log.docs, weights=log.clicks / q, minlength=log.data.n_docs)
+    np.testing.assert_allclose(agg.weights, expected)
+    with pytest.raises(ValueError, match="per shown result"):
+        agg.reweight(prop)
+    ranker = SVMPropDCG(propensity=prop).fit(log)
+    assert np.all(np.isfinite(ranker.coef_))
+    with pytest.raises(ValueError, match="options"):
+        estimate_propensities(log, "dcm", eta=2)
+    with pytest.raises(ValueError, match="min_propensity"):
+        CascadePropensity(prop.click_model, min_propensity=0)
