@@ -255,29 +255,37 @@ def dcm_em(R, C, mask, pos, n_rows, K, s, max_iter, tol):
     clicks_at = np.bincount(r[clicked] - 1, minlength=K).astype(np.float64)
     sure_go = np.bincount(r[clicked & ~is_last] - 1, minlength=K).astype(np.float64)
     last_r = np.where(last >= 0, r[np.arange(S), np.maximum(last, 0)], 1)
-    den_r = np.bincount(R[mask], minlength=n_rows).astype(np.float64)
-    n_items = max(int(mask.sum()), 1)
     has = last >= 0
-    start = (np.full(n_rows, 0.2), np.full(K, 0.5))
+    # Above the last click nothing is hidden: per-row counts are all the E- and M-steps need there.
+    clicks_row = np.bincount(R[above], weights=C[above], minlength=n_rows)
+    skips_row = np.bincount(R[above], weights=1 - C[above], minlength=n_rows)
+    den_r = np.bincount(R[mask], minlength=n_rows).astype(np.float64)
+    page_b, _ = np.nonzero(below)
+    row_b = R[below]
+    n_items = max(int(mask.sum()), 1)
+    # Start from the closed-form counts (a user stops at the last click: alpha over the results up to
+    # it, lambda_r = 1 - last clicks / clicks at r; sec. 4.2), which EM then corrects.
+    alpha0, _ = _map(clicks_row, clicks_row + skips_row, max(s, 1.0))
+    lam0 = np.where(clicks_at > 0, np.clip(sure_go / np.maximum(clicks_at, 1), 0.05, 0.95), 0.5)
 
     def step(x):
         alpha, lam = x
-        A = np.where(mask, alpha[R], 0.0)
-        T = _tail_no_click(A, mask)[np.arange(S), last + 1]
+        a_b = alpha[row_b]
+        T = np.exp(np.bincount(page_b, weights=np.log1p(-a_b), minlength=S))
         lam_l = lam[last_r - 1]
         Z = np.where(has, 1 - lam_l + lam_l * T, T)
         q = np.where(has, lam_l * T / np.maximum(Z, _EPS), 1.0)
-        a_above = np.where(above, np.where(C > 0, np.log(np.maximum(A, _EPS)), np.log(np.maximum(1 - A, _EPS))), 0.0)
-        lam_clicks = np.where(clicked & ~is_last, np.log(np.maximum(lam[r - 1], _EPS)), 0.0)
-        loglik = float((a_above.sum(axis=1) + lam_clicks.sum(axis=1) + np.log(np.maximum(Z, _EPS))).sum() / n_items)
-        post = np.where(above, C, np.where(below, (1 - q)[:, None] * A, 0.0))
-        alpha, mu = _map(np.bincount(R[mask], weights=post[mask], minlength=n_rows), den_r, s)
+        loglik = float(((clicks_row * np.log(alpha)).sum() + (skips_row * np.log1p(-alpha)).sum()
+                        + (sure_go * np.log(lam)).sum()
+                        + np.log(np.maximum(Z, _EPS)).sum()) / n_items)
+        num = clicks_row + np.bincount(row_b, weights=(1 - q[page_b]) * a_b, minlength=n_rows)
+        alpha, mu = _map(num, den_r, s)
         step.mu = mu
         go = sure_go + np.bincount(last_r[has] - 1, weights=q[has], minlength=K)
         lam = np.where(clicks_at > 0, np.clip(go / np.maximum(clicks_at, _EPS), _EPS, 1 - _EPS), lam)
         return (alpha, lam), loglik
 
-    (alpha, lam), it, converged, history = _loop(step, start, max_iter, tol)
+    (alpha, lam), it, converged, history = _loop(step, (alpha0, lam0), max_iter, tol)
     return {"alpha": alpha, "lam": lam, "mu": step.mu, "n_iter": it, "converged": converged, "history": history}
 
 
