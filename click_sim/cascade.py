@@ -14,7 +14,7 @@ import numpy as np
 
 from .raw import _events, _pages
 
-__all__ = ["CASCADE_MODELS", "cascade_clicks", "simulate_cascade_events"]
+__all__ = ["CASCADE_MODELS", "cascade_clicks", "simulate_cascade_events", "true_parameters"]
 
 CASCADE_MODELS = ("cm", "ubm", "dcm", "dbn", "sdbn")
 
@@ -166,3 +166,32 @@ def simulate_cascade_events(n_sessions: int, model: str = "dbn", *, n_queries: i
     frame, doc_ids, tags = _events(rng, query, shown, clicks, n_queries, M, session_ids, shuffle)
     return frame, {"model": model, "alpha": alpha, "sigma": sigma, "gamma": gamma, "lam": lam,
                    "query_ids": tags, "doc_ids": doc_ids}
+
+
+def true_parameters(log, truth) -> dict:
+    """The simulated ``alpha`` and ``sigma`` of every (query, document) row of a log read from the frame.
+
+    Parameters
+    ----------
+    log : ClickLog
+        A log built from :func:`simulate_cascade_events`'s frame (or a part of it) by
+        ``ClickLog.from_events``: its rows are matched to the simulation by their ids.
+    truth : dict
+        The simulation's ``truth``.
+
+    Returns
+    -------
+    dict
+        ``alpha``, ``sigma``: arrays (n_rows,), in the order of ``log.row_keys()``.
+    """
+    q, d = log.row_keys()
+    where = {t: i for i, t in enumerate(truth["query_ids"])}
+    try:
+        qi = np.array([where[x] for x in q], dtype=np.int64)
+    except KeyError as err:
+        raise ValueError(f"query id {err.args[0]!r} of the log is not one of the simulation's") from None
+    hit = truth["doc_ids"][qi] == np.asarray(d, dtype=np.uint64)[:, None]
+    if not hit.any(axis=1).all():
+        raise ValueError("a document id of the log is not one of its query's candidates in the simulation")
+    cand = np.argmax(hit, axis=1)
+    return {"alpha": truth["alpha"][qi, cand], "sigma": truth["sigma"][qi, cand]}

@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 import pytest
 
-from click_sim.cascade import cascade_clicks, simulate_cascade_events
+from click_sim.cascade import cascade_clicks, simulate_cascade_events, true_parameters
 from counterfactual_ltr import ClickLog
 from counterfactual_ltr.click_models import (CascadeModel, DependentClickModel, DynamicBayesianNetworkModel,
                                              SimplifiedDBNModel, UserBrowsingModel)
@@ -134,14 +134,6 @@ def test_em_never_lowers_the_likelihood_and_ends_at_the_reported_value(name):
     assert model.log_likelihood(log) == pytest.approx(history[-1], abs=1e-6)
 
 
-def _truth_of_rows(log, truth):
-    q, d = log.row_keys()
-    where = {t: i for i, t in enumerate(truth["query_ids"])}
-    qi = np.array([where[x] for x in q])
-    cand = np.argmax(truth["doc_ids"][qi] == np.asarray(d, dtype=np.uint64)[:, None], axis=1)
-    return qi, cand
-
-
 # Tolerances at 20,000 pages of 100 queries (10 results): mean absolute error of the attractiveness
 # of pairs shown at least 300 times, and of satisfaction of pairs clicked at least 100 times; a
 # model fitted to another model's clicks misses them (checked in the last test).
@@ -150,15 +142,15 @@ def test_parameters_are_recovered_from_clicks_simulated_by_the_model(name):
     frame, truth = simulate_cascade_events(20_000, name, n_queries=100, random_state=0)
     log = ClickLog.from_events(frame, session="session")
     model = MODELS[name](prior_strength=0.0).fit(log)
-    qi, cand = _truth_of_rows(log, truth)
+    true = true_parameters(log, truth)
     shown = np.bincount(log.docs, minlength=log.n_rows)
     many = shown >= 300
     assert many.sum() > 100
-    assert np.abs(model.alpha_ - truth["alpha"][qi, cand])[many].mean() < 0.03
+    assert np.abs(model.alpha_ - true["alpha"])[many].mean() < 0.03
     if name in ("dbn", "sdbn"):
         clicked = np.bincount(log.docs, weights=log.clicks, minlength=log.n_rows) >= 100
         assert clicked.sum() > 30
-        assert np.abs(model.sigma_ - truth["sigma"][qi, cand])[clicked].mean() < 0.05
+        assert np.abs(model.sigma_ - true["sigma"])[clicked].mean() < 0.05
     if name == "dbn":
         assert model.gamma_ == pytest.approx(0.9, abs=0.01)
     if name == "dcm":
@@ -176,10 +168,9 @@ def test_a_model_misspecified_for_the_clicks_misses_their_parameters():
     """The recovery tolerances can fail: CM on DBN clicks gets attractiveness well off."""
     frame, truth = simulate_cascade_events(20_000, "dbn", n_queries=100, random_state=0)
     log = ClickLog.from_events(frame, session="session")
-    qi, cand = _truth_of_rows(log, truth)
     many = np.bincount(log.docs, minlength=log.n_rows) >= 300
     wrong = CascadeModel(prior_strength=0.0).fit(log)
-    assert np.abs(wrong.alpha_ - truth["alpha"][qi, cand])[many].mean() > 0.03
+    assert np.abs(wrong.alpha_ - true_parameters(log, truth)["alpha"])[many].mean() > 0.03
 
 
 def test_unseen_pairs_get_the_stated_prior_and_ids_match_across_logs():

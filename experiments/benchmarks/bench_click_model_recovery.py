@@ -21,21 +21,12 @@ import time
 import numpy as np
 
 
-def truth_of_rows(log, truth):
-    """Query and candidate index (in the simulation's truth arrays) of every row of ``log``."""
-    q, d = log.row_keys()
-    where = {t: i for i, t in enumerate(truth["query_ids"])}
-    qi = np.array([where[x] for x in q])
-    cand = np.argmax(truth["doc_ids"][qi] == np.asarray(d, dtype=np.uint64)[:, None], axis=1)
-    return qi, cand
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sessions", type=int, default=100_000)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    from click_sim.cascade import simulate_cascade_events
+    from click_sim.cascade import simulate_cascade_events, true_parameters
     from counterfactual_ltr import ClickLog
     from counterfactual_ltr.click_models import (CascadeModel, DependentClickModel, DynamicBayesianNetworkModel,
                                                  SimplifiedDBNModel, UserBrowsingModel)
@@ -49,14 +40,19 @@ def main(argv=None) -> int:
         start = time.process_time()
         model = cls(prior_strength=0.0).fit(log)
         took = time.process_time() - start
-        qi, cand = truth_of_rows(log, truth)
+        true = true_parameters(log, truth)
         many = np.bincount(log.docs, minlength=log.n_rows) >= 100
-        err = np.abs(model.alpha_ - truth["alpha"][qi, cand])[many]
+        if not many.any():
+            print(f"{name:5s}: no pair shown 100 times; raise --sessions")
+            continue
+        err = np.abs(model.alpha_ - true["alpha"])[many]
         line = (f"{name:5s} fit {took:6.2f} s, {model.n_iter_:4d} iterations | alpha ({many.sum()} pairs): "
                 f"mean {err.mean():.4f}, 95% {np.quantile(err, 0.95):.4f}")
-        if name in ("dbn", "sdbn"):
+        if name in ("dbn", "sdbn") and not (np.bincount(log.docs, weights=log.clicks) >= 100).any():
+            line += " | sigma: no pair clicked 100 times (more --sessions)"
+        elif name in ("dbn", "sdbn"):
             clicked = np.bincount(log.docs, weights=log.clicks, minlength=log.n_rows) >= 100
-            e = np.abs(model.sigma_ - truth["sigma"][qi, cand])[clicked]
+            e = np.abs(model.sigma_ - true["sigma"])[clicked]
             line += f" | sigma ({clicked.sum()} pairs): mean {e.mean():.4f}, 95% {np.quantile(e, 0.95):.4f}"
         if name == "dbn":
             line += f" | gamma {model.gamma_:.4f} (true {truth['gamma']})"
