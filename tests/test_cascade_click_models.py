@@ -279,3 +279,40 @@ def test_cascade_propensities_weight_each_click_by_its_examination_in_every_lear
         estimate_propensities(log, "dcm", eta=2)
     with pytest.raises(ValueError, match="min_propensity"):
         CascadePropensity(prop.click_model, min_propensity=0)
+
+
+@pytest.mark.parametrize("name", ["ubm", "dbn", "dcm"])
+def test_cascade_propensities_round_trip_through_model_files(name, tmp_path):
+    import json
+
+    from counterfactual_ltr import estimate_propensities
+    from counterfactual_ltr.model_files.persistence import load_propensity, propensity_from_dict, propensity_to_dict
+
+    frame, _ = simulate_cascade_events(1500, name, n_queries=40, n_shown=5, random_state=4)
+    log = ClickLog.from_events(frame, session="session")
+    prop = estimate_propensities(log, name)
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"propensity": propensity_to_dict(prop)}))
+    again = load_propensity(str(path))
+    np.testing.assert_array_equal(again.item_propensities(log), prop.item_propensities(log))
+    spec = propensity_to_dict(prop)
+    with pytest.raises(ValueError, match="alpha"):
+        propensity_from_dict({**spec, "alpha": spec["alpha"][:-1]})
+    with pytest.raises(ValueError, match="in \\[0, 1\\]"):
+        propensity_from_dict({**spec, "alpha_prior": -0.1})
+    with pytest.raises(ValueError, match="model"):
+        propensity_from_dict({**spec, "model": "xyz"})
+
+
+def test_cltr_propensity_fits_a_cascade_model_and_writes_a_file_fit_can_read(tmp_path):
+    from counterfactual_ltr.cli import main
+    from counterfactual_ltr.click_models import CascadePropensity
+    from counterfactual_ltr.model_files.persistence import load_propensity
+
+    frame, _ = simulate_cascade_events(800, "dcm", n_queries=30, n_shown=5, random_state=5)
+    frame.to_csv(tmp_path / "clicks.csv", index=False)
+    out = tmp_path / "dcm.json"
+    assert main(["propensity", str(tmp_path / "clicks.csv"), "--session", "session", "--method", "dcm",
+                 "--holdout", "0.2", "-o", str(out), "-q"]) == 0
+    loaded = load_propensity(str(out))
+    assert isinstance(loaded, CascadePropensity) and type(loaded.click_model) is DependentClickModel
