@@ -1,6 +1,6 @@
 """Cascade clicks on MQ2008: SVM PropDCG with position-based against cascade-aware propensities.
 
-    python -m experiments.papers.cascade_propensity [--seeds 5] [--passes 5]
+    python -m experiments.benchmarks.bench_cascade_propensity [--seeds 5] [--passes 5]
 
 The production ranker (a Ranking SVM on 1 % of MQ2008 Fold1's training queries, as in Agarwal et
 al. 2019) shows the top 10 of every training query ``--passes`` times; users click as the DBN
