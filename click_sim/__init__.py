@@ -3,6 +3,7 @@
 from counterfactual_ltr.logs.clicklog import ClickLog
 from counterfactual_ltr.datasets import RankingDataset, binarize
 
+from .cascade import cascade_clicks, simulate_cascade_events
 from .clicks import PositionBasedClickModel, SwapIntervention, TopNShuffle, simulate_clicks
 from .letor import load_letor
 from .online import OnlineResult, run_online
@@ -15,4 +16,5 @@ __all__ = [
     "RankingDataset", "binarize", "load_letor", "make_ranking", "make_separable_ranking",
     "PositionBasedClickModel", "SwapIntervention", "TopNShuffle", "simulate_clicks", "ClickLog",
     "train_production_ranker", "run_online", "OnlineResult", "simulate_clicks_partitioned", "StochasticRanker",
+    "cascade_clicks", "simulate_cascade_events",
 ]

@@ -62,8 +62,6 @@ def simulate_raw_events(n_sessions: int, *, n_queries: int = 1000, n_shown: int 
     >>> list(frame.columns), len(frame), truth["theta"].round(2).tolist()
     (['session', 'query', 'doc', 'position', 'click'], 9, [1.0, 0.5, 0.33])
     """
-    import pandas as pd
-
     if shuffle and not session_ids:
         raise ValueError("shuffle=True needs session_ids=True: without a page column, pages are runs of rows")
     rng = np.random.default_rng(random_state)
@@ -74,12 +72,31 @@ def simulate_raw_events(n_sessions: int, *, n_queries: int = 1000, n_shown: int 
     M = L if n_candidates is None else int(n_candidates)
     if M < L:
         raise ValueError(f"n_candidates ({M}) must be at least n_shown ({L})")
+    alpha, query, shown = _pages(rng, n_sessions, n_queries, L, M, drift)
+    clicks = rng.random((n_sessions, L)) < theta[None, :] * np.take_along_axis(alpha[query], shown, axis=1)
+    frame, doc_ids, tags = _events(rng, query, shown, clicks, n_queries, M, session_ids, shuffle)
+    return frame, {"theta": theta, "alpha": alpha, "query_ids": tags, "doc_ids": doc_ids}
+
+
+def _pages(rng, n_sessions: int, n_queries: int, L: int, M: int, drift: float):
+    """Attractiveness ``alpha ~ Beta(1, 3)`` per (query, candidate), each page's query and shown candidates.
+
+    Queries come with Zipf-like frequencies ``1 / (rank + 10)``; a page shows the top ``L`` of the
+    query's ``M`` candidates by ``log alpha`` plus ``drift`` times standard Gumbel noise.
+    """
     alpha = rng.beta(1.0, 3.0, size=(n_queries, M))
     popularity = 1.0 / (np.arange(n_queries) + 10.0)
     query = rng.choice(n_queries, size=n_sessions, p=popularity / popularity.sum())
     noisy = np.log(alpha[query]) + drift * rng.gumbel(size=(n_sessions, M))
     shown = np.argsort(-noisy, axis=1)[:, :L]                 # candidate (0..M-1) at each position
-    clicks = rng.random((n_sessions, L)) < theta[None, :] * np.take_along_axis(alpha[query], shown, axis=1)
+    return alpha, query, shown
+
+
+def _events(rng, query, shown, clicks, n_queries: int, M: int, session_ids: bool, shuffle: bool):
+    """The pages as a raw event frame with real-log ids (string queries, document ids beyond ``2**32``)."""
+    import pandas as pd
+
+    n_sessions, L = shown.shape
     doc_ids = rng.integers(2**32, 2**63, size=(n_queries, M), dtype=np.int64).astype(np.uint64) + np.uint64(2**62)
     tags = np.array([f"q{q}_{rng.integers(1 << 16):x}" for q in range(n_queries)], dtype=object)
     columns = {"query": np.repeat(tags[query], L), "doc": doc_ids[query[:, None], shown].ravel(),
@@ -90,4 +107,4 @@ def simulate_raw_events(n_sessions: int, *, n_queries: int = 1000, n_shown: int 
     frame = pd.DataFrame(columns)
     if shuffle:
         frame = frame.iloc[rng.permutation(len(frame))].reset_index(drop=True)
-    return frame, {"theta": theta, "alpha": alpha, "query_ids": tags, "doc_ids": doc_ids}
+    return frame, doc_ids, tags

@@ -346,9 +346,12 @@ def _parse_intervention(spec: str):
 @click.argument("log", type=click.Path(exists=True, dir_okay=False))
 @click.argument("data", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", default=None, type=OUTPUT_FILE, help="JSON file to write (default: print only).")
-@click.option("--method", required=True, type=click.Choice(["swap", "harvest", "em", "trust_em", "pbm", "auto"]),
+@click.option("--method", required=True,
+              type=click.Choice(["swap", "harvest", "em", "trust_em", "pbm", "ubm", "dbn", "dcm", "auto"]),
               help="Estimation method of estimate_propensities (auto: the candidate with the lowest held-out "
-                   "click perplexity, cross-validated over queries; the table is printed).")
+                   "click perplexity, cross-validated over queries; the table is printed; ubm, dbn, dcm: a "
+                   "cascade click model whose examination of each result given the clicks above is the "
+                   "propensity of a click there, Vardasbi et al. 2020).")
 @click.option("--holdout", default=None, type=click.FloatRange(0, 1, min_open=True, max_open=True),
               help="Hold out this share of the pages (at random, --seed): estimate on the rest and print the "
                    "held-out click perplexity of the position-based, rank-only and document-only click models.")
@@ -446,6 +449,8 @@ def _held_out(train, held_out, result=None, method=None) -> dict:
     models = {"position-based": PositionBasedModel()}
     if getattr(result, "relative_", None) is not None:
         models[f"position-based with the {method} estimate"] = PositionBasedModel(propensity=result)
+    if getattr(result, "click_model", None) is not None:    # a cascade propensity: its own click model
+        models[method] = result.click_model
     models |= {"rank-only": RankOnlyModel(), "document-only": DocumentOnlyModel()}
     return {name: model.fit(train).perplexity(held_out) for name, model in models.items()}
 
@@ -458,7 +463,7 @@ def _estimation_payload(result, method) -> dict:
     payload = {"method": method}
     candidates = [result, getattr(result, "model_", None), getattr(result, "propensity_", None)]
     for candidate in candidates:
-        if candidate is None or not callable(candidate):
+        if candidate is None or not (callable(candidate) or callable(getattr(candidate, "item_propensities", None))):
             continue
         try:
             payload["propensity"] = propensity_to_dict(candidate)

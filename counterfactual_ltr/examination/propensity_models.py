@@ -252,6 +252,10 @@ def propensities_at(model, positions) -> np.ndarray:
     >>> propensities_at(PositionBasedPropensity(1.0), [1, 4]).tolist()
     [1.0, 0.25]
     """
+    if is_session_dependent(model):
+        raise ValueError(f"{model!r} gives a propensity per shown result of a log (it depends on the clicks above "
+                         "each result), not per position: use it with the log (ClickLog.aggregate, "
+                         "ClickLog.propensities, a learner's fit(log)), not with positions or a count table")
     positions = np.asarray(positions)
     q = np.asarray(model(positions))
     if q.dtype.kind not in "iuf":
@@ -260,6 +264,23 @@ def propensities_at(model, positions) -> np.ndarray:
         raise ValueError(f"the propensity model {model!r} returned shape {q.shape} for {positions.shape[0]} "
                          "positions; it must return one propensity per position")
     return check_propensities(q, f"propensities from the propensity model {model!r}")
+
+
+def is_session_dependent(model) -> bool:
+    """Whether ``model`` gives propensities per shown result of a log (``item_propensities(log)``).
+
+    Such a model (``counterfactual_ltr.propensity.CascadePropensity``) depends on the clicks above
+    each result, so it needs the log's sessions, not positions alone.
+
+    Parameters
+    ----------
+    model : object
+
+    Returns
+    -------
+    bool
+    """
+    return callable(getattr(model, "item_propensities", None))
 
 
 def is_affine(model) -> bool:
@@ -335,6 +356,8 @@ def as_propensity_model(propensity):
         raise TypeError(f"propensity must be a number (eta) or a propensity model, got {propensity!r}")
     if isinstance(propensity, (int, float, np.number)):
         return PositionBasedPropensity(float(propensity))
+    if is_session_dependent(propensity):
+        return propensity
     if not callable(propensity):
         raise ValueError(f"propensity must be a propensity model (callable on positions), got {propensity!r}")
     return propensity

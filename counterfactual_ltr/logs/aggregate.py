@@ -140,6 +140,16 @@ class ClickAggregate:
         return cls._weighted(data, table, n_sessions, propensity)
 
     @classmethod
+    def _from_click_weights(cls, data, table, n_sessions, item_docs, item_weights, model):
+        """The aggregate of a session-dependent propensity: per-item weights (click / q) summed per row."""
+        n = data.n_docs
+        weights = np.bincount(item_docs, weights=item_weights, minlength=n)
+        docs, _, clicks, _ = table
+        counts = np.bincount(docs, weights=clicks, minlength=n).astype(np.int64)
+        queries = np.unique(data.query_index[np.flatnonzero(weights)])
+        return cls(data, weights, counts, queries, n_sessions, int(counts.sum()), table, model)
+
+    @classmethod
     def _weighted(cls, data, table, n_sessions, propensity):
         docs, positions, clicks, impressions = table
         model = as_propensity_model(propensity)

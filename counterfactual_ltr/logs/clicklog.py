@@ -30,7 +30,8 @@ from .raw_events import RepeatedDocumentWarning, event_arrays, join_rows, kept_a
 from .log_integrity import read_log_frame, write_log_frame
 from .session_checks import FRAME_COLUMNS, check_session_codes, check_sessions, first_repeated_item, \
     frame_arrays
-from ..examination.propensity_models import as_propensity_model, is_affine, propensities_at
+from ..examination.propensity_models import as_propensity_model, check_propensities, is_affine, \
+    is_session_dependent, propensities_at
 
 __all__ = ["ClickLog", "ClickAggregate", "RepeatedDocumentWarning"]
 
@@ -287,6 +288,9 @@ class ClickLog:
         ndarray of float64, shape (n_items,)
         """
         model = as_propensity_model(propensity)
+        if is_session_dependent(model):
+            return check_propensities(np.asarray(model.item_propensities(self), dtype=np.float64),
+                                      f"propensities from {model!r}")
         if is_affine(model):
             raise ValueError(f"{model!r} is a trust-bias (affine) click model: this computation divides clicks by "
                              "a propensity and cannot apply its affine correction")
@@ -324,7 +328,9 @@ class ClickLog:
         ----------
         propensity : None, float or propensity model, default None
             Examination model of the weights (``None``: ``eta = 1``; a number:
-            its ``eta``); :meth:`ClickAggregate.reweight` changes it later.
+            its ``eta``; a session-dependent model such as ``CascadePropensity``: each click weighted by
+            ``1 /`` its own propensity); :meth:`ClickAggregate.reweight` changes it later
+            (to a position-based model: the count table has no sessions).
 
         Returns
         -------
@@ -332,8 +338,13 @@ class ClickLog:
         """
         self._need_data("the aggregate")
         docs, positions, clicks, impressions = count_table(self.docs, self.positions, self.clicks)
-        return ClickAggregate._weighted(self.data, (docs, positions, clicks, impressions), self.n_sessions,
-                                        propensity)
+        table = (docs, positions, clicks, impressions)
+        model = as_propensity_model(propensity)
+        if is_session_dependent(model):   # one propensity per click (Vardasbi et al. 2020): sum 1 / q per row
+            q = self.propensities(model)
+            return ClickAggregate._from_click_weights(self.data, table, self.n_sessions, self.docs,
+                                                      self.clicks / q, model)
+        return ClickAggregate._weighted(self.data, table, self.n_sessions, propensity)
 
     # ------------------------------------------------------------- frames
     def to_frame(self):

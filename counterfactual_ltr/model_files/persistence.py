@@ -67,6 +67,8 @@ _PROPENSITY_FIELDS = {
     "estimated": ({"relative", "values", "eta"}, {"method", "lower", "upper", "confidence", "n_sessions", "bootstrap",
                                                   "bootstrap_converged", "recipe", "log_fingerprint"}),
     "estimated_trust_bias": ({"examination", "eps_plus", "eps_minus"}, {"intervals", "confidence", "n_sessions"}),
+    "cascade": ({"model", "query_ids", "doc_ids", "alpha", "alpha_prior", "min_propensity"},
+                {"sigma", "sigma_prior", "gamma", "lambda"}),
 }
 _INTERVAL_PARTS = ("examination", "eps_plus", "eps_minus", "a", "b", "relative", "alpha", "beta")
 
@@ -107,7 +109,11 @@ def propensity_to_dict(model) -> dict:
     from ..propensity.estimation import EstimatedPropensity, EstimatedTrustBias
     from ..examination.propensity_models import PositionBasedPropensity, TabularPropensity, TrustBiasPropensity, as_propensity_model
 
+    from ..propensity.click_models import CascadePropensity
+
     model = as_propensity_model(model)
+    if isinstance(model, CascadePropensity):
+        return _cascade_to_dict(model)
     if isinstance(model, EstimatedPropensity):
         spec = {"kind": "estimated", "method": str(model.method_), "relative": _floats(model.relative_),
                 "values": _floats(model.values), "eta": float(model.eta_), "lower": _floats(model.lower_),
@@ -227,9 +233,100 @@ def propensity_from_dict(spec: dict):
             return TrustBiasPropensity(*(_number_list(spec[k], k) for k in ("examination", "eps_plus", "eps_minus")))
         if kind == "estimated":
             return _estimated_from_dict(spec)
+        if kind == "cascade":
+            return _cascade_from_dict(spec)
         return _estimated_trust_bias_from_dict(spec)
     except TypeError as err:
         raise ValueError(f"the {kind!r} propensity description: {err}") from None
+
+
+def _cascade_classes() -> dict:
+    from ..propensity import click_models as cm
+
+    return {"cm": cm.CascadeModel, "ubm": cm.UserBrowsingModel, "dcm": cm.DependentClickModel,
+            "dbn": cm.DynamicBayesianNetworkModel, "sdbn": cm.SimplifiedDBNModel}
+
+
+def _id_list(ids) -> list:
+    """Ids as JSON values: strings stay strings, integers (64-bit too) become Python ints, exactly."""
+    return [x if isinstance(x, str) else int(x) for x in np.asarray(ids, dtype=object).tolist()]
+
+
+def _cascade_to_dict(model) -> dict:
+    """A ``CascadePropensity``: its click model's name, ids and fitted parameters, enough to rebuild it."""
+    click = model.click_model
+    name = {cls: key for key, cls in _cascade_classes().items()}.get(type(click))
+    if name is None or not hasattr(click, "alpha_"):
+        raise ValueError(f"cannot describe {model!r} as JSON: its click model must be a fitted cascade model of "
+                         "counterfactual_ltr.click_models")
+    queries, docs = click.row_keys_
+    out = {"kind": "cascade", "model": name, "query_ids": _id_list(queries), "doc_ids": _id_list(docs),
+           "alpha": _floats(click.alpha_), "alpha_prior": float(click.alpha_prior_),
+           "min_propensity": float(model.min_propensity)}
+    if hasattr(click, "sigma_"):
+        out |= {"sigma": _floats(click.sigma_), "sigma_prior": float(click.sigma_prior_), "gamma": float(click.gamma_)}
+    if name == "ubm":
+        out["gamma"] = np.asarray(click.gamma_, dtype=np.float64).tolist()
+    if name == "dcm":
+        out["lambda"] = _floats(click.lambda_)
+    return out
+
+
+def _cascade_from_dict(spec):
+    """The ``CascadePropensity`` of :func:`_cascade_to_dict`'s output, every field checked."""
+    from ..propensity.click_models import CascadePropensity
+
+    classes = _cascade_classes()
+    name = spec["model"]
+    if name not in classes:
+        raise ValueError(f"field 'model' must be one of {sorted(classes)}, got {name!r}")
+    needs = {"dbn": {"sigma", "sigma_prior", "gamma"}, "sdbn": {"sigma", "sigma_prior", "gamma"}, "ubm": {"gamma"},
+             "dcm": {"lambda"}, "cm": set()}[name]
+    allowed = needs | {"model", "query_ids", "doc_ids", "alpha", "alpha_prior", "min_propensity", "kind"}
+    missing, extra = sorted(needs - set(spec)), sorted(set(spec) - allowed)
+    if missing or extra:
+        raise ValueError(f"the 'cascade' description of a {name!r} model "
+                         + (f"lacks the field {missing[0]!r}" if missing else f"has the unknown field {extra[0]!r}"))
+    ids = []
+    for field in ("query_ids", "doc_ids"):
+        values = spec[field]
+        if not isinstance(values, list) or not all(isinstance(v, (str, int)) and not isinstance(v, bool)
+                                                   for v in values):
+            raise ValueError(f"field {field!r} must be a list of string or integer ids")
+        ids.append(np.asarray(values, dtype=object) if any(isinstance(v, str) for v in values)
+                   else np.asarray(values, dtype=np.uint64 if values and max(values) >= 2**63 else np.int64))
+    n = len(ids[0])
+    if len(ids[1]) != n:
+        raise ValueError(f"fields 'query_ids' and 'doc_ids' must have one entry per row ({n} and {len(ids[1])})")
+    click = classes[name]()
+    click.alpha_ = _unit_values(spec["alpha"], "alpha", n)
+    click.alpha_prior_ = _unit_values(spec["alpha_prior"], "alpha_prior")
+    if name in ("dbn", "sdbn"):
+        click.sigma_ = _unit_values(spec["sigma"], "sigma", n)
+        click.sigma_prior_ = _unit_values(spec["sigma_prior"], "sigma_prior")
+        click.gamma_ = _unit_values(spec["gamma"], "gamma")
+    if name == "ubm":
+        rows = spec["gamma"]
+        if not isinstance(rows, list) or not rows or not all(isinstance(r, list) and len(r) == len(rows) + 1
+                                                             for r in rows):
+            raise ValueError("field 'gamma' of a 'ubm' model must be K lists of K + 1 numbers")
+        K = len(rows)
+        click.gamma_ = _unit_values([v for r in rows for v in r], "gamma", K * (K + 1)).reshape(K, K + 1)
+    if name == "dcm":
+        lam = spec["lambda"]
+        click.lambda_ = _unit_values(lam, "lambda", len(lam) if isinstance(lam, list) and lam else 1)
+    click.row_keys_ = tuple(ids)
+    click.n_iter_, click.converged_ = 0, True
+    return CascadePropensity(click, spec["min_propensity"])
+
+
+def _unit_values(value, name: str, size: int | None = None):
+    """A field of probabilities in [0, 1]: a list of ``size`` numbers, or one number (``size`` None)."""
+    values = _number_list(value if size is not None else [value], name)
+    if (size is not None and values.shape != (size,)) or not np.all(np.isfinite(values) & (values >= 0)
+                                                                    & (values <= 1)):
+        raise ValueError(f"field {name!r} must hold {'one number' if size is None else f'{size} numbers'} in [0, 1]")
+    return values if size is not None else float(values[0])
 
 
 def _number_list(values, name: str) -> np.ndarray:

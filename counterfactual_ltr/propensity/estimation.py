@@ -76,6 +76,26 @@ __all__ = ["estimate_propensities", "reestimate", "non_increasing", "EstimatedPr
            "METHODS"]
 
 METHODS = ("swap", "harvest", "em", "trust_em", "pbm")
+#: Methods that fit a cascade click model and give a session-dependent propensity per shown result.
+CASCADE_METHODS = ("ubm", "dbn", "dcm")
+
+
+def _cascade(log, method, options):
+    """A ``CascadePropensity`` from the click model ``method`` fitted to ``log``."""
+    from .click_models import CascadePropensity, DependentClickModel, DynamicBayesianNetworkModel, UserBrowsingModel
+
+    unknown = set(options) - {"prior_strength", "max_iter", "tol", "min_propensity"}
+    if unknown:
+        raise ValueError(f"{method!r} takes the options prior_strength, max_iter, tol and min_propensity, not "
+                         f"{', '.join(sorted(unknown))}")
+    if log.n_clicks == 0:
+        raise ValueError("the click log has no clicks: no propensity can be estimated")
+    cls = {"ubm": UserBrowsingModel, "dbn": DynamicBayesianNetworkModel, "dcm": DependentClickModel}[method]
+    params = {k: options[k] for k in ("prior_strength", "max_iter", "tol") if k in options}
+    model = cls(**params).fit(log)
+    return CascadePropensity(model, options.get("min_propensity", 0.01))
+
+
 #: Default pseudo-impressions of the Beta prior on every attractiveness of ``"pbm"`` (see ``click_models``).
 PBM_PRIOR_STRENGTH = 5.0
 #: Default pseudo-pairs of ``"harvest"``'s prior on every linked position pair (clicked at the pooled rate).
@@ -96,7 +116,7 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
     ----------
     log : ClickLog
         The logged sessions (with interventions for ``"swap"``, several loggers for ``"harvest"``).
-    method : {"swap", "harvest", "em", "trust_em", "pbm", "auto"}
+    method : {"swap", "harvest", "em", "trust_em", "pbm", "ubm", "dbn", "dcm", "auto"}
         See the module docstring for what each needs ("auto": see ``_auto``; its options are
         ``n_folds`` and the shared ones): swap sessions and
         sessions without intervention; documents shown at several positions
@@ -126,9 +146,15 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
         at a position that fewer (query, document) pairs shown there and at
         another position identify, default 20).
 
+        ``"ubm"``, ``"dbn"``, ``"dcm"``: the click model of that name is fitted to the log
+        (options ``prior_strength``, ``max_iter``, ``tol`` of the model, ``min_propensity`` of
+        :class:`~counterfactual_ltr.propensity.click_models.CascadePropensity`; no bootstrap, and
+        ``max_position`` and ``n_bootstrap`` are not used).
+
     Returns
     -------
-    EstimatedPropensity, or EstimatedTrustBias for ``"trust_em"``
+    EstimatedPropensity, EstimatedTrustBias for ``"trust_em"``, or CascadePropensity for ``"ubm"``,
+    ``"dbn"``, ``"dcm"`` (one propensity per shown result given the clicks above it, Vardasbi et al. 2020)
 
     Warns
     -----
@@ -156,8 +182,10 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
         raise TypeError(f"log must be a ClickLog, got {type(log).__name__}")
     if method == "auto":
         return _auto(log, max_position, n_bootstrap, random_state, options)
+    if method in CASCADE_METHODS:
+        return _cascade(log, method, options)
     if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS + ('auto',)}, got {method!r}")
+        raise ValueError(f"method must be one of {METHODS + CASCADE_METHODS + ('auto',)}, got {method!r}")
     K = check_int(max_position, "max_position", min_value=2)
     B = check_int(n_bootstrap, "n_bootstrap", min_value=0)
     opts = _check_options(method, K, options)

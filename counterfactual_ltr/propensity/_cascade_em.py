@@ -1,0 +1,360 @@
+"""Cascade-family click models over a session x rank grid: conditional probabilities, likelihood and EM.
+
+Every function works on the pages of a log laid out as a dense grid (:func:`grid`): ``S`` pages by
+``L`` ranks (``L`` the longest page), rank ``j`` the ``j``-th shown result of a page (columns past a
+page's end are masked). The chain of a cascade model runs over the shown results in order; a
+parameter that depends on position (UBM's ``gamma``, DCM's ``lambda``) is read at the result's
+recorded position. All arithmetic is vectorised over pages; loops run over EM iterations and over
+the ``L`` ranks only.
+
+Notation (Chuklin, Markov and de Rijke, Click Models for Web Search, 2015, ch. 3): ``E_j``
+examination, ``A_j`` attractiveness (``P(A_j = 1) = alpha_qd``), ``C_j = E_j A_j`` the click,
+``S_j`` satisfaction after a click (``P = sigma_qd``). Parameters per cell of the grid are looked up
+from the model's tables before the functions here are called (``A``, ``Sg``: (S, L) arrays).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["grid", "conditional", "marginal", "cm_fit", "ubm_em", "dcm_em", "dbn_em", "session_loglik"]
+
+_EPS = 1e-10
+
+
+def grid(offsets, positions, values=None):
+    """The pages as an (S, L) grid: where each item goes, the mask of shown cells, and positions.
+
+    Returns
+    -------
+    dict
+        ``at`` (tuple of row and column index of every item, for fancy indexing), ``mask`` (S, L)
+        bool, ``pos`` (S, L) int (recorded position, 1 in masked cells), ``length`` (S,).
+    """
+    offsets = np.asarray(offsets, dtype=np.int64)
+    length = np.diff(offsets)
+    S, L = len(length), int(length.max()) if len(length) else 0
+    page = np.repeat(np.arange(S), length)
+    col = np.arange(offsets[-1]) - offsets[:-1][page]
+    mask = np.zeros((S, L), dtype=bool)
+    mask[page, col] = True
+    pos = np.ones((S, L), dtype=np.int64)
+    pos[page, col] = positions
+    return {"at": (page, col), "mask": mask, "pos": pos, "length": length}
+
+
+def _spread(g, item_values, fill=0.0, dtype=np.float64):
+    out = np.full(g["mask"].shape, fill, dtype=dtype)
+    out[g["at"]] = item_values
+    return out
+
+
+def _last_click(C, mask):
+    """Column of each page's last click (-1 without a click)."""
+    L = C.shape[1]
+    clicked = (C > 0) & mask
+    last = L - 1 - np.argmax(clicked[:, ::-1], axis=1)
+    return np.where(clicked.any(axis=1), last, -1)
+
+
+def conditional(model, A, C, mask, pos, *, Sg=None, gamma=None, lam=None):
+    """``P(E_j = 1 | C_<j)`` and ``P(C_j = 1 | C_<j)`` of every cell, by the forward recursion of the model.
+
+    The recursions (Chuklin et al. 2015, sec. 3.3-3.8; the click probability is always
+    ``P(C_j = 1 | C_<j) = e_j alpha_j`` with ``e_j = P(E_j = 1 | C_<j)``):
+
+    * CM (sec. 3.3): ``e_1 = 1``, ``e_{j+1} = e_j (1 - C_j)`` (no examination after the first click);
+    * DCM (sec. 3.5): ``e_{j+1} = lambda_{r_j}`` after a click, ``e_j (1 - alpha_j) / (1 - e_j alpha_j)``
+      after a skip (Bayes' rule: a skip makes examination less likely);
+    * DBN (sec. 3.8; SDBN with ``gamma = 1``): ``e_{j+1} = gamma (1 - sigma_j)`` after a click,
+      ``gamma e_j (1 - alpha_j) / (1 - e_j alpha_j)`` after a skip;
+    * UBM (sec. 3.4): ``e_j = gamma[r_j, r']`` with ``r'`` the position of the last click above
+      (0 without one): examination is known given the clicks above.
+
+    ``gamma`` is a float for DBN and a (K, K + 1) table for UBM; ``lam`` a (K,) table for DCM;
+    positions beyond the tables take their last row.
+    """
+    S, L = A.shape
+    E = np.zeros((S, L))
+    if model == "ubm":
+        K = gamma.shape[0]
+        last = np.zeros(S, dtype=np.int64)     # position of the last click above (0: none)
+        for j in range(L):
+            r = np.minimum(pos[:, j], K)
+            E[:, j] = gamma[r - 1, np.minimum(last, K)]
+            last = np.where((C[:, j] > 0) & mask[:, j], pos[:, j], last)
+        return E, E * A
+    e = np.ones(S)
+    for j in range(L):
+        E[:, j] = e
+        clicked = C[:, j] > 0
+        skipped = e * (1 - A[:, j]) / np.maximum(1 - e * A[:, j], _EPS)
+        if model == "cm":
+            e = np.where(clicked, 0.0, e)
+        elif model == "dcm":
+            e = np.where(clicked, lam[np.minimum(pos[:, j], len(lam)) - 1], skipped)
+        else:   # dbn / sdbn
+            e = gamma * np.where(clicked, 1 - Sg[:, j], skipped)
+        e = np.where(mask[:, j], e, E[:, j])
+    return E, E * A
+
+
+def marginal(model, A, mask, pos, *, Sg=None, gamma=None, lam=None):
+    """``P(C_j = 1)`` of every cell, not conditioned on any click (what perplexity scores; sec. 5.3).
+
+    CM: ``u_{j+1} = u_j (1 - alpha_j)``; DCM: ``u_{j+1} = u_j (1 - alpha_j + alpha_j lambda_j)``;
+    DBN: ``u_{j+1} = gamma u_j (1 - alpha_j sigma_j)``; ``P(C_j = 1) = u_j alpha_j``. UBM sums over
+    the position of the last click above, carried as a distribution ``D`` over earlier columns
+    (``D_0``: no click yet): ``P(C_j = 1) = alpha_j sum_i D_i gamma[r_j, r_i]``, then
+    ``D_i <- D_i (1 - alpha_j gamma[r_j, r_i])`` and ``D_{j+1} <- P(C_j = 1)``.
+    """
+    S, L = A.shape
+    P = np.zeros((S, L))
+    if model == "ubm":
+        K = gamma.shape[0]
+        D = np.zeros((S, L + 1))
+        D[:, 0] = 1.0
+        prev = np.zeros((S, L + 1), dtype=np.int64)   # position of the click that column i stands for
+        prev[:, 1:] = np.minimum(pos, K)
+        for j in range(L):
+            r = np.minimum(pos[:, j], K)
+            g = gamma[r[:, None] - 1, prev[:, :j + 1]]            # (S, j+1)
+            pj = A[:, j] * (D[:, :j + 1] * g).sum(axis=1)
+            P[:, j] = pj
+            shown = mask[:, j]
+            D[:, :j + 1] = np.where(shown[:, None], D[:, :j + 1] * (1 - A[:, j, None] * g), D[:, :j + 1])
+            D[:, j + 1] = np.where(shown, pj, 0.0)
+        return P * mask
+    u = np.ones(S)
+    for j in range(L):
+        P[:, j] = u * A[:, j]
+        if model == "cm":
+            step = 1 - A[:, j]
+        elif model == "dcm":
+            step = 1 - A[:, j] + A[:, j] * lam[np.minimum(pos[:, j], len(lam)) - 1]
+        else:
+            step = gamma * (1 - A[:, j] * Sg[:, j])
+        u = np.where(mask[:, j], u * step, u)
+    return P * mask
+
+
+def session_loglik(model, A, C, mask, pos, **params):
+    """Natural-log probability of every page's clicks (S,): the chain rule over the conditionals."""
+    _, p = conditional(model, A, C, mask, pos, **params)
+    p = np.clip(p, _EPS, 1 - _EPS)
+    return np.where(mask, np.where(C > 0, np.log(p), np.log1p(-p)), 0.0).sum(axis=1)
+
+
+def _map(num, den, s):
+    """Beta-prior MAP of per-row rates: ``(num + s mu) / (den + s)``, ``mu = sum num / sum den``."""
+    mu = float(num.sum() / max(den.sum(), _EPS))
+    mu = min(max(mu, _EPS), 1 - _EPS)
+    return np.clip((num + s * mu) / np.maximum(den + s, _EPS), _EPS, 1 - _EPS), mu
+
+
+def cm_fit(R, C, mask, n_rows, s):
+    """The cascade model's attractiveness by counting (sec. 4.2): every result up to the first click.
+
+    ``alpha_qd = (clicks + s mu) / (impressions up to and including a page's first click + s)``, the
+    closed-form maximum (a posteriori, with ``s`` pseudo-impressions at the pooled rate ``mu``) of the
+    CM likelihood; results below the first click say nothing under CM and are left out.
+    """
+    clicked = (C > 0) & mask
+    before = np.cumsum(clicked, axis=1) - clicked    # clicks strictly above
+    use = mask & (before == 0)
+    num = np.bincount(R[use], weights=C[use], minlength=n_rows)
+    den = np.bincount(R[use], minlength=n_rows).astype(np.float64)
+    return _map(num, den, s)
+
+
+def _loop(step, x, max_iter, tol):
+    """Run EM steps ``x, loglik = step(x)`` until the mean log-likelihood changes by less than ``tol``."""
+    previous, converged, it, loglik = -np.inf, False, 0, -np.inf
+    history = []
+    while it < max_iter:
+        x, loglik = step(x)
+        it += 1
+        history.append(loglik)
+        if abs(loglik - previous) < tol:
+            converged = True
+            break
+        previous = loglik
+    return x, it, converged, history
+
+
+def ubm_em(R, C, mask, pos, n_rows, K, s, max_iter, tol):
+    """UBM by EM (sec. 4.3): ``P(C_j = 1 | C_<j) = gamma[r_j, r'] alpha_qd``.
+
+    Examination is fixed by the clicks above, so each cell is a PBM-like cell with ``gamma`` indexed
+    by (position, position of the last click above). E-step of a skip (sec. 4.3.2):
+    ``P(A = 1 | C = 0) = alpha (1 - gamma) / (1 - gamma alpha)`` and
+    ``P(E = 1 | C = 0) = gamma (1 - alpha) / (1 - gamma alpha)``; M-step: their means per row (with
+    the Beta prior of ``_map``) and per (position, last click position).
+    """
+    clicked = (C > 0) & mask
+    r = np.minimum(pos, K)
+    last = np.zeros_like(pos)
+    for j in range(1, pos.shape[1]):
+        last[:, j] = np.where(clicked[:, j - 1], r[:, j - 1], last[:, j - 1])
+    gidx = ((r - 1) * (K + 1) + last)[mask]
+    row, c = R[mask], C[mask]
+    n_items = max(c.size, 1)
+    den_g = np.bincount(gidx, minlength=K * (K + 1)).astype(np.float64)
+    den_r = np.bincount(row, minlength=n_rows).astype(np.float64)
+    start = (np.full(n_rows, 0.2), np.full(K * (K + 1), 0.5))
+
+    def step(x):
+        alpha, gamma = x
+        a, g = alpha[row], gamma[gidx]
+        p = np.clip(a * g, _EPS, 1 - _EPS)
+        loglik = float(np.where(c > 0, np.log(p), np.log1p(-p)).sum() / n_items)
+        post_a = np.where(c > 0, 1.0, a * (1 - g) / (1 - p))
+        post_e = np.where(c > 0, 1.0, g * (1 - a) / (1 - p))
+        alpha, mu = _map(np.bincount(row, weights=post_a, minlength=n_rows), den_r, s)
+        step.mu = mu
+        new_g = np.bincount(gidx, weights=post_e, minlength=K * (K + 1))
+        gamma = np.where(den_g > 0, np.clip(new_g / np.maximum(den_g, _EPS), _EPS, 1.0), gamma)
+        return (alpha, gamma), loglik
+
+    (alpha, gamma), it, converged, history = _loop(step, start, max_iter, tol)
+    gamma = gamma.reshape(K, K + 1)
+    return {"alpha": alpha, "gamma": gamma, "mu": step.mu, "n_iter": it, "converged": converged,
+            "history": history}
+
+
+def _tail_no_click(A, mask):
+    """``prod_{i >= j} (1 - alpha_i)`` over the shown cells of each page, for every column (S, L + 1)."""
+    S, L = A.shape
+    T = np.ones((S, L + 1))
+    for j in range(L - 1, -1, -1):
+        T[:, j] = T[:, j + 1] * np.where(mask[:, j], 1 - A[:, j], 1.0)
+    return T
+
+
+def dcm_em(R, C, mask, pos, n_rows, K, s, max_iter, tol):
+    """DCM by EM (sec. 4.3): attractiveness ``alpha_qd`` and continuation after a click ``lambda_r``.
+
+    Up to a page's last click ``l`` every result was examined; below it the only hidden event is
+    whether the user went on after that click (probability ``lambda_{r_l}``), and then examined and
+    skipped everything below. Its posterior is
+    ``q = lambda T / (1 - lambda + lambda T)`` with ``T = prod_{j > l} (1 - alpha_j)`` (``q = 1`` on a page
+    without clicks). E-step: ``P(A_j = 1 | clicks) = C_j`` for ``j <= l`` and ``(1 - q) alpha_j`` below;
+    M-step: ``alpha`` their mean per row (Beta prior as in ``_map``), ``lambda_r`` = (clicks at ``r``
+    that are not a page's last + ``q`` of last clicks at ``r``) / clicks at ``r``. The session
+    likelihood is ``prod_{j <= l} alpha^C (1 - alpha)^(1 - C) prod_{j < l, C_j = 1} lambda_{r_j}
+    (1 - lambda_{r_l} + lambda_{r_l} T)`` (sec. 3.5).
+    """
+    S, L = C.shape
+    clicked = (C > 0) & mask
+    last = _last_click(C, mask)
+    cols = np.arange(L)[None, :]
+    above = mask & (cols <= last[:, None])
+    below = mask & (cols > last[:, None])
+    r = np.minimum(pos, K)
+    is_last = clicked & (cols == last[:, None])
+    clicks_at = np.bincount(r[clicked] - 1, minlength=K).astype(np.float64)
+    sure_go = np.bincount(r[clicked & ~is_last] - 1, minlength=K).astype(np.float64)
+    last_r = np.where(last >= 0, r[np.arange(S), np.maximum(last, 0)], 1)
+    has = last >= 0
+    # Above the last click nothing is hidden: per-row counts are all the E- and M-steps need there.
+    clicks_row = np.bincount(R[above], weights=C[above], minlength=n_rows)
+    skips_row = np.bincount(R[above], weights=1 - C[above], minlength=n_rows)
+    den_r = np.bincount(R[mask], minlength=n_rows).astype(np.float64)
+    page_b, _ = np.nonzero(below)
+    row_b = R[below]
+    n_items = max(int(mask.sum()), 1)
+    # Start from the closed-form counts (a user stops at the last click: alpha over the results up to
+    # it, lambda_r = 1 - last clicks / clicks at r; sec. 4.2), which EM then corrects.
+    alpha0, _ = _map(clicks_row, clicks_row + skips_row, max(s, 1.0))
+    lam0 = np.where(clicks_at > 0, np.clip(sure_go / np.maximum(clicks_at, 1), 0.05, 0.95), 0.5)
+
+    def step(x):
+        alpha, lam = x
+        a_b = alpha[row_b]
+        T = np.exp(np.bincount(page_b, weights=np.log1p(-a_b), minlength=S))
+        lam_l = lam[last_r - 1]
+        Z = np.where(has, 1 - lam_l + lam_l * T, T)
+        q = np.where(has, lam_l * T / np.maximum(Z, _EPS), 1.0)
+        loglik = float(((clicks_row * np.log(alpha)).sum() + (skips_row * np.log1p(-alpha)).sum()
+                        + (sure_go * np.log(lam)).sum()
+                        + np.log(np.maximum(Z, _EPS)).sum()) / n_items)
+        num = clicks_row + np.bincount(row_b, weights=(1 - q[page_b]) * a_b, minlength=n_rows)
+        alpha, mu = _map(num, den_r, s)
+        step.mu = mu
+        go = sure_go + np.bincount(last_r[has] - 1, weights=q[has], minlength=K)
+        lam = np.where(clicks_at > 0, np.clip(go / np.maximum(clicks_at, _EPS), _EPS, 1 - _EPS), lam)
+        return (alpha, lam), loglik
+
+    (alpha, lam), it, converged, history = _loop(step, (alpha0, lam0), max_iter, tol)
+    return {"alpha": alpha, "lam": lam, "mu": step.mu, "n_iter": it, "converged": converged, "history": history}
+
+
+def dbn_em(R, C, mask, n_rows, s, max_iter, tol, *, fix_gamma=None):
+    """DBN by EM (sec. 4.3; SDBN: ``fix_gamma=1``): ``alpha_qd``, satisfaction ``sigma_qd``, continuation ``gamma``.
+
+    Up to the last click ``l`` every result was examined and every click but the last left the user
+    unsatisfied. Below ``l`` a forward-backward pass over the skipped results gives the posterior of
+    examination: with ``N_j = P(no click at j.. | E_j = 1) = (1 - alpha_j) (1 - gamma + gamma N_{j+1})``
+    (``N`` past the page's end is 1), the prior of examining ``l + 1``, ``e0 = gamma (1 - sigma_l)``
+    (1 on a page without clicks, from the first result), ``Z = 1 - e0 + e0 N_{l+1}`` (``N_1`` without
+    clicks) and the forward ``f_{l+1} = e0``, ``f_{j+1} = f_j (1 - alpha_j) gamma``:
+    ``P(E_j = 1 | clicks) = f_j N_j / Z`` and ``P(S_l = 1 | clicks) = sigma_l / Z``. M-step:
+    ``alpha`` the mean of ``P(A_j = 1 | clicks)`` (``C_j`` above ``l``, ``(1 - P(E_j = 1)) alpha_j`` below),
+    ``sigma`` the mean of ``P(S = 1)`` over clicks, ``gamma`` expected transitions
+    ``sum P(E_{j+1} = 1) / sum P(E_j = 1, S_j = 0)`` over consecutive shown results. The session
+    likelihood is ``prod_{j <= l} alpha^C (1 - alpha)^(1 - C) gamma^l prod_{j < l, C_j = 1} (1 - sigma_j) Z``.
+    """
+    S, L = C.shape
+    clicked = (C > 0) & mask
+    last = _last_click(C, mask)
+    has = last >= 0
+    cols = np.arange(L)[None, :]
+    above = mask & (cols <= last[:, None])
+    below = mask & (cols > last[:, None])
+    is_last = clicked & (cols == last[:, None])
+    den_r = np.bincount(R[mask], minlength=n_rows).astype(np.float64)
+    den_s = np.bincount(R[clicked], minlength=n_rows).astype(np.float64)
+    n_items = max(int(mask.sum()), 1)
+    nxt = np.zeros_like(mask)
+    nxt[:, :-1] = mask[:, 1:]                # a shown result follows
+    idx = np.arange(S)
+    start = (np.full(n_rows, 0.2), np.full(n_rows, 0.5), 0.9 if fix_gamma is None else float(fix_gamma))
+
+    def step(x):
+        alpha, sigma, g = x
+        A = np.where(mask, alpha[R], 0.0)
+        Sg = np.where(mask, sigma[R], 0.0)
+        N = np.ones((S, L + 1))
+        for j in range(L - 1, -1, -1):
+            N[:, j] = np.where(mask[:, j], (1 - A[:, j]) * (1 - g + g * N[:, j + 1]), 1.0)
+        sig_l = Sg[idx, np.maximum(last, 0)]
+        e0 = np.where(has, g * (1 - sig_l), 1.0)
+        Z = np.where(has, 1 - e0 + e0 * N[idx, last + 1], N[idx, 0])
+        f = np.zeros((S, L))
+        cur = e0.copy()
+        for j in range(L):
+            at = below[:, j]
+            f[:, j] = np.where(at, cur, 0.0)
+            cur = np.where(at, cur * (1 - A[:, j]) * g, cur)
+        ex = np.where(above, 1.0, np.where(below, f * N[:, :L] / np.maximum(Z, _EPS)[:, None], 0.0))
+        sat = np.where(is_last, (sig_l / np.maximum(Z, _EPS))[:, None], 0.0)
+        ll_above = np.where(above, np.where(C > 0, np.log(np.maximum(A, _EPS)), np.log(np.maximum(1 - A, _EPS))), 0.0)
+        ll_sat = np.where(clicked & ~is_last, np.log(np.maximum(1 - Sg, _EPS)), 0.0)
+        loglik = (ll_above.sum(axis=1) + ll_sat.sum(axis=1) + np.maximum(last, 0) * np.log(max(g, _EPS))
+                  + np.log(np.maximum(Z, _EPS)))
+        loglik = float(loglik.sum() / n_items)
+        post_a = np.where(above, C, np.where(below, (1 - ex) * A, 0.0))
+        alpha, mu_a = _map(np.bincount(R[mask], weights=post_a[mask], minlength=n_rows), den_r, s)
+        sigma, mu_s = _map(np.bincount(R[clicked], weights=sat[clicked], minlength=n_rows), den_s, s)
+        step.mu = (mu_a, mu_s)
+        if fix_gamma is None:
+            ex_next = np.zeros((S, L))
+            ex_next[:, :-1] = ex[:, 1:]
+            num = float(np.where(nxt, ex_next, 0.0).sum())
+            den = float(np.where(nxt, ex - sat, 0.0).sum())
+            g = min(max(num / max(den, _EPS), _EPS), 1.0)
+        return (alpha, sigma, g), loglik
+
+    (alpha, sigma, g), it, converged, history = _loop(step, start, max_iter, tol)
+    return {"alpha": alpha, "sigma": sigma, "gamma": g, "mu": step.mu[0], "mu_sigma": step.mu[1], "n_iter": it,
+            "converged": converged, "history": history}
