@@ -41,11 +41,17 @@ def cascade_clicks(model: str, alpha, *, sigma=None, gamma=None, lam=None, rando
     Parameters
     ----------
     model : {"cm", "ubm", "dcm", "dbn", "sdbn"}
+        The click model that draws the clicks.
     alpha : array (S, L)
+        Attractiveness of every shown result, top result first.
     sigma : array (S, L), for ``"dbn"``/``"sdbn"``
+        Satisfaction after a click on each result.
     gamma : float for ``"dbn"``; array (L, L + 1) for ``"ubm"``
+        Perseverance (DBN), or examination by rank and last click above (UBM).
     lam : array (L,), for ``"dcm"``
+        Probability of going on after a click at each rank.
     random_state : int, Generator or None
+        Seeds every draw.
 
     Returns
     -------
@@ -120,11 +126,13 @@ def simulate_cascade_events(n_sessions: int, model: str = "dbn", *, n_queries: i
     n_sessions : int
         Result pages.
     model : {"cm", "ubm", "dcm", "dbn", "sdbn"}, default "dbn"
+        The click model of the users.
     n_queries, n_shown, drift, session_ids, shuffle, n_candidates
         As in :func:`click_sim.raw.simulate_raw_events`.
     gamma, lam : optional
         The model's position parameters (see :func:`cascade_clicks`).
     random_state : int, Generator or None
+        Seeds every draw: the same seed gives the same log.
 
     Returns
     -------
@@ -183,6 +191,14 @@ def true_parameters(log, truth) -> dict:
     -------
     dict
         ``alpha``, ``sigma``: arrays (n_rows,), in the order of ``log.row_keys()``.
+
+    Examples
+    --------
+    >>> from counterfactual_ltr import ClickLog
+    >>> frame, truth = simulate_cascade_events(50, "dbn", n_queries=4, n_shown=3, random_state=0)
+    >>> log = ClickLog.from_events(frame, session="session")
+    >>> true_parameters(log, truth)["alpha"].shape == (log.n_rows,)
+    True
     """
     q, d = log.row_keys()
     where = {t: i for i, t in enumerate(truth["query_ids"])}

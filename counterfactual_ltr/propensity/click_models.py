@@ -35,6 +35,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 
 from ._click_em import pbm_em
+from .._docs import fill_doc
 from .._validation import check_int, check_real
 from ..logs.clicklog import ClickLog
 from ..ids import match
@@ -442,21 +443,19 @@ class DocumentOnlyModel(_ClickModel):
         return self._row_values(log, self.ctr_, self.prior_mean_)[log.docs]
 
 
-_CASCADE_PARAMS = """
-    Parameters
-    ----------
-    prior_strength : float >= 0, default 5.0
-        Pseudo-observations of the Beta prior on every per-document probability (attractiveness,
-        and satisfaction for DBN/SDBN), at the pooled estimate over the training log (0: plain
-        maximum likelihood, which gives a document shown once and clicked ``alpha = 1``). The
-        default is the position-based model's; on the held-out pages of ``bench_pyclick`` (TREC and
-        a sparse simulated log) 5 predicted better than 0.5, 1 or 2 for every model
-        (``docs/click-models.md``).
-    max_iter : int, default 1000
-        Most EM iterations (a ``ConvergenceWarning`` if they do not converge).
-    tol : float, default 1e-7
-        Stop when the mean log-likelihood per shown result changes by less than this.
-"""
+_CASCADE_PARAMS = {"cascade_params": """Parameters
+----------
+prior_strength : float >= 0, default 5.0
+    Pseudo-observations of the Beta prior on every per-document probability (attractiveness,
+    and satisfaction for DBN/SDBN), at the pooled estimate over the training log (0: plain
+    maximum likelihood, which gives a document shown once and clicked ``alpha = 1``). The
+    default is the position-based model's; on the held-out pages of ``bench_pyclick`` (TREC and
+    a sparse simulated log) 5 predicted better than 0.5, 1 or 2 for every model
+    (``docs/click-models.md``).
+max_iter : int, default 1000
+    Most EM iterations (a ``ConvergenceWarning`` if they do not converge).
+tol : float, default 1e-7
+    Stop when the mean log-likelihood per shown result changes by less than this."""}
 
 
 class _CascadeModel(_ClickModel):
@@ -565,6 +564,7 @@ class _CascadeModel(_ClickModel):
         return E[g["at"]]
 
 
+@fill_doc(_CASCADE_PARAMS)
 class CascadeModel(_CascadeModel):
     """The cascade model (CM): the user scans down, clicks the first attractive result and stops.
 
@@ -572,7 +572,9 @@ class CascadeModel(_CascadeModel):
     al. 2008; Chuklin, Markov and de Rijke 2015, sec. 3.3). Fitted in closed form (sec. 4.2):
     ``alpha_qd`` is the click rate of the pair over the results up to a page's first click. A click
     below the first has probability 0 under CM (scored at 1e-10 in the likelihood).
-    """ + _CASCADE_PARAMS + """
+
+    {cascade_params}
+
     Attributes
     ----------
     alpha_ : ndarray (n_rows,)
@@ -589,7 +591,7 @@ class CascadeModel(_CascadeModel):
     >>> from counterfactual_ltr import ClickLog
     >>> log = ClickLog.from_events({"query": ["q"] * 4, "doc": [1, 2, 2, 1], "position": [1, 2, 1, 2],
     ...                             "click": [0, 1, 1, 0]})
-    >>> CascadeModel(prior_strength=0).fit(log).alpha_.tolist()
+    >>> CascadeModel(prior_strength=0).fit(log).alpha_.round(6).tolist()     # kept inside (0, 1) by 1e-10
     [0.0, 1.0]
     """
 
@@ -603,13 +605,16 @@ class CascadeModel(_CascadeModel):
         return {}
 
 
+@fill_doc(_CASCADE_PARAMS)
 class UserBrowsingModel(_CascadeModel):
     """The user browsing model (UBM): examination depends on the position and the last click above.
 
     ``P(C_r = 1 | C_<r) = gamma[r, r'] alpha_qd`` with ``r'`` the position of the last click above
     ``r`` (0 without one) (Dupret and Piwowarski 2008; Chuklin, Markov and de Rijke 2015, sec. 3.4),
     fitted by EM (sec. 4.3; see ``_cascade_em.ubm_em``).
-    """ + _CASCADE_PARAMS + """
+
+    {cascade_params}
+
     Attributes
     ----------
     alpha_ : ndarray (n_rows,)
@@ -620,6 +625,15 @@ class UserBrowsingModel(_CascadeModel):
     row_keys_ : tuple of arrays
     n_iter_ : int
     converged_ : bool
+
+    Examples
+    --------
+    >>> from click_sim.cascade import simulate_cascade_events
+    >>> from counterfactual_ltr import ClickLog
+    >>> frame, _ = simulate_cascade_events(300, "ubm", n_queries=10, n_shown=4, random_state=0)
+    >>> model = UserBrowsingModel().fit(ClickLog.from_events(frame, session="session"))
+    >>> model.gamma_.shape
+    (4, 5)
     """
 
     _name = "ubm"
@@ -633,13 +647,16 @@ class UserBrowsingModel(_CascadeModel):
         return {"gamma": self.gamma_}
 
 
+@fill_doc(_CASCADE_PARAMS)
 class DependentClickModel(_CascadeModel):
     """The dependent click model (DCM): a cascade where the user may go on after a click.
 
     ``P(E_1 = 1) = 1``; a skipped result passes examination on; after a click at position ``r`` the
     next result is examined with probability ``lambda_r`` (Guo, Liu and Wang 2009; Chuklin, Markov
     and de Rijke 2015, sec. 3.5), fitted by EM (see ``_cascade_em.dcm_em``).
-    """ + _CASCADE_PARAMS + """
+
+    {cascade_params}
+
     Attributes
     ----------
     alpha_ : ndarray (n_rows,)
@@ -649,6 +666,15 @@ class DependentClickModel(_CascadeModel):
     row_keys_ : tuple of arrays
     n_iter_ : int
     converged_ : bool
+
+    Examples
+    --------
+    >>> from click_sim.cascade import simulate_cascade_events
+    >>> from counterfactual_ltr import ClickLog
+    >>> frame, _ = simulate_cascade_events(300, "dcm", n_queries=10, n_shown=4, random_state=0)
+    >>> model = DependentClickModel().fit(ClickLog.from_events(frame, session="session"))
+    >>> model.lambda_.shape
+    (4,)
     """
 
     _name = "dcm"
@@ -662,6 +688,7 @@ class DependentClickModel(_CascadeModel):
         return {"lam": self.lambda_}
 
 
+@fill_doc(_CASCADE_PARAMS)
 class DynamicBayesianNetworkModel(_CascadeModel):
     """The dynamic Bayesian network model (DBN): attractiveness, satisfaction and perseverance.
 
@@ -669,7 +696,9 @@ class DynamicBayesianNetworkModel(_CascadeModel):
     ``sigma_qd`` and stops; otherwise (or after a skip) examines the next result with probability
     ``gamma`` (Chapelle and Zhang 2009; Chuklin, Markov and de Rijke 2015, sec. 3.8), fitted by EM
     (see ``_cascade_em.dbn_em``).
-    """ + _CASCADE_PARAMS + """
+
+    {cascade_params}
+
     Attributes
     ----------
     alpha_ : ndarray (n_rows,)
@@ -682,6 +711,15 @@ class DynamicBayesianNetworkModel(_CascadeModel):
     row_keys_ : tuple of arrays
     n_iter_ : int
     converged_ : bool
+
+    Examples
+    --------
+    >>> from click_sim.cascade import simulate_cascade_events
+    >>> from counterfactual_ltr import ClickLog
+    >>> frame, _ = simulate_cascade_events(300, "dbn", n_queries=10, n_shown=4, random_state=0)
+    >>> model = DynamicBayesianNetworkModel().fit(ClickLog.from_events(frame, session="session"))
+    >>> 0 < model.gamma_ <= 1
+    True
     """
 
     _name = "dbn"
@@ -696,6 +734,7 @@ class DynamicBayesianNetworkModel(_CascadeModel):
         return {"gamma": self.gamma_}
 
 
+@fill_doc(_CASCADE_PARAMS)
 class SimplifiedDBNModel(DynamicBayesianNetworkModel):
     """The simplified DBN (SDBN): the DBN with ``gamma = 1`` (a user stops only when satisfied).
 
@@ -703,7 +742,9 @@ class SimplifiedDBNModel(DynamicBayesianNetworkModel):
     to the last click) assume the user never examines below an unsatisfying last click, which the
     model itself does not say; here the same EM as the DBN with ``gamma`` fixed at 1 maximises the
     model's own likelihood.
-    """ + _CASCADE_PARAMS + """
+
+    {cascade_params}
+
     Attributes
     ----------
     alpha_, sigma_ : ndarray (n_rows,)
@@ -713,6 +754,15 @@ class SimplifiedDBNModel(DynamicBayesianNetworkModel):
     row_keys_ : tuple of arrays
     n_iter_ : int
     converged_ : bool
+
+    Examples
+    --------
+    >>> from click_sim.cascade import simulate_cascade_events
+    >>> from counterfactual_ltr import ClickLog
+    >>> frame, _ = simulate_cascade_events(300, "sdbn", n_queries=10, n_shown=4, random_state=0)
+    >>> model = SimplifiedDBNModel().fit(ClickLog.from_events(frame, session="session"))
+    >>> model.gamma_
+    1.0
     """
 
     _name = "sdbn"
@@ -759,7 +809,17 @@ class CascadePropensity:
                                          include_min=False)
 
     def item_propensities(self, log) -> np.ndarray:
-        """``max(P(E_r = 1 | C_<r), min_propensity)`` of every shown result of ``log`` (n_items,)."""
+        """``max(P(E_r = 1 | C_<r), min_propensity)`` of every shown result of ``log``.
+
+        Parameters
+        ----------
+        log : ClickLog
+            The sessions whose results are weighted (raw or joined).
+
+        Returns
+        -------
+        ndarray (n_items,)
+        """
         return np.clip(self.click_model.predict_examination_proba(log), self.min_propensity, 1.0)
 
     def __repr__(self) -> str:
