@@ -1,7 +1,8 @@
 """The linear learners on a Dask cluster (issue 32): partitions by query, the distributed aggregate,
 products over partitions, fits equal to the in-memory ones, estimates, model selection, a lost worker.
 
-One LocalCluster (processes, 2 workers, 1 thread each) serves the module.
+One LocalCluster (processes, 2 workers, 1 thread each) serves the module: under pytest-xdist its
+tests run in one process (``xdist_group``), so the cluster starts once.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from counterfactual_ltr.distributed import newton  # noqa: E402
 from counterfactual_ltr.distributed.fit import fit_linear  # noqa: E402
 from counterfactual_ltr.estimators import RankSVM, SVMPropDCG, SVMPropRank  # noqa: E402
 from counterfactual_ltr.estimators.svm import click_pairs  # noqa: E402
+
+pytestmark = pytest.mark.xdist_group("dask-cluster")
 
 
 @pytest.fixture(scope="module")
