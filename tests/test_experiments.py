@@ -64,7 +64,8 @@ def _run(name, tmp_path, monkeypatch=None):
     return payload
 
 
-@pytest.mark.parametrize("name", sorted(SYNTHETIC_ONLY & set(scripts())))
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name == "slam_fig1_separable"
+                                  else name for name in sorted(SYNTHETIC_ONLY & set(scripts()))])   # slam: ~10 s
 def test_synthetic_script_quick(name, tmp_path):
     _run(name, tmp_path)
 
