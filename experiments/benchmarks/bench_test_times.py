@@ -11,7 +11,8 @@ on a machine shared with other jobs is set by the load, CPU time much less.
 Prints figures; not a test. ``CLTR_DATA`` (the folder that holds ``MQ2008``) is passed on: without
 the data the MQ2008 tests skip and the times are not the README's.
 
-python -m experiments.benchmarks.bench_test_times [--only quick|full] [--pytest-args "-p no:cacheprovider"]
+python -m experiments.benchmarks.bench_test_times [--only quick|full] [--pytest-args "--durations=30"]
+    [--log DIR]     (DIR/quick.txt, DIR/full.txt: each run's whole output)
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def count(summary: str, word: str) -> int:
     return int(m.group(1)) if m else 0
 
 
-def run(name: str, extra: list[str]) -> dict:
+def run(name: str, extra: list[str], log: Path | None = None) -> dict:
     """Run one of ``RUNS`` from the repository root; its wall and CPU seconds, summary and return code."""
     command = [sys.executable, *RUNS[name], *extra]
     load_before = os.getloadavg()[0]
@@ -58,6 +59,9 @@ def run(name: str, extra: list[str]) -> dict:
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     wall, cpu = time.perf_counter() - wall0, _children_cpu() - cpu0
     summary = summary_line(done.stdout)
+    if log is not None:
+        log.mkdir(parents=True, exist_ok=True)
+        (log / f"{name}.txt").write_text(done.stdout + done.stderr)
     return {"name": name, "command": "python " + shlex.join(command[1:]), "wall": wall, "cpu": cpu,
             "summary": summary, "returncode": done.returncode, "tests": count(summary, "passed")
             + count(summary, "failed") + count(summary, "skipped"), "load": (load_before, os.getloadavg()[0]),
@@ -68,12 +72,13 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", choices=sorted(RUNS), help="run one of the two (default: quick, then full)")
     parser.add_argument("--pytest-args", default="", help="more pytest arguments for both runs (one string)")
+    parser.add_argument("--log", type=Path, help="folder for each run's whole output (NAME.txt)")
     args = parser.parse_args(argv)
     extra = shlex.split(args.pytest_args)
     print(f"{os.cpu_count()} CPUs; CLTR_DATA={os.environ.get('CLTR_DATA', '(unset)')}; {ROOT}", flush=True)
     status = 0
     for name in [args.only] if args.only else ["quick", "full"]:
-        r = run(name, extra)
+        r = run(name, extra, args.log)
         print(f"{r['name']:5s} `{r['command']}`: {r['wall']:.0f} s wall, {r['cpu']:.0f} s CPU; {r['tests']} tests "
               f"({r['summary'] or 'no summary line'}); exit {r['returncode']}; 1-minute load average "
               f"{r['load'][0]:.1f} before, {r['load'][1]:.1f} after", flush=True)
