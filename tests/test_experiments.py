@@ -110,6 +110,7 @@ def test_quick_runs_write_elsewhere_than_the_committed_results():
     assert str(parser("x").parse_args(["--quick", "--out", "elsewhere"]).out) == "elsewhere"
 
 
+@pytest.mark.slow      # two Python processes importing the experiments: about 6 s
 def test_unknown_experiment_is_one_line_from_any_directory(tmp_path):
     import os
     import subprocess
