@@ -2,7 +2,7 @@
 products over partitions, fits equal to the in-memory ones, estimates, model selection, a lost worker.
 
 One LocalCluster (processes, 2 workers, 1 thread each) serves the module: under pytest-xdist its
-tests run in one process (``xdist_group``), so the cluster starts once.
+tests run in one process (``ONE_WORKER_MODULES`` in ``conftest.py``), so the cluster starts once.
 """
 
 from __future__ import annotations
@@ -28,8 +28,6 @@ from counterfactual_ltr.distributed import newton  # noqa: E402
 from counterfactual_ltr.distributed.fit import fit_linear  # noqa: E402
 from counterfactual_ltr.estimators import RankSVM, SVMPropDCG, SVMPropRank  # noqa: E402
 from counterfactual_ltr.estimators.svm import click_pairs  # noqa: E402
-
-pytestmark = pytest.mark.xdist_group("dask-cluster")
 
 
 @pytest.fixture(scope="module")

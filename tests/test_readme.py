@@ -16,7 +16,7 @@ earlier one wrote, never its variables.
   and runs the example on MQ2008 or a log (5 s to minutes of CPU), and a block runs after every
   earlier one. The quick run (``-m "not slow"``) keeps only the check of the README's blocks.
 * The tests share one folder and run each block once, so under pytest-xdist they run in one
-  process, in order (``xdist_group("readme")``).
+  process, in order (``ONE_WORKER_MODULES`` in ``conftest.py``).
 
 Without MQ2008 the tests skip, saying where the data was looked for.
 """
@@ -61,8 +61,6 @@ def readme_blocks(text: str) -> list[Block]:
 
 BLOCKS = readme_blocks((REPO / "README.md").read_text())
 RUNNABLE = [(k, b) for k, b in enumerate(BLOCKS) if b.lang in ("python", "bash")]
-
-pytestmark = pytest.mark.xdist_group("readme")     # one folder, each block run once: one process
 
 
 def test_the_readme_has_the_blocks_this_file_runs():
