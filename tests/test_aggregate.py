@@ -175,6 +175,7 @@ def dask_client():
     cluster.close()
 
 
+@pytest.mark.slow      # starts the module's LocalCluster: 5-8 s
 def test_dask_aggregation_equals_in_memory(dask_client, log, tmp_path):
     import dask.dataframe as dd
 
@@ -189,6 +190,7 @@ def test_dask_aggregation_equals_in_memory(dask_client, log, tmp_path):
         aggregate_clicks(broken, log.data, engine="dask")
 
 
+@pytest.mark.slow      # a grid search on the LocalCluster: about 7 s
 def test_dask_partitioned_simulation_and_grid_search(dask_client, data, tmp_path, monkeypatch):
     import joblib
     from sklearn.model_selection import GridSearchCV, GroupKFold

@@ -124,6 +124,7 @@ def _check_against_api(out, train, vali, test, *, passes, grid, cv):
     np.testing.assert_array_equal(scores["rank"].to_numpy(), ranks(model.predict(test_data), qid=test_data.qid))
 
 
+@pytest.mark.slow      # the CLI's whole workflow in processes: about 10 s
 def test_workflow_on_synthetic_data(synthetic_files):
     folder = synthetic_files
     args = dict(passes=4, grid="0.1,10", cv=2)

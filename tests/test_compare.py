@@ -283,6 +283,7 @@ def test_average_rank_improves_downwards(setting, log):
     assert "better" in better.summary() and "clears 0" in better.summary()
 
 
+@pytest.mark.slow      # a coverage count over independent logs: about 10 s
 def test_paired_intervals_cover_and_the_lower_bound_holds_over_independent_logs():
     """A smaller version of experiments/paired_comparison.py: queries drawn from a population of 200."""
     from experiments.paired_comparison import monte_carlo, summarise

@@ -1,7 +1,8 @@
 """The linear learners on a Dask cluster (issue 32): partitions by query, the distributed aggregate,
 products over partitions, fits equal to the in-memory ones, estimates, model selection, a lost worker.
 
-One LocalCluster (processes, 2 workers, 1 thread each) serves the module.
+One LocalCluster (processes, 2 workers, 1 thread each) serves the module: under pytest-xdist its
+tests run in one process (``ONE_WORKER_MODULES`` in ``conftest.py``), so the cluster starts once.
 """
 
 from __future__ import annotations

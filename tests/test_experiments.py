@@ -64,7 +64,8 @@ def _run(name, tmp_path, monkeypatch=None):
     return payload
 
 
-@pytest.mark.parametrize("name", sorted(SYNTHETIC_ONLY & set(scripts())))
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name == "slam_fig1_separable"
+                                  else name for name in sorted(SYNTHETIC_ONLY & set(scripts()))])   # slam: ~10 s
 def test_synthetic_script_quick(name, tmp_path):
     _run(name, tmp_path)
 
@@ -109,6 +110,7 @@ def test_quick_runs_write_elsewhere_than_the_committed_results():
     assert str(parser("x").parse_args(["--quick", "--out", "elsewhere"]).out) == "elsewhere"
 
 
+@pytest.mark.slow      # two Python processes importing the experiments: about 6 s
 def test_unknown_experiment_is_one_line_from_any_directory(tmp_path):
     import os
     import subprocess

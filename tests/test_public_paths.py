@@ -53,6 +53,7 @@ def test_a_moved_module_is_the_module_at_its_new_path(old):
     assert imported is new                                     # noqa: F821
 
 
+@pytest.mark.slow      # a Python process importing the benchmark and its dependencies: 5-12 s
 def test_an_old_experiment_path_runs_as_a_module():
     import subprocess
     import sys

@@ -62,7 +62,8 @@ def runs():
 
 
 @pytest.mark.parametrize("kind", ["parquet", "csv"])
-@pytest.mark.parametrize("batch_size", [97, 1 << 20])
+# batch_size 97: about 150 batches per run, 10-30 s (slow); one batch per file is quick
+@pytest.mark.parametrize("batch_size", [pytest.param(97, marks=pytest.mark.slow), 1 << 20])
 def test_streamed_raw_aggregate_equals_the_joined_log(events, runs, tmp_path, kind, batch_size):
     for name, frame, session in (("pages", events, "session"), ("runs", runs, None)):
         folder = tmp_path / name
@@ -75,6 +76,7 @@ def test_streamed_raw_aggregate_equals_the_joined_log(events, runs, tmp_path, ki
         _same(agg, ref)
 
 
+@pytest.mark.slow      # a LocalCluster and four aggregates on it: 10-35 s
 def test_raw_aggregate_on_dask_equals_the_joined_log(events, runs, tmp_path):
     distributed = pytest.importorskip("distributed")
     dd = pytest.importorskip("dask.dataframe")
@@ -92,6 +94,7 @@ def test_raw_aggregate_on_dask_equals_the_joined_log(events, runs, tmp_path):
                                    session=session, doc="doc"), ref)
 
 
+@pytest.mark.slow      # batches of 100 rows: 5-10 s each
 @pytest.mark.parametrize("missing", ["drop_sessions", "drop_rows"])
 def test_dropping_join_warns_once_with_the_counts_of_the_in_memory_join(events, tmp_path, missing):
     data = _features(events, drop=25)
@@ -106,6 +109,7 @@ def test_dropping_join_warns_once_with_the_counts_of_the_in_memory_join(events, 
     assert len(dropped) == 1 and str(dropped[0].message) == str(expected[0].message)
 
 
+@pytest.mark.slow      # batches of 100 rows: 5-10 s
 def test_missing_features_raise_after_the_whole_log_with_the_in_memory_count(events, tmp_path):
     data = _features(events, drop=25)
     with pytest.raises(ValueError) as expected:

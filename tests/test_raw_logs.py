@@ -255,6 +255,7 @@ def test_string_ids_that_look_like_numbers_or_missing_values_round_trip_through_
         ClickLog.from_events({"query": ["q", "q"], "doc": ["a", ""], "position": [1, 2], "click": [1, 0]})
 
 
+@pytest.mark.slow      # 300,000 CSV rows written and read: about 6 s
 def test_csv_ids_that_look_like_numbers_until_a_late_row_are_all_strings(tmp_path):
     """pandas types a CSV column per internal chunk by default: ids numeric for 300,000 rows and then 'abc'
     would come back as a mixture of ints and strings; the reader types the whole column."""

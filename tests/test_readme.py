@@ -12,6 +12,11 @@ earlier one wrote, never its variables.
   ``python -m counterfactual_ltr`` where it is not installed.
 * An HTML comment before a block, ``<!-- readme-test: skip (reason) -->``, skips it with that
   reason; ``<!-- readme-test: slow -->`` marks its test ``slow``.
+* Every block's test is ``slow`` in any case: each starts a Python process that imports the library
+  and runs the example on MQ2008 or a log (5 s to minutes of CPU), and a block runs after every
+  earlier one. The quick run (``-m "not slow"``) keeps only the check of the README's blocks.
+* The tests share one folder and run each block once, so under pytest-xdist they run in one
+  process, in order (``ONE_WORKER_MODULES`` in ``conftest.py``).
 
 Without MQ2008 the tests skip, saying where the data was looked for.
 """
@@ -106,11 +111,9 @@ def runner(tmp_path_factory):
 
 def _params():
     for k, block in RUNNABLE:
-        marks = []
+        marks = [pytest.mark.slow]             # a Python process per block, after every earlier block
         if block.marker.startswith("skip"):
             marks.append(pytest.mark.skip(reason=f"README line {block.line}: {block.marker[5:].strip(' ()')}"))
-        elif block.marker == "slow":
-            marks.append(pytest.mark.slow)
         yield pytest.param(k, id=f"line{block.line}-{block.lang}", marks=marks)
 
 

@@ -281,6 +281,7 @@ def test_cltr_alone_prints_its_usage(folder, capsys):
     assert out.startswith("Usage: cltr") and "Commands:" in out and len(out.splitlines()) > 10
 
 
+@pytest.mark.slow      # four Python processes importing the library: 10 s and more
 def test_the_console_entry_point_exits_with_the_same_statuses(folder):
     """Through a real process (python -m counterfactual_ltr): statuses and stderr as in-process."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))

@@ -264,6 +264,7 @@ def _write_pieces(frame, folder, n_files, suffix, rng):
     return folder
 
 
+@pytest.mark.slow      # 40 examples, some on Dask and in batches of 5 rows: 6 s and more
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(mutation=st.sampled_from(sorted(MUTATIONS)), n_files=st.integers(1, 4), batch_size=st.integers(5, 400),
        suffix=st.sampled_from([".parquet", ".pq", ".csv"]), engine=st.sampled_from(["pyarrow", "dask"]),
