@@ -384,11 +384,9 @@ def aggregate_clicks(source, data: RankingDataset, propensity=None, *, engine: s
         :meth:`ClickLog.with_data` (default ``"raise"``, after the whole log is read, with the
         count of such (query, document) pairs; a dropping join warns once with the counts).
     repeated : {"drop_pages", "keep_first", "raise"}, optional
-        Raw log only: pages that show one document twice, as in :meth:`ClickLog.with_data`
-        (default ``"drop_pages"``, with one ``RepeatedDocumentWarning`` for the whole log that
-        counts them and names a few). Without a page column, a page that starts by repeating a
-        row of the page before warns once too (``RepeatedRowWarning``), as
-        :meth:`ClickLog.from_events` does.
+        Raw log only: pages that show a document twice, as in :meth:`ClickLog.with_data` (default
+        ``"drop_pages"``; one warning for the whole log, and one for pages cut from runs that
+        start by repeating a row, as :meth:`ClickLog.from_events` warns).
 
     Returns
     -------
@@ -409,20 +407,14 @@ def aggregate_clicks(source, data: RankingDataset, propensity=None, *, engine: s
     >>> aggregate_clicks(path, data).equals(log.aggregate())
     True
     """
+    raw = {"query": query, "doc": doc, "position": position, "click": click, "session": session}
     if getattr(data, "is_distributed", False):   # partitions on a cluster: reduced where they live
-        if engine != "dask":
-            raise ValueError("a distributed data set needs engine='dask'")
-        if missing is not None or repeated is not None or any(v is not None for v in (query, doc, position, click,
-                                                                                         session)):
-            raise ValueError("the raw-log options (query, doc, ..., missing, repeated) are not supported on a "
-                             "distributed data set")
-        return data.aggregate(source, propensity, local=frame_aggregate, files=log_files, read=iter_log_batches)
+        return _distributed(source, data, propensity, engine, [missing, repeated, *raw.values()])
     if not isinstance(data, RankingDataset):
         raise TypeError(f"data must be a RankingDataset, got {type(data).__name__}")
     if engine not in ("pyarrow", "dask"):
         raise ValueError(f"engine must be 'pyarrow' or 'dask', got {engine!r}")
     batch_size = check_int(batch_size, "batch_size", min_value=1)
-    raw = {"query": query, "doc": doc, "position": position, "click": click, "session": session}
     if missing is not None or repeated is not None or any(v is not None for v in raw.values()):
         table, n_sessions = _raw_table(source, data, engine, batch_size, raw, missing or "raise",
                                        repeated or "drop_pages")
@@ -439,6 +431,16 @@ def aggregate_clicks(source, data: RankingDataset, propensity=None, *, engine: s
         except NotGrouped:
             table, n_sessions = _bucket_count(files, batch_size, data, _where(source))
     return ClickAggregate._weighted(data, table if table is not None else _merge_tables([]), n_sessions, propensity)
+
+
+def _distributed(source, data, propensity, engine: str, raw_options: list):
+    """``aggregate_clicks`` on a distributed data set: one aggregate per partition, on the workers."""
+    if engine != "dask":
+        raise ValueError("a distributed data set needs engine='dask'")
+    if any(v is not None for v in raw_options):
+        raise ValueError("the raw-log options (query, doc, ..., missing, repeated) are not supported on a "
+                         "distributed data set")
+    return data.aggregate(source, propensity, local=frame_aggregate, files=log_files, read=iter_log_batches)
 
 
 def frame_aggregate(frame, data: RankingDataset, propensity, where: str) -> ClickAggregate:

@@ -189,12 +189,7 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
     K = check_int(max_position, "max_position", min_value=2)
     B = check_int(n_bootstrap, "n_bootstrap", min_value=0)
     opts = _check_options(method, K, options)
-    longest = int(log.positions.max(initial=0))
-    if K > longest:    # before the (document x position) tables are allocated
-        raise ValueError(f"{method!r}: position {longest + 1} is never shown (the log's largest position is "
-                         f"{longest}); lower max_position")
-    if log.n_clicks == 0:
-        raise ValueError("the click log has no clicks: no propensity can be estimated")
+    _check_log_shows(log, method, K)
     estimate, n_sessions = {"swap": _swap, "harvest": _harvest, "em": _em, "trust_em": _trust_em, "pbm": _pbm}[method](
         log, K, opts)
     Q = log.n_queries
@@ -210,6 +205,21 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
     if method == "trust_em":
         return _trust_bias_model(point, boot, opts["confidence"], n_sessions)
     model = _propensity_model(method, point, boot, opts["confidence"], n_sessions, converged)
+    return _with_provenance(model, method, K, opts, options, log, estimate, at_cap)
+
+
+def _check_log_shows(log, method: str, K: int) -> None:
+    """``ValueError`` for a log that never shows position ``K`` or has no click (before any table is allocated)."""
+    longest = int(log.positions.max(initial=0))
+    if K > longest:
+        raise ValueError(f"{method!r}: position {longest + 1} is never shown (the log's largest position is "
+                         f"{longest}); lower max_position")
+    if log.n_clicks == 0:
+        raise ValueError("the click log has no clicks: no propensity can be estimated")
+
+
+def _with_provenance(model, method, K, opts, options, log, estimate, at_cap):
+    """The estimate with how it was made: support, recipe (options as given, and the shape used), log, full fit."""
     model.support_, model.pair_support_ = opts.get("support"), opts.get("pair_support")
     kept = {key: value for key, value in options.items() if key != "start"}
     if method in MONOTONE_DEFAULT:          # the shape it was made with, whatever the default later
