@@ -221,12 +221,16 @@ def _alpha_given(theta, mu, row, k, wn, wc, n_rows, s, multi, multi_cells, alpha
             g = A[multi] - np.bincount(index, weights=sk * ta / (1 - ta), minlength=multi.size) - D[multi] * a / (1 - a)
             h = -np.bincount(index, weights=sk * kk / (1 - ta) ** 2, minlength=multi.size) - D[multi] / (1 - a) ** 2
             lo, hi = np.where(g > 0, a, lo), np.where(g > 0, hi, a)
-            new = a - g / h
+            step = -g / h
+            # a step below the tolerance is taken as it is: the bracket tests below would read its
+            # rounding as leaving the bracket and bisect away from a root already reached
+            tiny = np.abs(step) <= 1e-12 * np.maximum(a, 1e-300)
+            new = a + step
             # past the bracket's right end: continue from there (Newton from the right is monotone)
             new = np.where(new >= hi, np.where(hi < 1, hi, 0.5 * (lo + hi)), new)
             new = np.where(new <= lo, 0.5 * (lo + hi), new)
-            done = (np.abs(new - a) <= 1e-12 * np.maximum(a, 1e-300)) | (hi - lo <= 1e-12 * np.maximum(a, 1e-300))
-            a = new
+            done = tiny | (hi - lo <= 1e-12 * np.maximum(a, 1e-300))
+            a = np.where(tiny, a + step, new)
             if done.all():
                 break
         alpha[multi] = np.where(A[multi] > 0, a, 0.0)
@@ -480,7 +484,7 @@ def pbm_newton(row, k, n, c, n_rows: int, K: int, *, weight=None, prior_strength
         alpha, grad, rmu, J, nat, rm = out
         merit = new_merit
         # Newton converges in a handful of steps where the fixed point is regular; where the merit
-        # falls by less than half over five steps the fixed point is degenerate (a theta at its
+        # falls by less than half over ten steps the fixed point is degenerate (a theta at its
         # bound with a vanishing gradient, several fixed points): stop and report it not converged.
         history.append(merit)
         if warm_started and len(history) > 10 and history[-1] > 0.5 * history[-11] and \
