@@ -43,11 +43,10 @@ __all__ = ["cli", "main", "MODELS"]
 MODELS = {"svm-propdcg": "SVMPropDCG", "svm-proprank": "SVMPropRank", "svm-proprbp": "SVMPropRBP",
           "svm-rank": "RankSVM", "slam": "SLAMRanker", "deep": "DeepPropDCG", "gbdt-propdcg": "GBDTPropDCG"}
 #: Grid options of ``--model gbdt-propdcg``: option -> (GBDTPropDCG parameter, whole numbers?, least value
-#: (a float: exclusive), default grid).
-GBDT_GRID = {"--n-estimators": ("n_estimators", True, 1, "100"),
-             "--learning-rate": ("learning_rate", False, 0.0, "0.1"),
-             "--num-leaves": ("num_leaves", True, 2, "31"),
-             "--min-child-samples": ("min_child_samples", True, 1, "20")}
+#: (a float: exclusive)). An option not given takes its values from ``estimators.GBDT_GRID``, else the
+#: estimator's default.
+TREE_OPTIONS = {"--n-estimators": ("n_estimators", True, 1), "--learning-rate": ("learning_rate", False, 0.0),
+                "--num-leaves": ("num_leaves", True, 2), "--min-child-samples": ("min_child_samples", True, 1)}
 SCALERS = {"none": None, "standard": "StandardScaler", "minmax": "MinMaxScaler", "maxabs": "MaxAbsScaler",
            "robust": "RobustScaler"}
 #: ``cltr fit`` extends a grid whose choice binds at an edge by at most this many values (factors of 10).
@@ -505,11 +504,12 @@ def _estimation_payload(result, method) -> dict:
               help="Feature preprocessor fitted on each training fold's documents (the estimators' preprocessor=).")
 @click.option("--seed", default=0, show_default=True, type=int, help="Random seed (deep, gbdt-propdcg).")
 @click.option("--n-estimators", "n_estimators", default=None,
-              help="Comma-separated grid of trees (gbdt-propdcg only)  [default: 100]")
+              help="Comma-separated grid of trees (gbdt-propdcg only)  [default: 100,300, the recommended grid "
+                   "estimators.GBDT_GRID]")
 @click.option("--learning-rate", "learning_rate", default=None,
-              help="Comma-separated grid of learning rates (gbdt-propdcg only)  [default: 0.1]")
+              help="Comma-separated grid of learning rates (gbdt-propdcg only)  [default: 0.1, GBDT_GRID]")
 @click.option("--num-leaves", "num_leaves", default=None,
-              help="Comma-separated grid of leaves per tree (gbdt-propdcg only)  [default: 31]")
+              help="Comma-separated grid of leaves per tree (gbdt-propdcg only)  [default: 7,31, GBDT_GRID]")
 @click.option("--min-child-samples", "min_child_samples", default=None,
               help="Comma-separated grid of rows per leaf at least (gbdt-propdcg only)  [default: 20]")
 @_quiet_option
@@ -568,11 +568,12 @@ def fit(log, data, output, features, label, repeated, model_name, C, alpha, epoc
 
 
 def _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, output, quiet, dataset):
-    """``cltr fit`` over a grid of several parameters (the tree options): GridSearchCV, edges warned, no extension."""
+    """``cltr fit`` over a grid of several parameters (the tree options): GridSearchCV, its table printed and
+    stored as the model's ``selection_``, binding edges warned with values the options accept (no extension)."""
     from sklearn.model_selection import GridSearchCV, GroupKFold
 
     from ._progress import progress, show_progress
-    from .model_selection import check_grid_edge
+    from .model_selection import _warn_once_per_cause, check_grid_edge, search_record, selection_lines
     from .model_files.persistence import save_model
 
     n_fits = int(np.prod([len(v) for v in grid.values()])) * cv
@@ -581,15 +582,23 @@ def _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, 
         search = GridSearchCV(estimator, grid, cv=GroupKFold(cv), scoring=_CountingScorer(scorer, bar),
                               error_score="raise")
         try:
-            search.fit(click_log, groups=click_log.groups)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                search.fit(click_log, groups=click_log.groups)
         finally:
             bar.close()
-    check_grid_edge(search)
+    _warn_once_per_cause(caught, n_fits)
+    least = {name: low for name, whole, low in TREE_OPTIONS.values() if whole}
+    edges = check_grid_edge(search, limits=least)
     chosen = ", ".join(f"{k}={v:g}" for k, v in search.best_params_.items())
     if _ranks_everything_equal(search.best_estimator_, dataset):
         raise InputError(_degenerate_tree_message(search, chosen, click_log))
-    save_model(search.best_estimator_, output)
+    model = search.best_estimator_
+    model.selection_ = search_record(search, scoring_name=scoring, edges=edges)
+    save_model(model, output)
     _echo(quiet, f"chose {chosen} (cross-validated {scoring} {search.best_score_:.5f}); wrote {output}")
+    for line in selection_lines(model.selection_):
+        _echo(quiet, line)
 
 
 def _ranks_everything_equal(model, data) -> bool:
@@ -669,8 +678,8 @@ def _make_estimator(model_name, C, alpha, epochs, hidden, prop, scale, seed, tre
 
 
 def _gbdt_estimator(cls, params, C, alpha, seed, tree_grid):
-    """GBDTPropDCG and its grid from the tree options (``GBDT_GRID``): positive values only."""
-    from .estimators.gbdt import lightgbm_or_raise
+    """GBDTPropDCG and its grid from the tree options (``TREE_OPTIONS``; ``GBDT_GRID`` where not given)."""
+    from .estimators.gbdt import GBDT_GRID, lightgbm_or_raise
 
     try:
         lightgbm_or_raise()                  # a missing extra is named before any data is read
@@ -679,18 +688,20 @@ def _gbdt_estimator(cls, params, C, alpha, seed, tree_grid):
     for name, value in (("--C", C), ("--alpha", alpha)):
         if value is not None:
             raise click.BadParameter(f"gbdt-propdcg has no {name[2:]}; use the tree options "
-                                     f"({', '.join(GBDT_GRID)})", param_hint=name)
+                                     f"({', '.join(TREE_OPTIONS)})", param_hint=name)
+    estimator = cls(random_state=seed, **params)
     grid = {}
-    for option, (name, whole, least, default) in GBDT_GRID.items():
-        values = _floats(tree_grid.get(name) or default, option)
+    for option, (name, whole, least) in TREE_OPTIONS.items():
+        given = tree_grid.get(name)
+        values = _floats(given, option) if given else GBDT_GRID.get(name, [estimator.get_params()[name]])
         if whole and any(v != int(v) for v in values if np.isfinite(v)):
-            raise click.BadParameter(f"{tree_grid.get(name)!r} must hold whole numbers", param_hint=option)
+            raise click.BadParameter(f"{given!r} must hold whole numbers", param_hint=option)
         bad = [v for v in values if not (np.isfinite(v) and (v >= least if whole else v > least))]
         if bad:
             raise click.BadParameter(f"{bad[0]:g} is out of range ({'>=' if whole else '>'} {least:g})",
                                      param_hint=option)
-        grid[name] = [int(v) if whole else v for v in values]
-    return cls(random_state=seed, **params), grid
+        grid[name] = [int(v) if whole else float(v) for v in values]
+    return estimator, grid
 
 
 def _load_models(paths):

@@ -24,7 +24,7 @@ import numpy as np
 
 from ._validation import check_int
 
-__all__ = ["GridEdgeWarning", "grid_search", "check_grid_edge", "selection_lines"]
+__all__ = ["GridEdgeWarning", "grid_search", "check_grid_edge", "search_record", "selection_lines"]
 
 
 class GridEdgeWarning(UserWarning):
@@ -171,7 +171,7 @@ def grid_search(estimator, log, parameter: str, values, *, cv: int = 3, scoring=
     return model
 
 
-def _edge_message(record, extended: bool) -> str:
+def _edge_message(record, extended: bool, least=None, whole=False) -> str:
     p, grid, means = record["parameter"], record["grid"], record["mean_test_score"]
     high = record["edge"] == "high"
     neighbour = grid[-2] if high else grid[1]
@@ -183,7 +183,16 @@ def _edge_message(record, extended: bool) -> str:
         return text + f" (the grid cannot be extended below {grid[0]:g})"
     if extended:
         return text + f" (the grid was extended {len(record['extended'])} times, the limit)"
-    return text + f"; extend the grid (e.g. {p}={record['chosen'] * (10 if high else 0.1):g})"
+    chosen = record["chosen"]
+    if whole:
+        advice = chosen * 2 if high else chosen // 2
+    else:
+        advice = chosen * (10 if high else 0.1)
+    if not high and least is not None and advice < least:
+        if chosen <= least:
+            return text + f", but {chosen:g} is the least value {p} takes"
+        advice = least
+    return text + f"; extend the grid (e.g. {p}={advice:g})"
 
 
 def _values(grid) -> str:
@@ -191,12 +200,13 @@ def _values(grid) -> str:
 
 
 def selection_lines(record: dict) -> list:
-    """The record of :func:`grid_search` as lines for a terminal: one row per value, the choice marked.
+    """A grid-search record as lines for a terminal: one row per grid value (or candidate), the choice marked.
 
     Parameters
     ----------
     record : dict
-        A ``selection_`` record.
+        A ``selection_`` record: of :func:`grid_search` (one parameter) or of
+        :func:`search_record` (several; one column each).
 
     Returns
     -------
@@ -211,6 +221,8 @@ def selection_lines(record: dict) -> list:
       1        0.40000                 0.01000
       10       0.50000                 0.02000   <- chosen
     """
+    if "parameters" in record:
+        return _candidate_lines(record)
     p = record["parameter"]
     lines = [f"  {p:<8} {record['scoring'] + ' (' + str(record['n_folds']) + '-fold CV)':<23} std"]
     for v, m, s in zip(record["grid"], record["mean_test_score"], record["std_test_score"]):
@@ -219,7 +231,69 @@ def selection_lines(record: dict) -> list:
     return lines
 
 
-def check_grid_edge(search) -> dict:
+def _candidate_lines(record: dict) -> list:
+    names = record["parameters"]
+    widths = [max(len(n), 8) for n in names]
+    head = "  " + " ".join(f"{n:<{w}}" for n, w in zip(names, widths))
+    lines = [f"{head} {record['scoring'] + ' (' + str(record['n_folds']) + '-fold CV)':<23} std"]
+    for values, m, s in zip(record["candidates"], record["mean_test_score"], record["std_test_score"]):
+        mark = "   <- chosen" if list(values) == list(record["chosen"]) else ""
+        cells = " ".join(f"{v:<{w}g}" for v, w in zip(values, widths))
+        lines.append(f"  {cells} {m:<23.5f} {s:.5f}{mark}")
+    edges = [f"{n} at its {e} edge" for n, e in record["edges"].items() if e is not None]
+    if edges:
+        lines.append("  (binding: " + ", ".join(edges) + ")")
+    return lines
+
+
+def search_record(search, *, scoring_name=None, edges=None) -> dict:
+    """The record of a fitted ``GridSearchCV`` over numeric parameters, as :func:`grid_search` keeps one.
+
+    ``cltr fit`` stores it as the chosen model's ``selection_`` (written into the model file) and
+    prints it with :func:`selection_lines`, so a search over several parameters says what it chose
+    from, as the one-parameter search does.
+
+    Parameters
+    ----------
+    search : fitted sklearn.model_selection.GridSearchCV
+        Its candidates' parameters must be numbers.
+    scoring_name : str, optional
+        How the record names the criterion (default: the search's ``scoring`` as text).
+    edges : dict, optional
+        Parameter -> ``"low"``, ``"high"`` or ``None``, as :func:`check_grid_edge` returns
+        (default: every parameter ``None``).
+
+    Returns
+    -------
+    dict
+        ``parameters`` (names, sorted), ``candidates`` (one list of values per candidate, in that
+        order), ``mean_test_score``, ``std_test_score``, ``chosen`` (the best candidate's values),
+        ``best_score``, ``edges``, ``scoring``, ``n_folds``.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> search = SimpleNamespace(best_index_=1, n_splits_=3, scoring="snips-dcg", cv_results_={
+    ...     "params": [{"a": 1, "b": 0.1}, {"a": 2, "b": 0.1}],
+    ...     "mean_test_score": [0.1, 0.2], "std_test_score": [0.01, 0.02]})
+    >>> search_record(search)["chosen"]
+    [2.0, 0.1]
+    """
+    params = search.cv_results_["params"]
+    names = sorted(params[0])
+    try:
+        candidates = [[float(p[n]) for n in names] for p in params]
+    except (TypeError, ValueError):
+        raise ValueError(f"search_record needs numeric parameters, got {params[0]!r}") from None
+    means = [float(m) for m in search.cv_results_["mean_test_score"]]
+    return {"parameters": names, "candidates": candidates, "mean_test_score": means,
+            "std_test_score": [float(v) for v in search.cv_results_["std_test_score"]],
+            "chosen": candidates[search.best_index_], "best_score": means[search.best_index_],
+            "edges": {n: (edges or {}).get(n) for n in names},
+            "scoring": scoring_name or str(search.scoring), "n_folds": int(search.n_splits_)}
+
+
+def check_grid_edge(search, *, limits=None) -> dict:
     """Warn when a fitted ``GridSearchCV``'s choice is at a binding edge of a numeric parameter's grid.
 
     For each parameter with at least two numeric values, the candidates that
@@ -231,6 +305,10 @@ def check_grid_edge(search) -> dict:
     ----------
     search : fitted sklearn.model_selection.GridSearchCV
         The search to check.
+    limits : dict, optional
+        Parameter -> the least value it takes (e.g. ``{"num_leaves": 2}``), so that the advice
+        names only values the parameter accepts. Whole-number parameters (every grid value an
+        integer) are advised in whole numbers (doubled or halved); others by factors of 10.
 
     Returns
     -------
@@ -273,5 +351,7 @@ def check_grid_edge(search) -> dict:
         if edge is not None:
             record = {"parameter": name, "grid": grid, "mean_test_score": list(means[[same[i] for i in order]]),
                       "chosen": float(value), "edge": edge, "extended": []}
-            warnings.warn(_edge_message(record, False), GridEdgeWarning, stacklevel=2)
+            whole = all(float(v).is_integer() for v in grid)
+            warnings.warn(_edge_message(record, False, least=(limits or {}).get(name), whole=whole),
+                          GridEdgeWarning, stacklevel=2)
     return out

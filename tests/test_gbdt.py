@@ -294,3 +294,43 @@ def test_a_leaf_size_no_split_can_meet_gives_a_constant_ranker(small):
         model = GBDTPropDCG(n_estimators=3, min_child_samples=10**6).fit(log)
     scores = model.predict(log.data)
     assert np.all(scores == scores[0])
+
+
+def test_cli_searches_the_recommended_grid_prints_and_stores_its_table(small, tmp_path, capsys):
+    """No tree option: ``cltr fit`` searches ``GBDT_GRID`` (one definition for Python and the command line);
+    the table of every candidate is printed and kept in the model file."""
+    from sklearn.datasets import dump_svmlight_file
+
+    from counterfactual_ltr.cli import main
+    from counterfactual_ltr.estimators import GBDT_GRID
+    from counterfactual_ltr.files import write_click_log
+    from counterfactual_ltr.persistence import load_model
+
+    data, log = small
+    write_click_log(log, tmp_path / "log.parquet")
+    dump_svmlight_file(data.X, data.y, str(tmp_path / "data.txt"), query_id=data.qid, zero_based=False)
+    status = main(["fit", str(tmp_path / "log.parquet"), str(tmp_path / "data.txt"), "--model", "gbdt-propdcg",
+                   "--cv", "2", "--n-estimators", "3,6", "-o", str(tmp_path / "m.npz")])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    record = load_model(tmp_path / "m.npz").selection_
+    n_candidates = 2 * len(GBDT_GRID["num_leaves"]) * len(GBDT_GRID["learning_rate"])
+    assert record["parameters"] == sorted(["n_estimators", "num_leaves", "learning_rate", "min_child_samples"])
+    assert len(record["candidates"]) == n_candidates
+    assert {c[record["parameters"].index("num_leaves")] for c in record["candidates"]} == set(GBDT_GRID["num_leaves"])
+    assert sum("<- chosen" in line for line in out.splitlines()) == 1
+
+
+def test_the_tree_options_help_quotes_the_recommended_grid():
+    """The help text is written out (the command line starts without importing the estimators): it must say
+    what ``GBDT_GRID`` holds."""
+    from click.testing import CliRunner
+
+    from counterfactual_ltr.cli import cli
+    from counterfactual_ltr.estimators import GBDT_GRID
+
+    text = " ".join(CliRunner().invoke(cli, ["fit", "--help"]).output.split())
+    for option, name in (("--n-estimators", "n_estimators"), ("--learning-rate", "learning_rate"),
+                         ("--num-leaves", "num_leaves")):
+        values = ",".join(f"{v:g}" for v in GBDT_GRID[name])
+        assert f"[default: {values}" in text.split(option, 1)[1].split("--", 1)[0], option

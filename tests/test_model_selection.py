@@ -206,3 +206,52 @@ def test_fold_warnings_are_said_once_per_cause_with_their_count(log):
     assert texts[2].startswith("thin data at C=") and all("grid search" not in t for t in texts[2:])  # the refit
     scored = [str(w.message) for w in caught if "effective sample size" in str(w.message)]
     assert len(scored) <= 1                                   # the scorer's warning: once, not once per fold
+
+
+def _search(params, means, best):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(best_index_=best, n_splits_=3, scoring="peak",
+                           cv_results_={"params": params, "mean_test_score": means,
+                                        "std_test_score": [0.01] * len(means)})
+
+
+@pytest.mark.parametrize("grid, means, limit, advised", [
+    ([2, 7, 31], [0.3, 0.2, 0.1], 2, None),           # already the least value: no advice below it
+    ([3, 7, 31], [0.3, 0.2, 0.1], 2, 2),              # 3 // 2 = 1 is below the limit: the limit
+    ([8, 16, 32], [0.3, 0.2, 0.1], 2, 4),             # whole numbers: halved
+    ([8, 16, 32], [0.1, 0.2, 0.3], 2, 64),            # and doubled
+    ([0.05, 0.1], [0.3, 0.2], None, 0.005),           # real numbers: a factor of 10
+])
+def test_edge_advice_names_a_value_the_parameter_takes(grid, means, limit, advised):
+    search = _search([{"num_leaves": v} for v in grid], means, int(np.argmax(means)))
+    with pytest.warns(GridEdgeWarning) as caught:
+        check_grid_edge(search, limits={"num_leaves": limit} if limit is not None else None)
+    text = str(caught[0].message)
+    if advised is None:
+        assert "extend the grid" not in text and f"{grid[0]} is the least value" in text
+    else:
+        assert f"extend the grid (e.g. num_leaves={advised:g})" in text
+
+
+def test_a_search_over_several_parameters_is_recorded_printed_and_saved(log, tmp_path):
+    from counterfactual_ltr.model_selection import search_record
+
+    search = GridSearchCV(SVMPropRank(), {"C": [0.1, 1, 10], "solver_tol": [1e-6, 1e-8]}, cv=GroupKFold(2),
+                          scoring=peak_at_1000).fit(log, groups=log.groups)
+    with pytest.warns(GridEdgeWarning):
+        edges = check_grid_edge(search)
+    record = search_record(search, scoring_name="peak", edges=edges)
+    assert record["parameters"] == ["C", "solver_tol"] and len(record["candidates"]) == 6
+    assert record["chosen"] == [10.0, record["chosen"][1]] and record["edges"]["C"] == "high"
+    lines = selection_lines(record)
+    assert len(lines) == 1 + 6 + 1 and sum("<- chosen" in line for line in lines) == 1
+    assert "C at its high edge" in lines[-1]
+    model = search.best_estimator_
+    model.selection_ = record
+    save_model(model, tmp_path / "m.npz")
+    assert load_model(tmp_path / "m.npz").selection_ == record
+    bad = dict(record, chosen=[5.0, 1e-6])
+    model.selection_ = bad
+    with pytest.raises(ValueError, match="not one of the candidates"):
+        save_model(model, tmp_path / "bad.npz")

@@ -57,7 +57,13 @@ from ..propensity import as_propensity_model
 from ._base import RankerMixin, click_aggregate, transform_log
 from ._booster_text import check_booster_text
 
-__all__ = ["GBDTPropDCG", "ConstantRankerWarning", "LightGBMWarning", "check_lgb_params", "lightgbm_or_raise"]
+__all__ = ["GBDTPropDCG", "GBDT_GRID", "ConstantRankerWarning", "LightGBMWarning", "check_lgb_params",
+           "lightgbm_or_raise"]
+
+#: The recommended grid of :class:`GBDTPropDCG` (a ``param_grid`` for ``GridSearchCV``, scored by
+#: a SNIPS scorer over ``GroupKFold`` of the log's queries). ``cltr fit --model gbdt-propdcg``
+#: searches it for every tree option not given, so the command line and Python share one grid.
+GBDT_GRID = {"n_estimators": [100, 300], "num_leaves": [7, 31], "learning_rate": [0.1]}
 
 OBJECTIVES = ("propdcg", "ips_lambdarank")
 # A document's curvature is at least this share of the round's largest (see the module docstring).

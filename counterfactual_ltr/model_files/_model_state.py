@@ -141,22 +141,57 @@ def _choice(value, allowed):
     return value
 
 
+#: Keys of the record of a search over several parameters (``model_selection.search_record``).
+_SEARCH = {"parameters": lambda v, c: _texts(v), "candidates": lambda v, c: [_reals(x, c) for x in _list(v)],
+           "mean_test_score": _reals, "std_test_score": _reals, "chosen": _reals, "best_score": _real,
+           "edges": lambda v, c: _edges(v), "scoring": lambda v, c: _text(v),
+           "n_folds": lambda v, c: _count(v, c, low=2)}
+
+
+def _list(value):
+    if not isinstance(value, (list, tuple)) or not value:
+        raise _Fail(f"must be a non-empty list, got {type(value).__name__}")
+    return value
+
+
+def _texts(value):
+    return [_text(v) for v in _list(value)]
+
+
+def _edges(value):
+    if not isinstance(value, dict):
+        raise _Fail(f"must be a dict of parameter -> edge, got {type(value).__name__}")
+    return {_text(k): None if v is None else _choice(v, ("low", "high")) for k, v in value.items()}
+
+
 def _selection(value, ctx):
-    """The grid-search record: exactly its keys, one score per grid value, the choice on the grid."""
-    if not isinstance(value, dict) or set(value) != set(_SELECTION):
+    """A grid-search record: exactly the keys of one kind (one parameter, or several), scores per value."""
+    several = isinstance(value, dict) and "parameters" in value
+    keys = _SEARCH if several else _SELECTION
+    if not isinstance(value, dict) or set(value) != set(keys):
         got = sorted(value) if isinstance(value, dict) else type(value).__name__
-        raise _Fail(f"must be a grid-search record with the keys {sorted(_SELECTION)}, got {got}")
+        raise _Fail(f"must be a grid-search record with the keys {sorted(keys)}, got {got}")
     out = {}
-    for key, check in _SELECTION.items():
+    for key, check in keys.items():
         try:
             out[key] = check(value[key], ctx)
         except _Fail as err:
             raise _Fail(f"[{key!r}] {err}") from None
-    if not len(out["grid"]) == len(out["mean_test_score"]) == len(out["std_test_score"]) >= 1:
-        raise _Fail("['grid'] and its scores must have the same length, at least 1")
-    if out["chosen"] not in out["grid"]:
+    values = out["candidates"] if several else out["grid"]
+    if not len(values) == len(out["mean_test_score"]) == len(out["std_test_score"]) >= 1:
+        raise _Fail(f"[{'candidates' if several else 'grid'!r}] and its scores must have the same length, at least 1")
+    if several:
+        width = len(out["parameters"])
+        if any(len(c) != width for c in values) or len(out["chosen"]) != width or set(out["edges"]) != \
+                set(out["parameters"]):
+            raise _Fail("['candidates'], ['chosen'] and ['edges'] must have one entry per parameter")
+        if list(np.asarray(out["chosen"], dtype=float)) not in [list(np.asarray(c, dtype=float)) for c in values]:
+            raise _Fail("['chosen'] is not one of the candidates")
+    elif out["chosen"] not in out["grid"]:
         raise _Fail(f"['chosen'] = {out['chosen']:g} is not on the grid")
-    return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in out.items()}
+    return {k: (v.tolist() if isinstance(v, np.ndarray) else
+                [x.tolist() if isinstance(x, np.ndarray) else x for x in v] if k == "candidates" else v)
+            for k, v in out.items()}
 
 
 #: Fitted attributes a model may hold or not (``click_sim.train_production_ranker`` records its queries;
