@@ -1,6 +1,12 @@
-"""Cascade clicks on MQ2008: SVM PropDCG with position-based against cascade-aware propensities.
+"""Cascade clicks: SVM PropDCG or GBDTPropDCG with position-based against cascade-aware propensities.
 
     python -m experiments.benchmarks.bench_cascade_propensity [--seeds 5] [--passes 5] [--sigma 0.6] [--gamma 0.9]
+        [--clicks dbn|pbm] [--learner svm-propdcg|gbdt-propdcg] [--data mq2008|synthetic]
+
+``--clicks pbm`` draws position-based clicks instead (where ``1 / r`` is the truth: the cascade-aware
+propensity should lose nothing there); ``--learner gbdt-propdcg`` fits GBDTPropDCG (100 trees of 7
+leaves) instead of SVM PropDCG; ``--data synthetic`` takes the non-linear synthetic set of
+``experiments.papers.trees`` (80 % of its queries for training, 20 % for the test).
 
 The production ranker (a Ranking SVM on 1 % of MQ2008 Fold1's training queries, as in Agarwal et
 al. 2019) shows the top 10 of every training query ``--passes`` times; users click as the DBN
@@ -40,31 +46,58 @@ def cascade_log(train, logger_scores, passes, seed, sigma=0.6, gamma=0.9):
     return ClickLog(train, shown.session_query, shown.session_offsets, shown.docs, clicks[page, col])
 
 
+def position_log(train, logger_scores, passes, seed):
+    """The same pages with position-based clicks (eta = 1, clicks on label 2, eps- 0.1): where ``1 / r`` is right."""
+    from click_sim import PositionBasedClickModel, simulate_clicks
+
+    return simulate_clicks(train, logger_scores, PositionBasedClickModel(eta=1.0), n_passes=passes,
+                           random_state=seed, max_shown=10)
+
+
+def data_sets(name):
+    """``(train, test)``: MQ2008 Fold1, or a draw of the non-linear synthetic set of ``experiments.papers.trees``."""
+    from click_sim import load_letor, make_ranking
+    from experiments._common import data_missing, shared_data_dir
+    from experiments.papers.trees import SYNTHETIC
+
+    if name == "synthetic":
+        data = make_ranking(**SYNTHETIC, random_state=0)
+        order = np.random.default_rng(0).permutation(data.n_queries)
+        cut = int(0.8 * data.n_queries)
+        return data.subset(np.sort(order[:cut])), data.subset(np.sort(order[cut:]))
+    fold = shared_data_dir() / "MQ2008" / "Fold1"
+    if not (fold / "train.txt").is_file():
+        raise data_missing("MQ2008/Fold1")
+    return load_letor(fold / "train.txt"), load_letor(fold / "test.txt")
+
+
 def main(argv=None) -> int:
     from scipy import stats
 
-    from click_sim import load_letor, train_production_ranker
+    from click_sim import train_production_ranker
     from counterfactual_ltr import estimate_propensities
-    from counterfactual_ltr.estimators import SVMPropDCG
-    from experiments._common import data_missing, shared_data_dir
+    from counterfactual_ltr.estimators import GBDTPropDCG, SVMPropDCG
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--passes", type=int, default=5)
     p.add_argument("--sigma", type=float, default=0.6, help="satisfaction after a click")
     p.add_argument("--gamma", type=float, default=0.9, help="perseverance")
+    p.add_argument("--clicks", choices=("dbn", "pbm"), default="dbn",
+                   help="dbn: cascade users; pbm: position-based users (where 1/r is the truth)")
+    p.add_argument("--learner", choices=("svm-propdcg", "gbdt-propdcg"), default="svm-propdcg")
+    p.add_argument("--data", choices=("mq2008", "synthetic"), default="mq2008")
     args = p.parse_args(argv)
-    fold = shared_data_dir() / "MQ2008" / "Fold1"
-    if not (fold / "train.txt").is_file():
-        raise data_missing("MQ2008/Fold1")
-    train, test = load_letor(fold / "train.txt"), load_letor(fold / "test.txt")
+    train, test = data_sets(args.data)
     logger = train_production_ranker(train, fraction=0.01, random_state=0).predict(train.X)
-    print(f"DBN clicks on MQ2008 Fold1: sigma {args.sigma}, gamma {args.gamma}, {args.passes} passes, "
-          f"seeds 0-{args.seeds - 1}")
+    what = f"DBN clicks (sigma {args.sigma}, gamma {args.gamma})" if args.clicks == "dbn" else \
+        "position-based clicks (eta 1)"
+    print(f"{what} on {args.data}, {args.learner}, {args.passes} passes, seeds 0-{args.seeds - 1}")
     scores = {}
     for seed in range(args.seeds):
         start = time.process_time()
-        log = cascade_log(train, logger, args.passes, seed, args.sigma, args.gamma)
+        log = cascade_log(train, logger, args.passes, seed, args.sigma, args.gamma) if args.clicks == "dbn" else \
+            position_log(train, logger, args.passes, seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             props = {"1/r": 1.0, "pbm (estimated)": None, "dbn cascade-aware": estimate_propensities(log, "dbn")}
@@ -73,7 +106,9 @@ def main(argv=None) -> int:
             except ValueError:
                 del props["pbm (estimated)"]
             for name, prop in props.items():
-                scores.setdefault(name, {})[seed] = SVMPropDCG(propensity=prop).fit(log).score(test)
+                model = SVMPropDCG(propensity=prop) if args.learner == "svm-propdcg" else \
+                    GBDTPropDCG(propensity=prop, n_estimators=100, num_leaves=7, random_state=seed)
+                scores.setdefault(name, {})[seed] = model.fit(log).score(test)
         print(f"seed {seed}: {len(log)} sessions, {log.n_clicks} clicks; NDCG@10 "
               + ", ".join(f"{k} {v[seed]:.4f}" for k, v in scores.items() if seed in v)
               + f" ({time.process_time() - start:.1f} s)", flush=True)
