@@ -5,6 +5,7 @@ from counterfactual_ltr.datasets import RankingDataset, binarize
 
 from .cascade import cascade_clicks, simulate_cascade_events
 from .clicks import PositionBasedClickModel, SwapIntervention, TopNShuffle, simulate_clicks
+from .datapath import data_dir, data_path
 from .letor import load_letor
 from .online import OnlineResult, run_online
 from .partitioned import simulate_clicks_partitioned
@@ -16,5 +17,5 @@ __all__ = [
     "RankingDataset", "binarize", "load_letor", "make_ranking", "make_separable_ranking",
     "PositionBasedClickModel", "SwapIntervention", "TopNShuffle", "simulate_clicks", "ClickLog",
     "train_production_ranker", "run_online", "OnlineResult", "simulate_clicks_partitioned", "StochasticRanker",
-    "cascade_clicks", "simulate_cascade_events",
+    "cascade_clicks", "simulate_cascade_events", "data_dir", "data_path",
 ]

@@ -1,8 +1,8 @@
 """Run the reproduction scripts: ``python -m experiments all [--quick]`` or ``python -m experiments NAME ...``.
 
-Full runs write ``results/<name>.json`` and ``.png`` (the committed results the README's tables are
-made from); ``--quick`` runs write to ``results/quick/`` unless ``--out`` is given. ``--quiet``
-hides the progress bars (they only show on a terminal anyway).
+Full runs write ``results/<name>.json`` and ``.png`` (the committed results the tables of
+``docs/guide/results.md`` are made from); ``--quick`` runs write to ``results/quick/`` unless
+``--out`` is given. ``--quiet`` hides the progress bars (they only show on a terminal anyway).
 """
 
 from __future__ import annotations

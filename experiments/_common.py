@@ -23,8 +23,10 @@ MQ2007_NOTE = ("MQ2008 only: the paper trains on MQ2007+MQ2008 training queries;
 
 
 def shared_data_dir() -> Path:
-    """``../shared/data`` next to the repository (override with ``CLTR_DATA``)."""
-    return Path(os.environ.get("CLTR_DATA", REPO.parent / "shared" / "data"))
+    """``$CLTR_DATA``, else ``../shared/data`` next to the repository: ``click_sim.data_dir``."""
+    from click_sim.datapath import data_dir
+
+    return data_dir()
 
 
 def data_missing(what: str) -> SystemExit:

@@ -342,10 +342,10 @@ def test_a_worker_killed_mid_fit_does_not_change_the_result(client):
     assert est.objective_ == pytest.approx(reference.objective_, rel=1e-12)
 
 
-# ---------------------------------------------------------------------- the README's real-cluster set-up
+# ------------------------------------------------------- the user guide's real-cluster set-up (cluster.md)
 @pytest.mark.slow
 def test_the_readme_cluster_commands_fit_as_a_local_cluster_does(tmp_path):
-    """The README's set-up for a real cluster (``dask scheduler``, ``dask worker ... --nthreads 1
+    """The user guide's set-up for a real cluster (``dask scheduler``, ``dask worker ... --nthreads 1
     --memory-limit``, a ``Client`` by address), run as separate processes on this machine: the workers
     import the installed package themselves, and the fit equals the LocalCluster's."""
     from dask.distributed import Client

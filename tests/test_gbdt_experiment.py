@@ -1,7 +1,7 @@
 """experiments.trees (GBDTPropDCG against LightGBM's lambdarank and SVM PropDCG) and bench_trees run end to end.
 
 The MQ2008 part runs in tests/test_experiments.py (every script's --quick mode, when the data is there); here
-the synthetic part, which needs no shared data, and the README entry made from its JSON.
+the synthetic part, which needs no shared data, and the results-page entry (docs/guide/results.md) made from its JSON.
 """
 
 import json
@@ -29,7 +29,7 @@ def test_trees_quick_on_the_interaction_data(tmp_path, monkeypatch):
     assert run["gbdt_propdcg"]["selected"]["n_estimators"] in trees.QUICK_CHECKPOINTS
     assert run["lgb_position"]["n_train_rows"] > run["n_train_docs"] / 2      # session rows, not documents
     assert (tmp_path / "trees.png").exists()
-    # The README entry is made from the JSON alone.
+    # The results-page entry is made from the JSON alone.
     monkeypatch.setattr(_readme, "load", lambda name: payload if name == "trees" else None)
     text, verdicts = _readme.trees_section(payload)
     assert "GBDTPropDCG (ours)" in text and len(verdicts) == 2

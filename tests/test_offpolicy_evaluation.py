@@ -163,8 +163,8 @@ def test_policy_aware_and_dr_unbiased_under_top5_cutoff_plain_ips_biased(setting
 
 def test_dr_standard_deviation_against_ips_and_snips(setting, top5):
     """DR with a cross-fitted ridge model is unbiased; with the true relevance it has a smaller spread
-    than policy-aware IPS. The measured ratios are printed (run with -s); the README quotes the MQ2008
-    figures of ``python -m experiments.bench_evaluation --variance``."""
+    than policy-aware IPS. The measured ratios are printed (run with -s); the user guide (evaluation.md)
+    quotes the MQ2008 figures of ``python -m experiments.bench_evaluation --variance``."""
     data, production, target, clicks, c = setting
     stochastic, _ = top5
     truth, _ = _truth(data, target, c)

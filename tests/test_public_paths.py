@@ -1,4 +1,5 @@
-"""Every import path the README, the docs or a test names keeps working, old (moved) paths included."""
+"""Every import path the README, the docs (the user guide included) or a test names keeps working, old (moved)
+paths included."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from counterfactual_ltr._moved import MOVED
 
 
 def _documented_paths() -> list[str]:
-    texts = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "tests").glob("test_*.py"))]
+    texts = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "docs" / "guide").glob("*.md")),
+             *sorted((REPO / "tests").glob("test_*.py"))]
     found = set()
     for path in texts:
         found |= set(re.findall(r"\bcounterfactual_ltr(?:\.[A-Za-z_]\w*)+", path.read_text()))

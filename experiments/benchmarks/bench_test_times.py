@@ -1,9 +1,9 @@
-"""Benchmark: the test suite's run time, as the README states it ("Test run time").
+"""Benchmark: the test suite's run time, as the README and ``docs/guide/testing.md`` state it ("Test run time").
 
 Runs, from the repository root, the quick development run ``python -m pytest -q -m "not slow"``
 and the full run ``python -m pytest -q`` (the README's test command, what ``bash .ci/run`` runs
 after installing), each as a child process, and prints for each its wall time, its CPU time (user +
-system of the process and every process it waited for: pytest-xdist's workers, Dask's, the README
+system of the process and every process it waited for: pytest-xdist's workers, Dask's, the documents'
 blocks' -- ``resource.getrusage(RUSAGE_CHILDREN)`` before and after), its pytest summary line (the
 number of tests passed, skipped, failed) and the 1-minute load average before and after: wall time
 on a machine shared with other jobs is set by the load, CPU time much less.
