@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["grid", "conditional", "marginal", "cm_fit", "ubm_em", "dcm_em", "dbn_em", "session_loglik"]
+__all__ = ["grid", "conditional", "marginal", "cm_fit", "ubm_em", "dcm_counts", "dcm_em", "sdbn_counts", "sdbn_em",
+           "dbn_em", "session_loglik"]
 
 _EPS = 1e-10
 
@@ -231,6 +232,116 @@ def _tail_no_click(A, mask):
     return T
 
 
+def _last_click_counts(R, C, mask, pos, n_rows, K):
+    """What a page's clicks fix for DCM and SDBN, and what stays hidden below its last click.
+
+    Every result at or above a page's last click ``l`` was examined, and every result of a page
+    without clicks too (a skip passes examination on; SDBN's ``gamma = 1``): their clicks and skips
+    are plain Bernoulli counts of ``alpha_qd`` (``clicks_row``, ``skips_row``). Every click but a
+    page's last was followed by examination of the next result (``sure_go`` per position,
+    ``sure_go_row`` per document). What is hidden is whether the user went on after the last click:
+    the results below it (``page_b``, ``row_b``: index among the pages with a click, and row) were
+    then examined and skipped, or never examined. ``last_r`` and ``last_row`` are the position
+    (``<= K``) and row of each clicked page's last click.
+    """
+    clicked = (C > 0) & mask
+    last = _last_click(C, mask)
+    has = last >= 0
+    cols = np.arange(C.shape[1])[None, :]
+    fixed = mask & ((cols <= last[:, None]) | ~has[:, None])
+    below = mask & (cols > last[:, None]) & has[:, None]
+    is_last = clicked & (cols == last[:, None])
+    r = np.minimum(pos, K)
+    rank_of_page = np.cumsum(has) - 1              # index of each clicked page among the clicked pages
+    page_b = rank_of_page[np.nonzero(below)[0]]
+    on_last = np.flatnonzero(has), last[has]
+    return {"clicks_row": np.bincount(R[clicked], minlength=n_rows).astype(np.float64),
+            "skips_row": np.bincount(R[fixed & ~clicked], minlength=n_rows).astype(np.float64),
+            "den_r": np.bincount(R[mask], minlength=n_rows).astype(np.float64),
+            "clicks_at": np.bincount(r[clicked] - 1, minlength=K).astype(np.float64),
+            "sure_go": np.bincount(r[clicked & ~is_last] - 1, minlength=K).astype(np.float64),
+            "sure_go_row": np.bincount(R[clicked & ~is_last], minlength=n_rows).astype(np.float64),
+            "last_r": r[on_last], "last_row": R[on_last], "page_b": page_b, "row_b": R[below],
+            "n_pages": int(has.sum()), "n_items": max(int(mask.sum()), 1)}
+
+
+def dcm_counts(R, C, mask, pos, n_rows, K, s):
+    """DCM in closed form by counting (Guo, Liu and Wang 2009; Chuklin et al. 2015, sec. 4.2, DCM).
+
+    Assume, with the original paper and PyClick, that the user examined every result down to the
+    last click ``l`` and stopped there (nothing below ``l`` examined). The likelihood then becomes
+    ``prod_{j <= l} alpha_j^C_j (1 - alpha_j)^(1 - C_j) prod_{j < l, C_j = 1} lambda_{r_j}
+    (1 - lambda_{r_l})``, a lower bound of the DCM likelihood of sec. 3.5 (its last factor,
+    ``1 - lambda + lambda prod_{j > l} (1 - alpha_j)``, is at least ``1 - lambda``), maximised in
+    closed form by
+
+    * ``alpha_qd = (clicks + s mu) / (impressions at or above the last click + s)`` (every result of
+      a page without clicks counts; ``mu`` the pooled rate, ``s`` the Beta prior's strength);
+    * ``lambda_r = (clicks at r that are not a page's last) / (clicks at r)`` (0.5 without clicks at r).
+
+    Returns the same dict as :func:`dcm_em` (``n_iter`` 1).
+    """
+    k = _last_click_counts(R, C, mask, pos, n_rows, K)
+    alpha, mu = _map(k["clicks_row"], k["clicks_row"] + k["skips_row"], s)
+    lam = np.where(k["clicks_at"] > 0, np.clip(k["sure_go"] / np.maximum(k["clicks_at"], 1), _EPS, 1 - _EPS), 0.5)
+    return {"alpha": alpha, "lam": lam, "mu": mu, "n_iter": 1, "converged": True, "history": []}
+
+
+def sdbn_counts(R, C, mask, pos, n_rows, K, s):
+    """SDBN in closed form by counting (Chapelle and Zhang 2009; Chuklin et al. 2015, sec. 4.2, SDBN).
+
+    With ``gamma = 1`` and the user assumed to stop at the last click (satisfied there, nothing below
+    examined) every hidden variable is known, and the maximum (a posteriori, Beta prior of ``s``
+    pseudo-observations at the pooled rates) is
+
+    * ``alpha_qd = (clicks + s mu) / (impressions at or above the last click + s)`` (all of a page
+      without clicks);
+    * ``sigma_qd = (last clicks of a page on the pair + s mu_s) / (clicks on the pair + s)``.
+
+    It maximises ``prod_{j <= l} alpha_j^C_j (1 - alpha_j)^(1 - C_j) prod_{j < l, C_j = 1} (1 - sigma_j)
+    sigma_l``, a lower bound of the SDBN likelihood (whose last factor is
+    ``sigma_l + (1 - sigma_l) prod_{j > l} (1 - alpha_j)``). Returns the dict of :func:`sdbn_em`.
+    """
+    k = _last_click_counts(R, C, mask, pos, n_rows, K)
+    alpha, mu = _map(k["clicks_row"], k["clicks_row"] + k["skips_row"], s)
+    sigma, mu_s = _map(k["clicks_row"] - k["sure_go_row"], k["clicks_row"], s)
+    return {"alpha": alpha, "sigma": sigma, "gamma": 1.0, "mu": mu, "mu_sigma": mu_s, "n_iter": 1,
+            "converged": True, "history": []}
+
+
+def _continuation_em(k, cont_of, m_step, start, s, max_iter, tol):
+    """EM over the one hidden event of DCM and SDBN: did the user go on after the last click?
+
+    ``cont_of(x)`` is the probability ``c`` of going on after each clicked page's last click and
+    ``log_sure(x)`` (part of ``m_step``'s contract) the log-probability of the sure continuations.
+    With ``T = prod_{j > l} (1 - alpha_j)`` the page's factor below ``l`` is ``Z = 1 - c + c T`` and
+    the posterior of having gone on ``q = c T / Z``; E-step of a result below ``l``:
+    ``P(A = 1 | clicks) = (1 - q) alpha``. Only the pages with a click and the results below their
+    last click are visited per iteration; every other count is fixed (:func:`_last_click_counts`).
+    """
+    clicks_row, skips_row, den_r = k["clicks_row"], k["skips_row"], k["den_r"]
+    page_b, row_b, n_pages, n_items = k["page_b"], k["row_b"], k["n_pages"], k["n_items"]
+    n_rows = den_r.size
+
+    def step(x):
+        alpha = x[0]
+        a_b = alpha[row_b]
+        T = np.exp(np.bincount(page_b, weights=np.log1p(-a_b), minlength=n_pages))
+        c = cont_of(x)
+        Z = np.maximum(1 - c + c * T, _EPS)
+        q = c * T / Z
+        loglik = float(((clicks_row * np.log(alpha)).sum() + (skips_row * np.log1p(-alpha)).sum()
+                        + m_step.log_sure(x) + np.log(Z).sum()) / n_items)
+        num = clicks_row + np.bincount(row_b, weights=(1 - q[page_b]) * a_b, minlength=n_rows)
+        alpha, mu = _map(num, den_r, s)
+        step.mu = mu
+        return (alpha,) + m_step(x, q), loglik
+
+    step.mu = np.nan
+    x, it, converged, history = _loop(step, start, max_iter, tol)
+    return x, step.mu, it, converged, history
+
+
 def dcm_em(R, C, mask, pos, n_rows, K, s, max_iter, tol):
     """DCM by EM (sec. 4.3): attractiveness ``alpha_qd`` and continuation after a click ``lambda_r``.
 
@@ -242,51 +353,51 @@ def dcm_em(R, C, mask, pos, n_rows, K, s, max_iter, tol):
     M-step: ``alpha`` their mean per row (Beta prior as in ``_map``), ``lambda_r`` = (clicks at ``r``
     that are not a page's last + ``q`` of last clicks at ``r``) / clicks at ``r``. The session
     likelihood is ``prod_{j <= l} alpha^C (1 - alpha)^(1 - C) prod_{j < l, C_j = 1} lambda_{r_j}
-    (1 - lambda_{r_l} + lambda_{r_l} T)`` (sec. 3.5).
+    (1 - lambda_{r_l} + lambda_{r_l} T)`` (sec. 3.5). EM starts from :func:`dcm_counts` (with at least
+    one pseudo-observation, so that no ``alpha`` starts at 0 or 1).
     """
-    S, L = C.shape
-    clicked = (C > 0) & mask
-    last = _last_click(C, mask)
-    cols = np.arange(L)[None, :]
-    above = mask & (cols <= last[:, None])
-    below = mask & (cols > last[:, None])
-    r = np.minimum(pos, K)
-    is_last = clicked & (cols == last[:, None])
-    clicks_at = np.bincount(r[clicked] - 1, minlength=K).astype(np.float64)
-    sure_go = np.bincount(r[clicked & ~is_last] - 1, minlength=K).astype(np.float64)
-    last_r = np.where(last >= 0, r[np.arange(S), np.maximum(last, 0)], 1)
-    has = last >= 0
-    # Above the last click nothing is hidden: per-row counts are all the E- and M-steps need there.
-    clicks_row = np.bincount(R[above], weights=C[above], minlength=n_rows)
-    skips_row = np.bincount(R[above], weights=1 - C[above], minlength=n_rows)
-    den_r = np.bincount(R[mask], minlength=n_rows).astype(np.float64)
-    page_b, _ = np.nonzero(below)
-    row_b = R[below]
-    n_items = max(int(mask.sum()), 1)
-    # Start from the closed-form counts (a user stops at the last click: alpha over the results up to
-    # it, lambda_r = 1 - last clicks / clicks at r; sec. 4.2), which EM then corrects.
-    alpha0, _ = _map(clicks_row, clicks_row + skips_row, max(s, 1.0))
+    k = _last_click_counts(R, C, mask, pos, n_rows, K)
+    clicks_at, sure_go, last_r = k["clicks_at"], k["sure_go"], k["last_r"]
+    alpha0, _ = _map(k["clicks_row"], k["clicks_row"] + k["skips_row"], max(s, 1.0))
     lam0 = np.where(clicks_at > 0, np.clip(sure_go / np.maximum(clicks_at, 1), 0.05, 0.95), 0.5)
 
-    def step(x):
-        alpha, lam = x
-        a_b = alpha[row_b]
-        T = np.exp(np.bincount(page_b, weights=np.log1p(-a_b), minlength=S))
-        lam_l = lam[last_r - 1]
-        Z = np.where(has, 1 - lam_l + lam_l * T, T)
-        q = np.where(has, lam_l * T / np.maximum(Z, _EPS), 1.0)
-        loglik = float(((clicks_row * np.log(alpha)).sum() + (skips_row * np.log1p(-alpha)).sum()
-                        + (sure_go * np.log(lam)).sum()
-                        + np.log(np.maximum(Z, _EPS)).sum()) / n_items)
-        num = clicks_row + np.bincount(row_b, weights=(1 - q[page_b]) * a_b, minlength=n_rows)
-        alpha, mu = _map(num, den_r, s)
-        step.mu = mu
-        go = sure_go + np.bincount(last_r[has] - 1, weights=q[has], minlength=K)
-        lam = np.where(clicks_at > 0, np.clip(go / np.maximum(clicks_at, _EPS), _EPS, 1 - _EPS), lam)
-        return (alpha, lam), loglik
+    def m_step(x, q):
+        go = sure_go + np.bincount(last_r - 1, weights=q, minlength=K)
+        return (np.where(clicks_at > 0, np.clip(go / np.maximum(clicks_at, _EPS), _EPS, 1 - _EPS), x[1]),)
 
-    (alpha, lam), it, converged, history = _loop(step, (alpha0, lam0), max_iter, tol)
-    return {"alpha": alpha, "lam": lam, "mu": step.mu, "n_iter": it, "converged": converged, "history": history}
+    m_step.log_sure = lambda x: float((sure_go * np.log(x[1])).sum())
+    (alpha, lam), mu, it, converged, history = _continuation_em(
+        k, lambda x: x[1][last_r - 1], m_step, (alpha0, lam0), s, max_iter, tol)
+    return {"alpha": alpha, "lam": lam, "mu": mu, "n_iter": it, "converged": converged, "history": history}
+
+
+def sdbn_em(R, C, mask, pos, n_rows, K, s, max_iter, tol):
+    """SDBN by EM (sec. 4.3): the DBN with ``gamma = 1``, so that a user goes on after a click unless satisfied.
+
+    The same hidden event as in :func:`dcm_em`, with ``1 - sigma_qd`` of the last clicked pair in
+    place of ``lambda``: below the last click ``l`` either the user was satisfied there (probability
+    ``sigma_l``) or examined and skipped every result down to the page's end. ``P(S_l = 1 | clicks) =
+    sigma_l / (sigma_l + (1 - sigma_l) T)``; every other click left the user unsatisfied. M-step:
+    ``alpha`` as in the DCM, ``sigma_qd`` the mean of ``P(S = 1 | clicks)`` over the pair's clicks
+    (Beta prior as in ``_map``). The fixed point is :func:`dbn_em`'s with ``fix_gamma=1`` (the DBN's
+    forward-backward pass reduces to this one factor when ``gamma = 1``); EM starts from
+    :func:`sdbn_counts`.
+    """
+    k = _last_click_counts(R, C, mask, pos, n_rows, K)
+    clicks_row, sure_go_row, last_row = k["clicks_row"], k["sure_go_row"], k["last_row"]
+    alpha0, _ = _map(clicks_row, clicks_row + k["skips_row"], max(s, 1.0))
+    sigma0, _ = _map(clicks_row - sure_go_row, clicks_row, max(s, 1.0))
+
+    def m_step(x, q):
+        sigma, mu_s = _map(np.bincount(last_row, weights=1 - q, minlength=n_rows), clicks_row, s)
+        m_step.mu_s = mu_s
+        return (sigma,)
+
+    m_step.log_sure = lambda x: float((sure_go_row * np.log1p(-x[1])).sum())
+    (alpha, sigma), mu, it, converged, history = _continuation_em(
+        k, lambda x: 1 - x[1][last_row], m_step, (alpha0, sigma0), s, max_iter, tol)
+    return {"alpha": alpha, "sigma": sigma, "gamma": 1.0, "mu": mu, "mu_sigma": m_step.mu_s, "n_iter": it,
+            "converged": converged, "history": history}
 
 
 def dbn_em(R, C, mask, n_rows, s, max_iter, tol, *, fix_gamma=None):
