@@ -223,15 +223,6 @@ def ubm_em(R, C, mask, pos, n_rows, K, s, max_iter, tol):
             "history": history}
 
 
-def _tail_no_click(A, mask):
-    """``prod_{i >= j} (1 - alpha_i)`` over the shown cells of each page, for every column (S, L + 1)."""
-    S, L = A.shape
-    T = np.ones((S, L + 1))
-    for j in range(L - 1, -1, -1):
-        T[:, j] = T[:, j + 1] * np.where(mask[:, j], 1 - A[:, j], 1.0)
-    return T
-
-
 def _last_click_counts(R, C, mask, pos, n_rows, K):
     """What a page's clicks fix for DCM and SDBN, and what stays hidden below its last click.
 
@@ -309,37 +300,127 @@ def sdbn_counts(R, C, mask, pos, n_rows, K, s):
             "converged": True, "history": []}
 
 
-def _continuation_em(k, cont_of, m_step, start, s, max_iter, tol):
+class _Rates:
+    """Beta-prior MAP rates (``_map``) of which only the ``active`` rows' numerators change between EM steps.
+
+    Every other row's rate depends on the step only through the pooled mean ``mu``; those rows are
+    kept as the distinct (numerator, denominator) pairs with their multiplicities, so that a step
+    costs the active rows and a few dozen pairs, not every row of the log. ``ones``/``zeros`` weigh
+    ``log rate`` and ``log(1 - rate)`` in the log-likelihood (the rest rows: ``num`` and ``den - num``).
+    """
+
+    def __init__(self, num, den, ones, zeros, active, s):
+        self.num, self.den, self.active, self.s = num, den, active, s
+        self.num_a, self.den_a, self.ones_a, self.zeros_a = num[active], den[active], ones[active], zeros[active]
+        rest = np.ones(num.size, dtype=bool)
+        rest[active] = False
+        width = int(den.max(initial=0)) + 1
+        key, first, count = np.unique(num[rest].astype(np.int64) * width + den[rest].astype(np.int64),
+                                      return_index=True, return_counts=True)
+        self.g_num, self.g_den, self.g_w = (key // width).astype(np.float64), (key % width).astype(np.float64), count
+        self.g_rep = np.flatnonzero(rest)[first]        # one row of each pair
+        self.num_total, self.den_total = float(num.sum()), max(float(den.sum()), _EPS)
+
+    def split(self, full):
+        """Rates of every row (equal within a pair) as (active rows', pairs')."""
+        return full[self.active], full[self.g_rep]
+
+    def _rate(self, num, den, mu):
+        return np.clip((num + self.s * mu) / np.maximum(den + self.s, _EPS), _EPS, 1 - _EPS)
+
+    def update(self, extra):
+        """The active rows' rates, the rest pairs' rates and ``mu``, the numerators of the active rows raised by ``extra``."""
+        mu = min(max((self.num_total + float(extra.sum())) / self.den_total, _EPS), 1 - _EPS)
+        return self._rate(self.num_a + extra, self.den_a, mu), self._rate(self.g_num, self.g_den, mu), mu
+
+    def loglik(self, a, g):
+        return float((self.ones_a * np.log(a) + self.zeros_a * np.log1p(-a)).sum()
+                     + (self.g_w * (self.g_num * np.log(g) + (self.g_den - self.g_num) * np.log1p(-g))).sum())
+
+    def full(self, a, mu):
+        """The rates of every row (the rest at ``mu``)."""
+        out = self._rate(self.num, self.den, mu)
+        out[self.active] = a
+        return out
+
+
+def _continuation_em(k, cont, s, max_iter, tol):
     """EM over the one hidden event of DCM and SDBN: did the user go on after the last click?
 
-    ``cont_of(x)`` is the probability ``c`` of going on after each clicked page's last click and
-    ``log_sure(x)`` (part of ``m_step``'s contract) the log-probability of the sure continuations.
-    With ``T = prod_{j > l} (1 - alpha_j)`` the page's factor below ``l`` is ``Z = 1 - c + c T`` and
-    the posterior of having gone on ``q = c T / Z``; E-step of a result below ``l``:
-    ``P(A = 1 | clicks) = (1 - q) alpha``. Only the pages with a click and the results below their
-    last click are visited per iteration; every other count is fixed (:func:`_last_click_counts`).
+    ``cont`` gives the probability ``c`` of going on after each clicked page's last click
+    (``cont.at(x)``), its M-step from the posteriors ``q`` (``cont.m_step``) and the log-probability
+    of the continuations that are sure (``cont.loglik``). With ``T = prod_{j > l} (1 - alpha_j)`` the
+    page's factor below the last click ``l`` is ``Z = 1 - c + c T`` and the posterior of having gone
+    on ``q = c T / Z``; E-step of a result below ``l``: ``P(A = 1 | clicks) = (1 - q) alpha``. A step
+    visits only the pages with a click, the results below their last click and the rows shown
+    there (``_Rates``); every other count is fixed (:func:`_last_click_counts`).
     """
-    clicks_row, skips_row, den_r = k["clicks_row"], k["skips_row"], k["den_r"]
-    page_b, row_b, n_pages, n_items = k["page_b"], k["row_b"], k["n_pages"], k["n_items"]
-    n_rows = den_r.size
+    active, row_b = np.unique(k["row_b"], return_inverse=True)
+    rates = _Rates(k["clicks_row"], k["den_r"], k["clicks_row"], k["skips_row"], active, s)
+    page_b, n_pages, n_items = k["page_b"], k["n_pages"], k["n_items"]
 
     def step(x):
-        alpha = x[0]
+        alpha, rest, params = x
         a_b = alpha[row_b]
         T = np.exp(np.bincount(page_b, weights=np.log1p(-a_b), minlength=n_pages))
-        c = cont_of(x)
+        c = cont.at(params)
         Z = np.maximum(1 - c + c * T, _EPS)
         q = c * T / Z
-        loglik = float(((clicks_row * np.log(alpha)).sum() + (skips_row * np.log1p(-alpha)).sum()
-                        + m_step.log_sure(x) + np.log(Z).sum()) / n_items)
-        num = clicks_row + np.bincount(row_b, weights=(1 - q[page_b]) * a_b, minlength=n_rows)
-        alpha, mu = _map(num, den_r, s)
-        step.mu = mu
-        return (alpha,) + m_step(x, q), loglik
+        loglik = (rates.loglik(alpha, rest) + cont.loglik(params) + float(np.log(Z).sum())) / n_items
+        alpha, rest, step.mu = rates.update(np.bincount(row_b, weights=(1 - q[page_b]) * a_b, minlength=active.size))
+        return (alpha, rest, cont.m_step(params, q)), loglik
 
-    step.mu = np.nan
-    x, it, converged, history = _loop(step, start, max_iter, tol)
-    return x, step.mu, it, converged, history
+    # EM starts from the counts, with at least one pseudo-observation (no alpha at 0 or 1).
+    start, step.mu = _map(k["clicks_row"], k["clicks_row"] + k["skips_row"], max(s, 1.0))
+    (alpha, _, params), it, converged, history = _loop(step, (*rates.split(start), cont.start()), max_iter, tol)
+    return rates.full(alpha, step.mu), params, step.mu, it, converged, history
+
+
+class _Lambda:
+    """DCM's continuation ``lambda_r`` after a click at position ``r`` (M-step: expected goings-on / clicks)."""
+
+    def __init__(self, k, K):
+        self.clicks_at, self.sure_go, self.idx, self.K = k["clicks_at"], k["sure_go"], k["last_r"] - 1, K
+
+    def start(self):
+        return np.where(self.clicks_at > 0, np.clip(self.sure_go / np.maximum(self.clicks_at, 1), 0.05, 0.95), 0.5)
+
+    def at(self, lam):
+        return lam[self.idx]
+
+    def loglik(self, lam):
+        return float((self.sure_go * np.log(lam)).sum())
+
+    def m_step(self, lam, q):
+        go = self.sure_go + np.bincount(self.idx, weights=q, minlength=self.K)
+        return np.where(self.clicks_at > 0, np.clip(go / np.maximum(self.clicks_at, _EPS), _EPS, 1 - _EPS), lam)
+
+
+class _Satisfaction:
+    """SDBN's satisfaction ``sigma_qd`` of the last clicked pair (M-step: mean ``P(S = 1 | clicks)`` over its clicks)."""
+
+    def __init__(self, k, s):
+        clicks, sure = k["clicks_row"], k["sure_go_row"]
+        active, self.idx = np.unique(k["last_row"], return_inverse=True)
+        self.rates = _Rates(np.zeros_like(clicks), clicks, np.zeros_like(clicks), sure, active, s)
+        self.start_value = _map(clicks - sure, clicks, max(s, 1.0))
+        self.n_active = active.size
+
+    def start(self):
+        full, mu = self.start_value
+        return (*self.rates.split(full), mu)
+
+    def at(self, params):
+        return 1 - params[0][self.idx]
+
+    def loglik(self, params):
+        return self.rates.loglik(*params[:2])
+
+    def m_step(self, params, q):
+        return self.rates.update(np.bincount(self.idx, weights=1 - q, minlength=self.n_active))
+
+    def full(self, params):
+        return self.rates.full(params[0], params[2]), params[2]
 
 
 def dcm_em(R, C, mask, pos, n_rows, K, s, max_iter, tol):
@@ -348,26 +429,16 @@ def dcm_em(R, C, mask, pos, n_rows, K, s, max_iter, tol):
     Up to a page's last click ``l`` every result was examined; below it the only hidden event is
     whether the user went on after that click (probability ``lambda_{r_l}``), and then examined and
     skipped everything below. Its posterior is
-    ``q = lambda T / (1 - lambda + lambda T)`` with ``T = prod_{j > l} (1 - alpha_j)`` (``q = 1`` on a page
-    without clicks). E-step: ``P(A_j = 1 | clicks) = C_j`` for ``j <= l`` and ``(1 - q) alpha_j`` below;
-    M-step: ``alpha`` their mean per row (Beta prior as in ``_map``), ``lambda_r`` = (clicks at ``r``
-    that are not a page's last + ``q`` of last clicks at ``r``) / clicks at ``r``. The session
-    likelihood is ``prod_{j <= l} alpha^C (1 - alpha)^(1 - C) prod_{j < l, C_j = 1} lambda_{r_j}
-    (1 - lambda_{r_l} + lambda_{r_l} T)`` (sec. 3.5). EM starts from :func:`dcm_counts` (with at least
-    one pseudo-observation, so that no ``alpha`` starts at 0 or 1).
+    ``q = lambda T / (1 - lambda + lambda T)`` with ``T = prod_{j > l} (1 - alpha_j)``. E-step:
+    ``P(A_j = 1 | clicks) = C_j`` for ``j <= l`` (every result of a page without clicks) and
+    ``(1 - q) alpha_j`` below; M-step: ``alpha`` their mean per row (Beta prior as in ``_map``),
+    ``lambda_r`` = (clicks at ``r`` that are not a page's last + ``q`` of last clicks at ``r``) / clicks
+    at ``r``. The session likelihood is ``prod_{j <= l} alpha^C (1 - alpha)^(1 - C) prod_{j < l, C_j = 1}
+    lambda_{r_j} (1 - lambda_{r_l} + lambda_{r_l} T)`` (sec. 3.5). EM starts from :func:`dcm_counts`
+    (``alpha`` with at least one pseudo-observation, ``lambda`` clipped to [0.05, 0.95]).
     """
     k = _last_click_counts(R, C, mask, pos, n_rows, K)
-    clicks_at, sure_go, last_r = k["clicks_at"], k["sure_go"], k["last_r"]
-    alpha0, _ = _map(k["clicks_row"], k["clicks_row"] + k["skips_row"], max(s, 1.0))
-    lam0 = np.where(clicks_at > 0, np.clip(sure_go / np.maximum(clicks_at, 1), 0.05, 0.95), 0.5)
-
-    def m_step(x, q):
-        go = sure_go + np.bincount(last_r - 1, weights=q, minlength=K)
-        return (np.where(clicks_at > 0, np.clip(go / np.maximum(clicks_at, _EPS), _EPS, 1 - _EPS), x[1]),)
-
-    m_step.log_sure = lambda x: float((sure_go * np.log(x[1])).sum())
-    (alpha, lam), mu, it, converged, history = _continuation_em(
-        k, lambda x: x[1][last_r - 1], m_step, (alpha0, lam0), s, max_iter, tol)
+    alpha, lam, mu, it, converged, history = _continuation_em(k, _Lambda(k, K), s, max_iter, tol)
     return {"alpha": alpha, "lam": lam, "mu": mu, "n_iter": it, "converged": converged, "history": history}
 
 
@@ -384,19 +455,10 @@ def sdbn_em(R, C, mask, pos, n_rows, K, s, max_iter, tol):
     :func:`sdbn_counts`.
     """
     k = _last_click_counts(R, C, mask, pos, n_rows, K)
-    clicks_row, sure_go_row, last_row = k["clicks_row"], k["sure_go_row"], k["last_row"]
-    alpha0, _ = _map(clicks_row, clicks_row + k["skips_row"], max(s, 1.0))
-    sigma0, _ = _map(clicks_row - sure_go_row, clicks_row, max(s, 1.0))
-
-    def m_step(x, q):
-        sigma, mu_s = _map(np.bincount(last_row, weights=1 - q, minlength=n_rows), clicks_row, s)
-        m_step.mu_s = mu_s
-        return (sigma,)
-
-    m_step.log_sure = lambda x: float((sure_go_row * np.log1p(-x[1])).sum())
-    (alpha, sigma), mu, it, converged, history = _continuation_em(
-        k, lambda x: 1 - x[1][last_row], m_step, (alpha0, sigma0), s, max_iter, tol)
-    return {"alpha": alpha, "sigma": sigma, "gamma": 1.0, "mu": mu, "mu_sigma": m_step.mu_s, "n_iter": it,
+    sat = _Satisfaction(k, s)
+    alpha, params, mu, it, converged, history = _continuation_em(k, sat, s, max_iter, tol)
+    sigma, mu_s = sat.full(params)
+    return {"alpha": alpha, "sigma": sigma, "gamma": 1.0, "mu": mu, "mu_sigma": mu_s, "n_iter": it,
             "converged": converged, "history": history}
 
 

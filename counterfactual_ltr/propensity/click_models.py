@@ -34,6 +34,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 
+from . import _cascade_em as em
 from ._click_em import pbm_em
 from .._docs import fill_doc
 from .._validation import check_int, check_real
@@ -506,8 +507,6 @@ class _CascadeModel(_ClickModel):
         -------
         self
         """
-        from . import _cascade_em as em
-
         log = _check_log(log, f"{type(self).__name__}.fit")
         s, max_iter, tol = self._check_params()
         g = em.grid(log.session_offsets, log.positions)
@@ -535,8 +534,6 @@ class _CascadeModel(_ClickModel):
         raise NotImplementedError
 
     def _tables(self, log):
-        from . import _cascade_em as em
-
         log = _check_log(log, type(self).__name__)
         if not hasattr(self, "alpha_"):
             raise ValueError(f"this {type(self).__name__} is not fitted yet: call fit(log) first")
