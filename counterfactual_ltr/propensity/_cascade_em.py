@@ -344,36 +344,75 @@ class _Rates:
         return out
 
 
+def _squarem(step, x, max_iter, tol):
+    """EM steps ``x, loglik = step(x)`` accelerated by SQUAREM until the log-likelihood changes by less than ``tol``.
+
+    Varadhan and Roland (2008), as in ``_click_em.pbm_em``: from ``x`` two EM steps ``x1``, ``x2``,
+    ``r = x1 - x``, ``v = x2 - 2 x1 + x``, the extrapolated point ``x' = x - 2 a r + a^2 v`` with
+    ``a = -|r| / |v|`` (kept inside (0, 1)) and one EM step from it, kept when ``x'`` is no worse
+    than ``x1``; otherwise the cycle ends at ``x2``. So the log-likelihood at the start of every
+    cycle (``history``) never falls. ``x`` is a tuple; its arrays are extrapolated, its floats (the
+    pooled means, outputs of a step) are not. ``max_iter`` counts EM steps; the answer is the
+    EM step from the last point whose log-likelihood met ``tol``.
+    """
+    history, it = [], 0
+    while it < max_iter:
+        x1, loglik = step(x)
+        it += 1
+        history.append(loglik)
+        if len(history) > 1 and abs(loglik - history[-2]) < tol:
+            return x1, it, True, history
+        if it >= max_iter:
+            return x1, it, False, history
+        x2, loglik1 = step(x1)
+        it += 1
+        arrays = [i for i, e in enumerate(x) if isinstance(e, np.ndarray)]
+        r = [x1[i] - x[i] for i in arrays]
+        v = [x2[i] - 2 * x1[i] + x[i] for i in arrays]
+        a = -np.sqrt(sum(float(np.square(e).sum()) for e in r) / max(sum(float(np.square(e).sum()) for e in v), 1e-300))
+        far = list(x2)
+        for i, ri, vi in zip(arrays, r, v):
+            far[i] = np.clip(x[i] - 2 * a * ri + a * a * vi, _EPS, 1 - _EPS)
+        x = x2
+        if a < -1 and it < max_iter:
+            x3, loglik_far = step(tuple(far))
+            it += 1
+            if loglik_far >= loglik1:
+                x = x3
+    return x, it, False, history
+
+
 def _continuation_em(k, cont, s, max_iter, tol):
     """EM over the one hidden event of DCM and SDBN: did the user go on after the last click?
 
     ``cont`` gives the probability ``c`` of going on after each clicked page's last click
-    (``cont.at(x)``), its M-step from the posteriors ``q`` (``cont.m_step``) and the log-probability
-    of the continuations that are sure (``cont.loglik``). With ``T = prod_{j > l} (1 - alpha_j)`` the
-    page's factor below the last click ``l`` is ``Z = 1 - c + c T`` and the posterior of having gone
-    on ``q = c T / Z``; E-step of a result below ``l``: ``P(A = 1 | clicks) = (1 - q) alpha``. A step
-    visits only the pages with a click, the results below their last click and the rows shown
-    there (``_Rates``); every other count is fixed (:func:`_last_click_counts`).
+    (``cont.at(params)``), its M-step from the posteriors ``q`` (``cont.m_step``) and the
+    log-probability of the continuations that are sure (``cont.loglik``). With
+    ``T = prod_{j > l} (1 - alpha_j)`` the page's factor below the last click ``l`` is
+    ``Z = 1 - c + c T`` and the posterior of having gone on ``q = c T / Z``; E-step of a result below
+    ``l``: ``P(A = 1 | clicks) = (1 - q) alpha``. A step visits only the pages with a click, the
+    results below their last click and the rows shown there (``_Rates``); every other count is fixed
+    (:func:`_last_click_counts`). Accelerated by :func:`_squarem`.
     """
     active, row_b = np.unique(k["row_b"], return_inverse=True)
     rates = _Rates(k["clicks_row"], k["den_r"], k["clicks_row"], k["skips_row"], active, s)
     page_b, n_pages, n_items = k["page_b"], k["n_pages"], k["n_items"]
 
     def step(x):
-        alpha, rest, params = x
+        alpha, rest, _, params = x[0], x[1], x[2], x[3:]
         a_b = alpha[row_b]
         T = np.exp(np.bincount(page_b, weights=np.log1p(-a_b), minlength=n_pages))
         c = cont.at(params)
         Z = np.maximum(1 - c + c * T, _EPS)
         q = c * T / Z
         loglik = (rates.loglik(alpha, rest) + cont.loglik(params) + float(np.log(Z).sum())) / n_items
-        alpha, rest, step.mu = rates.update(np.bincount(row_b, weights=(1 - q[page_b]) * a_b, minlength=active.size))
-        return (alpha, rest, cont.m_step(params, q)), loglik
+        new = rates.update(np.bincount(row_b, weights=(1 - q[page_b]) * a_b, minlength=active.size))
+        return (*new, *cont.m_step(params, q)), loglik
 
     # EM starts from the counts, with at least one pseudo-observation (no alpha at 0 or 1).
-    start, step.mu = _map(k["clicks_row"], k["clicks_row"] + k["skips_row"], max(s, 1.0))
-    (alpha, _, params), it, converged, history = _loop(step, (*rates.split(start), cont.start()), max_iter, tol)
-    return rates.full(alpha, step.mu), params, step.mu, it, converged, history
+    start, mu = _map(k["clicks_row"], k["clicks_row"] + k["skips_row"], max(s, 1.0))
+    x, it, converged, history = _squarem(step, (*rates.split(start), mu, *cont.start()), max_iter, tol)
+    return rates.full(x[0], x[2]), x[3:], x[2], it, converged, history
 
 
 class _Lambda:
@@ -383,21 +422,26 @@ class _Lambda:
         self.clicks_at, self.sure_go, self.idx, self.K = k["clicks_at"], k["sure_go"], k["last_r"] - 1, K
 
     def start(self):
-        return np.where(self.clicks_at > 0, np.clip(self.sure_go / np.maximum(self.clicks_at, 1), 0.05, 0.95), 0.5)
+        return (np.where(self.clicks_at > 0, np.clip(self.sure_go / np.maximum(self.clicks_at, 1), 0.05, 0.95), 0.5),)
 
-    def at(self, lam):
-        return lam[self.idx]
+    def at(self, params):
+        return params[0][self.idx]
 
-    def loglik(self, lam):
-        return float((self.sure_go * np.log(lam)).sum())
+    def loglik(self, params):
+        return float((self.sure_go * np.log(params[0])).sum())
 
-    def m_step(self, lam, q):
+    def m_step(self, params, q):
         go = self.sure_go + np.bincount(self.idx, weights=q, minlength=self.K)
-        return np.where(self.clicks_at > 0, np.clip(go / np.maximum(self.clicks_at, _EPS), _EPS, 1 - _EPS), lam)
+        return (np.where(self.clicks_at > 0, np.clip(go / np.maximum(self.clicks_at, _EPS), _EPS, 1 - _EPS),
+                         params[0]),)
 
 
 class _Satisfaction:
-    """SDBN's satisfaction ``sigma_qd`` of the last clicked pair (M-step: mean ``P(S = 1 | clicks)`` over its clicks)."""
+    """SDBN's satisfaction ``sigma_qd`` of the last clicked pair (M-step: mean ``P(S = 1 | clicks)`` over its clicks).
+
+    Its parameters: the satisfaction of the last-clicked rows, of the other rows' (clicks,
+    non-last clicks) pairs (``_Rates``), and the pooled mean.
+    """
 
     def __init__(self, k, s):
         clicks, sure = k["clicks_row"], k["sure_go_row"]
@@ -438,7 +482,7 @@ def dcm_em(R, C, mask, pos, n_rows, K, s, max_iter, tol):
     (``alpha`` with at least one pseudo-observation, ``lambda`` clipped to [0.05, 0.95]).
     """
     k = _last_click_counts(R, C, mask, pos, n_rows, K)
-    alpha, lam, mu, it, converged, history = _continuation_em(k, _Lambda(k, K), s, max_iter, tol)
+    alpha, (lam,), mu, it, converged, history = _continuation_em(k, _Lambda(k, K), s, max_iter, tol)
     return {"alpha": alpha, "lam": lam, "mu": mu, "n_iter": it, "converged": converged, "history": history}
 
 
