@@ -463,7 +463,7 @@ tol : float, default 1e-7
     ``tol`` unused). ``"em"``: EM on the model's own likelihood, in which the user may have gone
     on below the last click without clicking (sec. 4.3). Counting is the default because its
     held-out perplexity was the better one on both splits of ``bench_pyclick`` (TREC Session 2014
-    and DBN clicks) at a tenth of EM's time; EM has the better conditional log-likelihood
+    and DBN clicks), in a third to a sixth of EM's time; EM has the better conditional log-likelihood
     everywhere, the better perplexity on clicks simulated from the model itself, and recovers its
     parameters where counting is biased (``docs/click-models.md``)."""}
 
