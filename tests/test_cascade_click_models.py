@@ -24,6 +24,11 @@ MODELS = {"cm": CascadeModel, "ubm": UserBrowsingModel, "dcm": DependentClickMod
           "dbn": DynamicBayesianNetworkModel, "sdbn": SimplifiedDBNModel}
 
 
+def _by_em(name, **params):
+    """The model ``name`` fitted by EM (DCM and SDBN fit by counting unless told ``method="em"``)."""
+    return MODELS[name](**params, **({"method": "em"} if name in ("dcm", "sdbn") else {}))
+
+
 def _joint(name, m, a, s, pos, clicks):
     """P(clicks) and P(E_r = 1, clicks) by summing the model's generative story over all hidden states.
 
@@ -127,7 +132,7 @@ def test_likelihood_conditionals_and_marginals_match_a_sum_over_hidden_states(na
 def test_em_never_lowers_the_likelihood_and_ends_at_the_reported_value(name):
     frame, _ = simulate_cascade_events(3000, name, n_queries=30, n_shown=6, random_state=1)
     log = ClickLog.from_events(frame, session="session")
-    model = MODELS[name](prior_strength=0.0, max_iter=300, tol=1e-10).fit(log)
+    model = _by_em(name, prior_strength=0.0, max_iter=300, tol=1e-10).fit(log)
     history = model.loglik_history_
     assert np.all(np.diff(history) >= -1e-9)
     assert model.log_likelihood(log) >= history[-1] - 1e-9
@@ -141,7 +146,7 @@ def test_em_never_lowers_the_likelihood_and_ends_at_the_reported_value(name):
 def test_parameters_are_recovered_from_clicks_simulated_by_the_model(name):
     frame, truth = simulate_cascade_events(20_000, name, n_queries=100, random_state=0)
     log = ClickLog.from_events(frame, session="session")
-    model = MODELS[name](prior_strength=0.0).fit(log)
+    model = _by_em(name, prior_strength=0.0).fit(log)
     true = true_parameters(log, truth)
     shown = np.bincount(log.docs, minlength=log.n_rows)
     many = shown >= 300
@@ -229,11 +234,11 @@ def test_em_stops_on_tolerance_and_warns_when_it_does_not(name):
     frame, _ = simulate_cascade_events(500, name, n_queries=20, n_shown=4, random_state=3)
     log = ClickLog.from_events(frame, session="session")
     with pytest.warns(ConvergenceWarning, match="max_iter=2"):
-        short = MODELS[name](max_iter=2).fit(log)
+        short = _by_em(name, max_iter=2).fit(log)
     assert short.n_iter_ == 2 and not short.converged_
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        full = MODELS[name](tol=1e-6).fit(log)
+        full = _by_em(name, tol=1e-6).fit(log)
     assert full.converged_ and 2 < full.n_iter_ < 1000
     assert abs(full.loglik_history_[-1] - full.loglik_history_[-2]) < 1e-6
 

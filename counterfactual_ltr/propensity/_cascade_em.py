@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["grid", "conditional", "marginal", "cm_fit", "ubm_em", "dcm_em", "dbn_em", "session_loglik"]
+__all__ = ["grid", "conditional", "marginal", "cm_fit", "ubm_em", "dcm_counts", "dcm_em", "sdbn_counts", "sdbn_em",
+           "dbn_em", "session_loglik"]
 
 _EPS = 1e-10
 
@@ -222,13 +223,248 @@ def ubm_em(R, C, mask, pos, n_rows, K, s, max_iter, tol):
             "history": history}
 
 
-def _tail_no_click(A, mask):
-    """``prod_{i >= j} (1 - alpha_i)`` over the shown cells of each page, for every column (S, L + 1)."""
-    S, L = A.shape
-    T = np.ones((S, L + 1))
-    for j in range(L - 1, -1, -1):
-        T[:, j] = T[:, j + 1] * np.where(mask[:, j], 1 - A[:, j], 1.0)
-    return T
+def _last_click_counts(R, C, mask, pos, n_rows, K):
+    """What a page's clicks fix for DCM and SDBN, and what stays hidden below its last click.
+
+    Every result at or above a page's last click ``l`` was examined, and every result of a page
+    without clicks too (a skip passes examination on; SDBN's ``gamma = 1``): their clicks and skips
+    are plain Bernoulli counts of ``alpha_qd`` (``clicks_row``, ``skips_row``). Every click but a
+    page's last was followed by examination of the next result (``sure_go`` per position,
+    ``sure_go_row`` per document). What is hidden is whether the user went on after the last click:
+    the results below it (``page_b``, ``row_b``: index among the pages with a click, and row) were
+    then examined and skipped, or never examined. ``last_r`` and ``last_row`` are the position
+    (``<= K``) and row of each clicked page's last click.
+    """
+    clicked = (C > 0) & mask
+    last = _last_click(C, mask)
+    has = last >= 0
+    cols = np.arange(C.shape[1])[None, :]
+    fixed = mask & ((cols <= last[:, None]) | ~has[:, None])
+    below = mask & (cols > last[:, None]) & has[:, None]
+    is_last = clicked & (cols == last[:, None])
+    r = np.minimum(pos, K)
+    rank_of_page = np.cumsum(has) - 1              # index of each clicked page among the clicked pages
+    page_b = rank_of_page[np.nonzero(below)[0]]
+    on_last = np.flatnonzero(has), last[has]
+    return {"clicks_row": np.bincount(R[clicked], minlength=n_rows).astype(np.float64),
+            "skips_row": np.bincount(R[fixed & ~clicked], minlength=n_rows).astype(np.float64),
+            "den_r": np.bincount(R[mask], minlength=n_rows).astype(np.float64),
+            "clicks_at": np.bincount(r[clicked] - 1, minlength=K).astype(np.float64),
+            "sure_go": np.bincount(r[clicked & ~is_last] - 1, minlength=K).astype(np.float64),
+            "sure_go_row": np.bincount(R[clicked & ~is_last], minlength=n_rows).astype(np.float64),
+            "last_r": r[on_last], "last_row": R[on_last], "page_b": page_b, "row_b": R[below],
+            "n_pages": int(has.sum()), "n_items": max(int(mask.sum()), 1)}
+
+
+def dcm_counts(R, C, mask, pos, n_rows, K, s):
+    """DCM in closed form by counting (Guo, Liu and Wang 2009; Chuklin et al. 2015, sec. 4.2, DCM).
+
+    Assume, with the original paper and PyClick, that the user examined every result down to the
+    last click ``l`` and stopped there (nothing below ``l`` examined). The likelihood then becomes
+    ``prod_{j <= l} alpha_j^C_j (1 - alpha_j)^(1 - C_j) prod_{j < l, C_j = 1} lambda_{r_j}
+    (1 - lambda_{r_l})``, a lower bound of the DCM likelihood of sec. 3.5 (its last factor,
+    ``1 - lambda + lambda prod_{j > l} (1 - alpha_j)``, is at least ``1 - lambda``), maximised in
+    closed form by
+
+    * ``alpha_qd = (clicks + s mu) / (impressions at or above the last click + s)`` (every result of
+      a page without clicks counts; ``mu`` the pooled rate, ``s`` the Beta prior's strength);
+    * ``lambda_r = (clicks at r that are not a page's last) / (clicks at r)`` (0.5 without clicks at r).
+
+    Returns the same dict as :func:`dcm_em` (``n_iter`` 1).
+    """
+    k = _last_click_counts(R, C, mask, pos, n_rows, K)
+    alpha, mu = _map(k["clicks_row"], k["clicks_row"] + k["skips_row"], s)
+    lam = np.where(k["clicks_at"] > 0, np.clip(k["sure_go"] / np.maximum(k["clicks_at"], 1), _EPS, 1 - _EPS), 0.5)
+    return {"alpha": alpha, "lam": lam, "mu": mu, "n_iter": 1, "converged": True, "history": []}
+
+
+def sdbn_counts(R, C, mask, pos, n_rows, K, s):
+    """SDBN in closed form by counting (Chapelle and Zhang 2009; Chuklin et al. 2015, sec. 4.2, SDBN).
+
+    With ``gamma = 1`` and the user assumed to stop at the last click (satisfied there, nothing below
+    examined) every hidden variable is known, and the maximum (a posteriori, Beta prior of ``s``
+    pseudo-observations at the pooled rates) is
+
+    * ``alpha_qd = (clicks + s mu) / (impressions at or above the last click + s)`` (all of a page
+      without clicks);
+    * ``sigma_qd = (last clicks of a page on the pair + s mu_s) / (clicks on the pair + s)``.
+
+    It maximises ``prod_{j <= l} alpha_j^C_j (1 - alpha_j)^(1 - C_j) prod_{j < l, C_j = 1} (1 - sigma_j)
+    sigma_l``, a lower bound of the SDBN likelihood (whose last factor is
+    ``sigma_l + (1 - sigma_l) prod_{j > l} (1 - alpha_j)``). Returns the dict of :func:`sdbn_em`.
+    """
+    k = _last_click_counts(R, C, mask, pos, n_rows, K)
+    alpha, mu = _map(k["clicks_row"], k["clicks_row"] + k["skips_row"], s)
+    sigma, mu_s = _map(k["clicks_row"] - k["sure_go_row"], k["clicks_row"], s)
+    return {"alpha": alpha, "sigma": sigma, "gamma": 1.0, "mu": mu, "mu_sigma": mu_s, "n_iter": 1,
+            "converged": True, "history": []}
+
+
+class _Rates:
+    """Beta-prior MAP rates (``_map``) of which only the ``active`` rows' numerators change between EM steps.
+
+    Every other row's rate depends on the step only through the pooled mean ``mu``; those rows are
+    kept as the distinct (numerator, denominator) pairs with their multiplicities, so that a step
+    costs the active rows and a few dozen pairs, not every row of the log. ``ones``/``zeros`` weigh
+    ``log rate`` and ``log(1 - rate)`` in the log-likelihood (the rest rows: ``num`` and ``den - num``).
+    """
+
+    def __init__(self, num, den, ones, zeros, active, s):
+        self.num, self.den, self.active, self.s = num, den, active, s
+        self.num_a, self.den_a, self.ones_a, self.zeros_a = num[active], den[active], ones[active], zeros[active]
+        rest = np.ones(num.size, dtype=bool)
+        rest[active] = False
+        width = int(den.max(initial=0)) + 1
+        key, first, count = np.unique(num[rest].astype(np.int64) * width + den[rest].astype(np.int64),
+                                      return_index=True, return_counts=True)
+        self.g_num, self.g_den, self.g_w = (key // width).astype(np.float64), (key % width).astype(np.float64), count
+        self.g_rep = np.flatnonzero(rest)[first]        # one row of each pair
+        self.num_total, self.den_total = float(num.sum()), max(float(den.sum()), _EPS)
+
+    def split(self, full):
+        """Rates of every row (equal within a pair) as (active rows', pairs')."""
+        return full[self.active], full[self.g_rep]
+
+    def _rate(self, num, den, mu):
+        return np.clip((num + self.s * mu) / np.maximum(den + self.s, _EPS), _EPS, 1 - _EPS)
+
+    def update(self, extra):
+        """The active rows' rates, the rest pairs' rates and ``mu``, the numerators of the active rows raised by ``extra``."""
+        mu = min(max((self.num_total + float(extra.sum())) / self.den_total, _EPS), 1 - _EPS)
+        return self._rate(self.num_a + extra, self.den_a, mu), self._rate(self.g_num, self.g_den, mu), mu
+
+    def loglik(self, a, g):
+        return float((self.ones_a * np.log(a) + self.zeros_a * np.log1p(-a)).sum()
+                     + (self.g_w * (self.g_num * np.log(g) + (self.g_den - self.g_num) * np.log1p(-g))).sum())
+
+    def full(self, a, mu):
+        """The rates of every row (the rest at ``mu``)."""
+        out = self._rate(self.num, self.den, mu)
+        out[self.active] = a
+        return out
+
+
+def _squarem(step, x, max_iter, tol):
+    """EM steps ``x, loglik = step(x)`` accelerated by SQUAREM until the log-likelihood changes by less than ``tol``.
+
+    Varadhan and Roland (2008), as in ``_click_em.pbm_em``: from ``x`` two EM steps ``x1``, ``x2``,
+    ``r = x1 - x``, ``v = x2 - 2 x1 + x``, the extrapolated point ``x' = x - 2 a r + a^2 v`` with
+    ``a = -|r| / |v|`` (kept inside (0, 1)) and one EM step from it, kept when ``x'`` is no worse
+    than ``x1``; otherwise the cycle ends at ``x2``. So the log-likelihood at the start of every
+    cycle (``history``) never falls. ``x`` is a tuple; its arrays are extrapolated, its floats (the
+    pooled means, outputs of a step) are not. ``max_iter`` counts EM steps; the answer is the
+    EM step from the last point whose log-likelihood met ``tol``.
+    """
+    history, it = [], 0
+    while it < max_iter:
+        x1, loglik = step(x)
+        it += 1
+        history.append(loglik)
+        if len(history) > 1 and abs(loglik - history[-2]) < tol:
+            return x1, it, True, history
+        if it >= max_iter:
+            return x1, it, False, history
+        x2, loglik1 = step(x1)
+        it += 1
+        arrays = [i for i, e in enumerate(x) if isinstance(e, np.ndarray)]
+        r = [x1[i] - x[i] for i in arrays]
+        v = [x2[i] - 2 * x1[i] + x[i] for i in arrays]
+        a = -np.sqrt(sum(float(np.square(e).sum()) for e in r) / max(sum(float(np.square(e).sum()) for e in v), 1e-300))
+        far = list(x2)
+        for i, ri, vi in zip(arrays, r, v):
+            far[i] = np.clip(x[i] - 2 * a * ri + a * a * vi, _EPS, 1 - _EPS)
+        x = x2
+        if a < -1 and it < max_iter:
+            x3, loglik_far = step(tuple(far))
+            it += 1
+            if loglik_far >= loglik1:
+                x = x3
+    return x, it, False, history
+
+
+def _continuation_em(k, cont, s, max_iter, tol):
+    """EM over the one hidden event of DCM and SDBN: did the user go on after the last click?
+
+    ``cont`` gives the probability ``c`` of going on after each clicked page's last click
+    (``cont.at(params)``), its M-step from the posteriors ``q`` (``cont.m_step``) and the
+    log-probability of the continuations that are sure (``cont.loglik``). With
+    ``T = prod_{j > l} (1 - alpha_j)`` the page's factor below the last click ``l`` is
+    ``Z = 1 - c + c T`` and the posterior of having gone on ``q = c T / Z``; E-step of a result below
+    ``l``: ``P(A = 1 | clicks) = (1 - q) alpha``. A step visits only the pages with a click, the
+    results below their last click and the rows shown there (``_Rates``); every other count is fixed
+    (:func:`_last_click_counts`). Accelerated by :func:`_squarem`.
+    """
+    active, row_b = np.unique(k["row_b"], return_inverse=True)
+    rates = _Rates(k["clicks_row"], k["den_r"], k["clicks_row"], k["skips_row"], active, s)
+    page_b, n_pages, n_items = k["page_b"], k["n_pages"], k["n_items"]
+
+    def step(x):
+        alpha, rest, _, params = x[0], x[1], x[2], x[3:]
+        a_b = alpha[row_b]
+        T = np.exp(np.bincount(page_b, weights=np.log1p(-a_b), minlength=n_pages))
+        c = cont.at(params)
+        Z = np.maximum(1 - c + c * T, _EPS)
+        q = c * T / Z
+        loglik = (rates.loglik(alpha, rest) + cont.loglik(params) + float(np.log(Z).sum())) / n_items
+        new = rates.update(np.bincount(row_b, weights=(1 - q[page_b]) * a_b, minlength=active.size))
+        return (*new, *cont.m_step(params, q)), loglik
+
+    # EM starts from the counts, with at least one pseudo-observation (no alpha at 0 or 1).
+    start, mu = _map(k["clicks_row"], k["clicks_row"] + k["skips_row"], max(s, 1.0))
+    x, it, converged, history = _squarem(step, (*rates.split(start), mu, *cont.start()), max_iter, tol)
+    return rates.full(x[0], x[2]), x[3:], x[2], it, converged, history
+
+
+class _Lambda:
+    """DCM's continuation ``lambda_r`` after a click at position ``r`` (M-step: expected goings-on / clicks)."""
+
+    def __init__(self, k, K):
+        self.clicks_at, self.sure_go, self.idx, self.K = k["clicks_at"], k["sure_go"], k["last_r"] - 1, K
+
+    def start(self):
+        return (np.where(self.clicks_at > 0, np.clip(self.sure_go / np.maximum(self.clicks_at, 1), 0.05, 0.95), 0.5),)
+
+    def at(self, params):
+        return params[0][self.idx]
+
+    def loglik(self, params):
+        return float((self.sure_go * np.log(params[0])).sum())
+
+    def m_step(self, params, q):
+        go = self.sure_go + np.bincount(self.idx, weights=q, minlength=self.K)
+        return (np.where(self.clicks_at > 0, np.clip(go / np.maximum(self.clicks_at, _EPS), _EPS, 1 - _EPS),
+                         params[0]),)
+
+
+class _Satisfaction:
+    """SDBN's satisfaction ``sigma_qd`` of the last clicked pair (M-step: mean ``P(S = 1 | clicks)`` over its clicks).
+
+    Its parameters: the satisfaction of the last-clicked rows, of the other rows' (clicks,
+    non-last clicks) pairs (``_Rates``), and the pooled mean.
+    """
+
+    def __init__(self, k, s):
+        clicks, sure = k["clicks_row"], k["sure_go_row"]
+        active, self.idx = np.unique(k["last_row"], return_inverse=True)
+        self.rates = _Rates(np.zeros_like(clicks), clicks, np.zeros_like(clicks), sure, active, s)
+        self.start_value = _map(clicks - sure, clicks, max(s, 1.0))
+        self.n_active = active.size
+
+    def start(self):
+        full, mu = self.start_value
+        return (*self.rates.split(full), mu)
+
+    def at(self, params):
+        return 1 - params[0][self.idx]
+
+    def loglik(self, params):
+        return self.rates.loglik(*params[:2])
+
+    def m_step(self, params, q):
+        return self.rates.update(np.bincount(self.idx, weights=1 - q, minlength=self.n_active))
+
+    def full(self, params):
+        return self.rates.full(params[0], params[2]), params[2]
 
 
 def dcm_em(R, C, mask, pos, n_rows, K, s, max_iter, tol):
@@ -237,56 +473,37 @@ def dcm_em(R, C, mask, pos, n_rows, K, s, max_iter, tol):
     Up to a page's last click ``l`` every result was examined; below it the only hidden event is
     whether the user went on after that click (probability ``lambda_{r_l}``), and then examined and
     skipped everything below. Its posterior is
-    ``q = lambda T / (1 - lambda + lambda T)`` with ``T = prod_{j > l} (1 - alpha_j)`` (``q = 1`` on a page
-    without clicks). E-step: ``P(A_j = 1 | clicks) = C_j`` for ``j <= l`` and ``(1 - q) alpha_j`` below;
-    M-step: ``alpha`` their mean per row (Beta prior as in ``_map``), ``lambda_r`` = (clicks at ``r``
-    that are not a page's last + ``q`` of last clicks at ``r``) / clicks at ``r``. The session
-    likelihood is ``prod_{j <= l} alpha^C (1 - alpha)^(1 - C) prod_{j < l, C_j = 1} lambda_{r_j}
-    (1 - lambda_{r_l} + lambda_{r_l} T)`` (sec. 3.5).
+    ``q = lambda T / (1 - lambda + lambda T)`` with ``T = prod_{j > l} (1 - alpha_j)``. E-step:
+    ``P(A_j = 1 | clicks) = C_j`` for ``j <= l`` (every result of a page without clicks) and
+    ``(1 - q) alpha_j`` below; M-step: ``alpha`` their mean per row (Beta prior as in ``_map``),
+    ``lambda_r`` = (clicks at ``r`` that are not a page's last + ``q`` of last clicks at ``r``) / clicks
+    at ``r``. The session likelihood is ``prod_{j <= l} alpha^C (1 - alpha)^(1 - C) prod_{j < l, C_j = 1}
+    lambda_{r_j} (1 - lambda_{r_l} + lambda_{r_l} T)`` (sec. 3.5). EM starts from :func:`dcm_counts`
+    (``alpha`` with at least one pseudo-observation, ``lambda`` clipped to [0.05, 0.95]).
     """
-    S, L = C.shape
-    clicked = (C > 0) & mask
-    last = _last_click(C, mask)
-    cols = np.arange(L)[None, :]
-    above = mask & (cols <= last[:, None])
-    below = mask & (cols > last[:, None])
-    r = np.minimum(pos, K)
-    is_last = clicked & (cols == last[:, None])
-    clicks_at = np.bincount(r[clicked] - 1, minlength=K).astype(np.float64)
-    sure_go = np.bincount(r[clicked & ~is_last] - 1, minlength=K).astype(np.float64)
-    last_r = np.where(last >= 0, r[np.arange(S), np.maximum(last, 0)], 1)
-    has = last >= 0
-    # Above the last click nothing is hidden: per-row counts are all the E- and M-steps need there.
-    clicks_row = np.bincount(R[above], weights=C[above], minlength=n_rows)
-    skips_row = np.bincount(R[above], weights=1 - C[above], minlength=n_rows)
-    den_r = np.bincount(R[mask], minlength=n_rows).astype(np.float64)
-    page_b, _ = np.nonzero(below)
-    row_b = R[below]
-    n_items = max(int(mask.sum()), 1)
-    # Start from the closed-form counts (a user stops at the last click: alpha over the results up to
-    # it, lambda_r = 1 - last clicks / clicks at r; sec. 4.2), which EM then corrects.
-    alpha0, _ = _map(clicks_row, clicks_row + skips_row, max(s, 1.0))
-    lam0 = np.where(clicks_at > 0, np.clip(sure_go / np.maximum(clicks_at, 1), 0.05, 0.95), 0.5)
+    k = _last_click_counts(R, C, mask, pos, n_rows, K)
+    alpha, (lam,), mu, it, converged, history = _continuation_em(k, _Lambda(k, K), s, max_iter, tol)
+    return {"alpha": alpha, "lam": lam, "mu": mu, "n_iter": it, "converged": converged, "history": history}
 
-    def step(x):
-        alpha, lam = x
-        a_b = alpha[row_b]
-        T = np.exp(np.bincount(page_b, weights=np.log1p(-a_b), minlength=S))
-        lam_l = lam[last_r - 1]
-        Z = np.where(has, 1 - lam_l + lam_l * T, T)
-        q = np.where(has, lam_l * T / np.maximum(Z, _EPS), 1.0)
-        loglik = float(((clicks_row * np.log(alpha)).sum() + (skips_row * np.log1p(-alpha)).sum()
-                        + (sure_go * np.log(lam)).sum()
-                        + np.log(np.maximum(Z, _EPS)).sum()) / n_items)
-        num = clicks_row + np.bincount(row_b, weights=(1 - q[page_b]) * a_b, minlength=n_rows)
-        alpha, mu = _map(num, den_r, s)
-        step.mu = mu
-        go = sure_go + np.bincount(last_r[has] - 1, weights=q[has], minlength=K)
-        lam = np.where(clicks_at > 0, np.clip(go / np.maximum(clicks_at, _EPS), _EPS, 1 - _EPS), lam)
-        return (alpha, lam), loglik
 
-    (alpha, lam), it, converged, history = _loop(step, (alpha0, lam0), max_iter, tol)
-    return {"alpha": alpha, "lam": lam, "mu": step.mu, "n_iter": it, "converged": converged, "history": history}
+def sdbn_em(R, C, mask, pos, n_rows, K, s, max_iter, tol):
+    """SDBN by EM (sec. 4.3): the DBN with ``gamma = 1``, so that a user goes on after a click unless satisfied.
+
+    The same hidden event as in :func:`dcm_em`, with ``1 - sigma_qd`` of the last clicked pair in
+    place of ``lambda``: below the last click ``l`` either the user was satisfied there (probability
+    ``sigma_l``) or examined and skipped every result down to the page's end. ``P(S_l = 1 | clicks) =
+    sigma_l / (sigma_l + (1 - sigma_l) T)``; every other click left the user unsatisfied. M-step:
+    ``alpha`` as in the DCM, ``sigma_qd`` the mean of ``P(S = 1 | clicks)`` over the pair's clicks
+    (Beta prior as in ``_map``). The fixed point is :func:`dbn_em`'s with ``fix_gamma=1`` (the DBN's
+    forward-backward pass reduces to this one factor when ``gamma = 1``); EM starts from
+    :func:`sdbn_counts`.
+    """
+    k = _last_click_counts(R, C, mask, pos, n_rows, K)
+    sat = _Satisfaction(k, s)
+    alpha, params, mu, it, converged, history = _continuation_em(k, sat, s, max_iter, tol)
+    sigma, mu_s = sat.full(params)
+    return {"alpha": alpha, "sigma": sigma, "gamma": 1.0, "mu": mu, "mu_sigma": mu_s, "n_iter": it,
+            "converged": converged, "history": history}
 
 
 def dbn_em(R, C, mask, n_rows, s, max_iter, tol, *, fix_gamma=None):
