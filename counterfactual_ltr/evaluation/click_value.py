@@ -41,7 +41,7 @@ import numpy as np
 from .._segments import rank_within_queries, segment_ids
 from ..logs.clicklog import ClickLog
 from ..metrics import metric_weight
-from ..examination.propensity_models import affine_parts, as_propensity_model
+from ..examination.propensity_models import affine_parts, as_propensity_model, is_session_dependent
 from .offpolicy import _scores_for_log
 
 __all__ = ["on_policy_value", "true_click_values"]
@@ -74,6 +74,13 @@ def logged_relevance_terms(log: ClickLog, metric, metric_params, model):
     slope): unbiased for the logging policy's expected value whatever it is.
     Returns ``X`` and the click weights ``1 / alpha_k``.
     """
+    if is_session_dependent(model):      # one propensity per shown result: each click by its own 1 / q
+        m = np.asarray(metric_weight(metric, **metric_params)(np.arange(1, max(int(log.positions.max(initial=0)), 1)
+                                                                         + 1)), dtype=np.float64)
+        items = np.flatnonzero(log.clicks)
+        session = np.searchsorted(log.session_offsets, items, side="right") - 1
+        w = 1.0 / model.item_propensities(log)[items]
+        return np.bincount(session, weights=m[log.positions[items] - 1] * w, minlength=log.n_sessions), w
     m_t, alpha_t, beta_t = _weights_by_rank(metric, metric_params, model, int(log.positions.max(initial=0)))
     affine = bool(np.any(beta_t != 0))
     items = np.arange(log.n_items) if affine else np.flatnonzero(log.clicks)

@@ -61,7 +61,7 @@ from scipy import stats
 from .._validation import check_int, check_probability, check_real
 from ..logs.clicklog import ClickLog
 from ..metrics import LOWER_IS_BETTER
-from ..examination.propensity_models import affine_parts, resolve_propensity
+from ..examination.propensity_models import affine_parts, is_session_dependent, resolve_propensity
 from . import click_value
 from .offpolicy import (BOOTSTRAP_BLOCKS, ESTIMATORS, Estimate, EstimateWarning, _finish, _metric_name, _need_features,
                         _omega, _scores_for_log, _session_terms, _setup, _unshown_mass)
@@ -733,6 +733,10 @@ def _compare(log, candidates: dict, baseline, baseline_name: str, *, estimator, 
         setup = _setup(estimator, log, propensity, clip=clip if estimator == "clipped_ips" else None,
                        relevance_model=relevance_model, logging_policy=logging_policy, n_folds=n_folds,
                        random_state=random_state)
+    if value == "clicks" and is_session_dependent(setup.model):
+        raise ValueError(f"value='clicks' needs the examination of every rank a candidate could use, which "
+                         f"{setup.model!r} (a propensity per shown result, given the clicks above it) does not give: "
+                         "compare on value='relevance'")
     ratio = estimator == "snips"
     label = _metric_name(metric) + (" of clicks" if value == "clicks" else "")
     common = dict(ratio=ratio, n_bootstrap=n_bootstrap, random_state=random_state)

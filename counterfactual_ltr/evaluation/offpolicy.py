@@ -68,7 +68,8 @@ from .._validation import check_int, check_real
 from ..ids import format_id
 from ..logs.clicklog import ClickLog
 from ..metrics import metric_weight
-from ..examination.propensity_models import affine_parts, as_propensity_model, resolve_propensity
+from ..examination.propensity_models import (affine_parts, as_propensity_model, is_session_dependent,
+                                             resolve_propensity)
 from ._docs import doc
 from .relevance import fit_relevance
 
@@ -272,6 +273,8 @@ def _session_terms(log, omega, model, *, rho=None, rhat=None, clip=None):
     n = log.n_sessions
     offsets = log.session_offsets
     lengths = np.diff(offsets)
+    if is_session_dependent(model):
+        return _item_terms(log, omega, model.item_propensities(log), clip)
     # alpha and beta by position, looked up per item (cheaper than evaluating the model per item)
     alpha_t, beta_t = affine_parts(model, np.arange(1, max(int(lengths.max(initial=0)), 1) + 1))
     affine = bool(np.any(beta_t != 0))
@@ -308,6 +311,28 @@ def _session_terms(log, omega, model, *, rho=None, rhat=None, clip=None):
             scaled = np.divide(v, rho, out=np.zeros_like(v), where=rho > 0)
             X -= np.bincount(every, weights=scaled[log.docs] * alpha_t[log.positions - 1], minlength=n)
     return X, W, 1.0 / denom[click], bias_bound
+
+
+def _item_terms(log, omega, q, clip):
+    """:func:`_session_terms` with one propensity per shown result (a cascade-aware model: ``q`` per item).
+
+    Each click is weighted by its own ``1 / q`` (Vardasbi et al. 2020): unbiased for the metric's
+    weighted attractiveness of the shown results when ``q`` is the examination given the clicks
+    above. Clipping at ``clip`` bounds the bias by ``sum |omega| max(0, 1 - q / clip)`` over the
+    shown results, per session.
+    """
+    n = log.n_sessions
+    bias_bound = 0.0
+    if clip is not None:
+        shortfall = np.clip(1.0 - q / clip, 0.0, None)
+        bias_bound = float(np.dot(np.abs(omega)[log.docs], shortfall)) / n
+        q = np.maximum(q, clip)
+    items = np.flatnonzero(log.clicks)
+    session = np.searchsorted(log.session_offsets, items, side="right") - 1
+    w = 1.0 / q[items]
+    X = np.bincount(session, weights=omega[log.docs[items]] * w, minlength=n)
+    W = np.bincount(session, weights=w, minlength=n)
+    return X, W, w, bias_bound
 
 
 def session_contributions(log: ClickLog, scores_or_ranker, *, metric="dcg", propensity=None, **metric_params):
@@ -471,6 +496,10 @@ def _setup(kind, log, propensity, *, clip=None, relevance_model=None, logging_po
     """The per-log part of estimator ``kind`` (see :class:`_Setup`), with the log checked."""
     _check_log(log, kind)
     model = as_propensity_model(propensity)
+    if is_session_dependent(model) and kind in ("dr", "policy_aware"):
+        raise ValueError(f"{kind}: {model!r} gives a propensity per shown result (the examination given the clicks "
+                         "above it); the doubly robust and policy-aware estimates need the examination per position "
+                         "(a position-based model): use ips, snips or clipped_ips with it")
     messages = []
     rho = None
     if kind == "policy_aware" or (kind == "dr" and (logging_policy is not None or log.logging_policy is not None)):

@@ -23,7 +23,7 @@ import numpy as np
 from .._segments import segment_ids
 from ..logs.clicklog import ClickLog
 from ..metrics import LOWER_IS_BETTER
-from ..examination.propensity_models import resolve_propensity
+from ..examination.propensity_models import is_session_dependent, resolve_propensity
 from . import _report_render as report_render
 from .compare import TrustRules, _compare, _degenerate, _percent, value_label, whose
 from .offpolicy import ESTIMATORS, _need_features, _setup, true_values
@@ -342,7 +342,9 @@ def _comparisons(rankers, log, metrics, baseline, verdict_estimator, model, conf
     out, truth = {}, {}
     for metric in metrics:
         # The metric of clicks can be the same for every ranking (avg rank under eta = 1): compare on relevance then.
-        value = "relevance" if logging and click_value.ranking_free(metric, {}, model, log) else None
+        # A cascade-aware propensity (per shown result) gives no examination by rank: relevance only.
+        value = "relevance" if logging and (is_session_dependent(model) or click_value.ranking_free(metric, {}, model,
+                                                                                                      log)) else None
         found = _compare(log, candidates, "logging" if logging else rankers[baseline], LOGGING if logging else baseline,
                          estimator=verdict_estimator, metric=metric, propensity=model, confidence=confidence,
                          n_bootstrap=pair_bootstrap, random_state=random_state, clip=opts.get("clip", 0.1),
@@ -461,8 +463,11 @@ def validation_report(rankers: dict, log: ClickLog, *, propensity=None, metrics=
     >>> report.comparisons["dcg"][0].summary().startswith("f0 vs logging policy, dcg of clicks (SNIPS)")
     True
     """
+    chosen = estimators
     estimators = _check_arguments(rankers, metrics, estimators, log, baseline, verdict_estimator)
     model, source = resolve_propensity(propensity, *rankers.values())
+    if chosen is None and is_session_dependent(model):   # DR and policy-aware need the examination by rank
+        estimators = tuple(k for k in estimators if k not in ("dr", "policy_aware"))
     options = {"clipped_ips": {"clip": clip}, "dr": {}}
     if "dr" in estimators or verdict_estimator == "dr":
         options["dr"]["relevance_model"] = fit_relevance(log, relevance_model, propensity=model,

@@ -69,6 +69,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._validation import check_int, check_probability, check_real
 from ..logs.clicklog import ClickLog
+from ..examination.propensity_models import is_session_dependent
 from ._methods import _BootstrapWeights, _em, _harvest, _pbm, _swap, _trust_em
 from ._results import EstimatedPropensity, EstimatedTrustBias, IdentificationWarning
 
@@ -605,6 +606,9 @@ def replicate_curves(model, log: ClickLog, query_weights: np.ndarray):
 
     ``curves`` is ``(B, K)``: each row a replicate's ``relative_`` at positions ``1..K``.
     """
+    if is_session_dependent(model):
+        return None, (f"it is a cascade model's examination per shown result ({model!r}), whose fit has no "
+                      "bootstrap replicates")
     if getattr(model, "method_", "given") == "given" or not hasattr(model, "relative_"):
         return None, "it is given, not estimated"
     B = query_weights.shape[0]
