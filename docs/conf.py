@@ -8,6 +8,7 @@ them by the patterns in ``nitpick_ignore_regex``; the project's own names must a
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import sys
 
@@ -70,6 +71,37 @@ def _project_aliases() -> dict:
 
 
 numpydoc_xref_aliases = _project_aliases()
+
+
+def _private_homed() -> dict:
+    """Public module -> the names of its ``__all__`` defined in a private module below it.
+
+    ``counterfactual_ltr.online`` exports ``Feedback`` from ``online._base``: autosummary lists a
+    module's own members only, so the module template documents these names on the public
+    module's page (the nearest public package above the private home).
+    """
+    import pkgutil
+
+    public = {}
+    for package in (counterfactual_ltr, click_sim):
+        public[package.__name__] = package
+        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            if any(part.startswith("_") for part in info.name.split(".")):
+                continue
+            public[info.name] = importlib.import_module(info.name)
+    homed = {}
+    for name, module in public.items():
+        for attr in getattr(module, "__all__", ()):
+            home = getattr(getattr(module, attr, None), "__module__", None) or ""
+            if not home.startswith(name + ".") or "._" not in "." + home[len(name):]:
+                continue
+            owner = max((m for m in public if home.startswith(m + ".")), key=len)
+            if owner == name:
+                homed.setdefault(name, []).append(attr)
+    return homed
+
+
+autosummary_context = {"private_homed": _private_homed()}
 
 # External names are not linked (no network at build time); nitpicky mode ignores exactly these.
 _EXTERNAL = r"(numpy|np|scipy|sklearn|pandas|pd|pyarrow|dask|distributed|lightgbm|matplotlib|cvxpy|osqp|" \
@@ -141,23 +173,56 @@ def _canonical(target: str):
     return None
 
 
-def _resolve_reexport(app, env, node, contnode):
-    """A missing Python reference to a project name re-exported elsewhere links to its home."""
-    if node.get("refdomain") != "py":
-        return None
-    target = node.get("reftarget", "")
+def _by_suffix(domain, target: str, module: str):
+    """A documented project object whose dotted name ends with ``target`` (e.g. ``SolverResult``,
+    ``MLP.weight_decay`` or ``counterfactual_ltr.evaluation.ESTIMATORS``): the one nearest to the
+    referring module, if that is unambiguous."""
+    names = [n for n in domain.objects if n.startswith(("counterfactual_ltr", "click_sim"))]
+    tail = target.split(".")[-1]
+    prefix = target.rsplit(".", 1)[0] + "." if target.startswith(("counterfactual_ltr", "click_sim")) else ""
+    found = [n for n in names if n.endswith("." + target)] or \
+            [n for n in names if prefix and n.startswith(prefix) and n.endswith("." + tail)]
+    if len(found) > 1 and module:
+        found = [n for n in found if n.startswith(module + ".")] or found
+    return found[0] if len(found) == 1 else None
+
+
+def _home_of(domain, target: str, module: str):
+    """Where a project name that Sphinx did not find is documented, or None."""
     head, _, rest = target.partition(".")
     home = _canonical(target) if rest else None
+    if home is None and module and head not in ("counterfactual_ltr", "click_sim"):
+        home = _canonical(f"{module}.{target}")            # :mod:`.newton` in a package docstring
     if home is None and head in numpydoc_xref_aliases:      # ClickLog or ClickLog.from_events
         home = numpydoc_xref_aliases[head] + ("." + rest if rest else "")
-    if not home or home == target:
+    if not home or home not in domain.objects or "._" in home:
+        home = _by_suffix(domain, target, module) or home
+    return home
+
+
+def _resolve_reexport(app, env, node, contnode):
+    """A missing Python reference to a project name links to where the name is documented.
+
+    Re-exported names (``counterfactual_ltr.RankSVM``), old moved paths, short names of the
+    project's classes, and attributes named in a class's Attributes section (linked to the class).
+    """
+    if node.get("refdomain") != "py":
         return None
+    target, module = node.get("reftarget", ""), node.get("py:module") or ""
     domain = env.get_domain("py")
-    builder = app.builder
-    for role in ("obj", "class", "func", "meth", "attr", "mod", "data", "exc"):
+    candidates = [_home_of(domain, target, module)]
+    if node.get("reftype") in ("attr", "meth"):                # an attribute without an entry of its own
+        owner = target.rpartition(".")[0] or node.get("py:class") or ""
+        if owner:
+            candidates.append(_home_of(domain, owner, module))
+            if module:
+                candidates.append(f"{module}.{owner}")
+    for home in candidates:
+        if not home or home == target or home not in domain.objects:
+            continue
         new = node.deepcopy()
         new["reftarget"] = home
-        found = domain.resolve_xref(env, node.get("refdoc", ""), builder, role, home, new, contnode)
+        found = domain.resolve_xref(env, node.get("refdoc", ""), app.builder, "obj", home, new, contnode)
         if found is not None:
             return found
     return None
@@ -178,7 +243,19 @@ def _skip_member(app, what, name, obj, skip, options):
     return None
 
 
+class _EmptyGuideGlob(logging.Filter):
+    """The placeholder ``docs/guide/index.md`` lists the guide's pages by a glob, which matches
+    nothing while the folder holds only that page. Sphinx gives that warning no type that
+    ``suppress_warnings`` could name, so this drops exactly it (that file, that message)."""
+
+    def filter(self, record):
+        message = str(record.msg) % record.args if record.args else str(record.msg)
+        location = str(getattr(record, "location", ""))
+        return not ("didn't match any documents" in message and "guide/index" in location)
+
+
 def setup(app):
+    logging.getLogger("sphinx.sphinx.directives.other").addFilter(_EmptyGuideGlob())
     app.connect("missing-reference", _resolve_reexport)
     app.connect("config-inited", _drop_external_aliases, priority=900)
     app.connect("autodoc-skip-member", _skip_member)
