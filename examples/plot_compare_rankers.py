@@ -21,8 +21,8 @@ import numpy as np
 from click_sim import PositionBasedClickModel, make_ranking, simulate_clicks, train_production_ranker
 from counterfactual_ltr import RankSVM, SVMPropDCG, compare_rankers
 
-train = make_ranking(n_queries=300, noise=0.2, random_state=0)
-vali = make_ranking(n_queries=300, noise=0.2, random_state=1)
+data = make_ranking(n_queries=600, random_state=0)
+train, vali = data.subset(np.arange(300)), data.subset(np.arange(300, 600))
 production = train_production_ranker(train, fraction=0.01, random_state=0)
 clicks = PositionBasedClickModel(eta=1.0, eps_minus=0.1, eps_plus=1.0)
 train_log = simulate_clicks(train, production, clicks, n_passes=5, random_state=0)
