@@ -136,14 +136,16 @@ sphinx_gallery_conf = {
 # -- HTML ---------------------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
 html_title = "counterfactual-ltr"
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["site.css"]
 html_show_sourcelink = False
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
     "header_links_before_dropdown": 6,
     "navbar_align": "left",
-    "secondary_sidebar_items": ["page-toc"],
+    # the gallery's pages give their width to the code and figures instead of an "On this page" column
+    "secondary_sidebar_items": {"**": ["page-toc"], "auto_examples/*": []},
 }
 html_sidebars = {"index": []}
 

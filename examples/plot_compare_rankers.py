@@ -9,7 +9,7 @@ lower bound on the improvement and a verdict: better, worse, "no difference foun
 tell" with its reasons.
 
 We fit two candidates on a training log and compare them with the logging ranker on a separate
-validation log. The data are simulated, so the true NDCG@10 of each ranker is known too.
+validation log. The data are simulated, so the true NDCG at rank 10 of each ranker is known too.
 """
 
 # %%
@@ -18,7 +18,8 @@ validation log. The data are simulated, so the true NDCG@10 of each ranker is kn
 import matplotlib.pyplot as plt
 import numpy as np
 
-from click_sim import PositionBasedClickModel, make_ranking, simulate_clicks, train_production_ranker
+from click_sim import (PositionBasedClickModel, make_ranking, simulate_clicks,
+                       train_production_ranker)
 from counterfactual_ltr import RankSVM, SVMPropDCG, compare_rankers
 
 data = make_ranking(n_queries=600, random_state=0)
@@ -46,7 +47,7 @@ for name, comparison in comparisons.items():
 # %%
 # Estimated improvements against the truth
 # ----------------------------------------
-# The estimate is of the DCG of clicks; on simulated data we can also look at the true NDCG@10
+# The estimate is of the DCG of clicks; on simulated data we can also look at the true NDCG at rank 10
 # on the validation queries' labels, which the log never showed.
 truth = {name: ranker.score(vali) - production.score(vali) for name, ranker in candidates.items()}
 names = list(comparisons)

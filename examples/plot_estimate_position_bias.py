@@ -38,7 +38,8 @@ swap_log = simulate_clicks(data, rankers[0], clicks, n_passes=60, random_state=1
 # ---------------------------------------------
 # Each estimate is a propensity model: it can be passed as ``propensity=`` to every learner,
 # scorer and report of the toolkit. ``eta_`` is the fitted power law.
-harvest = estimate_propensities(harvest_log, "harvest", max_position=10, n_bootstrap=100, random_state=0)
+harvest = estimate_propensities(harvest_log, "harvest", max_position=10, n_bootstrap=100,
+                                random_state=0)
 swap = estimate_propensities(swap_log, "swap", max_position=10, n_bootstrap=100, random_state=0)
 for estimate in (harvest, swap):
     print(f"{estimate.method_:8s} eta = {estimate.eta_:.2f} (true {clicks.eta}); "

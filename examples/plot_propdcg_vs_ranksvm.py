@@ -7,7 +7,7 @@ fitted on clicks as if they were relevance labels learns the logging ranker's or
 PropDCG weights each click by the inverse of its examination propensity and so learns relevance.
 
 We simulate a click log on synthetic graded data with :func:`click_sim.simulate_clicks`, fit both
-on the same log, and score them by NDCG@10 on held-out queries with true labels.
+on the same log, and score them by NDCG at rank 10 on held-out queries with true labels.
 """
 
 # %%
@@ -20,7 +20,8 @@ on the same log, and score them by NDCG@10 on held-out queries with true labels.
 import matplotlib.pyplot as plt
 import numpy as np
 
-from click_sim import PositionBasedClickModel, make_ranking, simulate_clicks, train_production_ranker
+from click_sim import (PositionBasedClickModel, make_ranking, simulate_clicks,
+                       train_production_ranker)
 from counterfactual_ltr import RankSVM, SVMPropDCG
 
 data = make_ranking(n_queries=600, n_features=10, random_state=0)
@@ -43,7 +44,7 @@ for passes in n_passes:
           + ", ".join(f"{name} {values[-1]:.3f}" for name, values in scores.items()))
 
 # %%
-# The logging ranker's own NDCG@10 is the line to beat; a RankSVM fitted on the true labels of
+# The logging ranker's own NDCG at rank 10 is the line to beat; a RankSVM fitted on the true labels of
 # every training query (never available from clicks) is the ceiling.
 logging_ndcg = production.score(test)
 skyline_ndcg = RankSVM(C=1).fit(train).score(test)
