@@ -144,8 +144,7 @@ html_theme_options = {
     "show_toc_level": 2,
     "header_links_before_dropdown": 6,
     "navbar_align": "left",
-    # the gallery's pages give their width to the code and figures instead of an "On this page" column
-    "secondary_sidebar_items": {"**": ["page-toc"], "auto_examples/*": []},
+    "secondary_sidebar_items": ["page-toc"],   # the gallery's pages hide it (_static/site.css)
 }
 html_sidebars = {"index": []}
 

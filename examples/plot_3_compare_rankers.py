@@ -58,6 +58,8 @@ fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.6))
 ax1.errorbar(range(len(names)), improvement, yerr=[improvement - low, high - improvement],
              fmt="o", capsize=6)
 ax1.axhline(0, color="gray", linestyle="--")
+ax1.set_xlim(-0.5, len(names) - 0.5)
+ax1.margins(y=0.15)
 ax1.set_xticks(range(len(names)), names)
 ax1.set_ylabel("SNIPS-DCG of clicks, minus logging")
 ax1.set_title("estimated from the validation log")
