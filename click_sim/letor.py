@@ -36,7 +36,7 @@ _MAGIC = ((b"\x1f\x8b", gzip.open), (b"BZh", bz2.open), (b"\xfd7zXZ\x00", lzma.o
 
 def load_letor(path, *, n_features: int | None = None, name: str | None = None,
                zero_based: bool = False, sparse: bool | None = None) -> RankingDataset:
-    """Load a LETOR / SVMlight file (``label qid:Q idx:value ... # comment``): plain, gzip, bzip2 or xz.
+    """Load a LETOR / SVMlight file (``label qid:Q 1:v1 2:v2 # comment``): plain, gzip, bzip2 or xz.
 
     Parsing is done by :func:`sklearn.datasets.load_svmlight_file` with
     ``query_id=True``. Features stay a scipy.sparse CSR matrix when the file

@@ -592,7 +592,7 @@ def lambda_rbp_derivative(r, p=0.8):
     return -(1.0 - p) * math.log(p) * p ** (np.asarray(r, dtype=np.float64) - 1.0)
 
 
-# Registry of the rank weights of Table 1 (risk orientation, lower is better).
+#: Registry of the rank weights of Table 1 (risk orientation, lower is better).
 LAMBDA_WEIGHTS = {
     "avg_rank": lambda_avg_rank,
     "dcg": lambda_dcg,
