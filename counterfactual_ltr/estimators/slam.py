@@ -80,10 +80,10 @@ class SLAMRanker(RankerMixin, BaseEstimator):
     coef_ : (n_features,) weights; ``objective_`` : ``F(coef_)``; ``n_iter_`` : solver
     iterations; ``duality_gap_``, ``converged_`` : solver diagnostics; ``n_features_in_``.
 
-    Fitting on a click log -- ``fit(log)``
-    --------------------------------------
-    The log is aggregated per data-set row: ``W_i = sum over clicks on i of 1/p(position)``.
-    Clicked rows get relevance 1, never-clicked rows 0, and the SLAM weights of the
+    Notes
+    -----
+    Fitting on a click log, ``fit(log)``: the log is aggregated per data-set row,
+    ``W_i = sum over clicks on i of 1/p(position)``. Clicked rows get relevance 1, never-clicked rows 0, and the SLAM weights of the
     clicked rows are multiplied by ``W_i``. For binary labels all three weight kinds
     coincide: ``v_i = 1/n_c`` for the ``n_c`` clicked rows of the query (``"ndcg"``: the
     clicked block's averaged discount divided by its ideal DCG; ``"ndcg@k"``: the same
