@@ -113,7 +113,7 @@ def main(argv=None):
         raise data_missing("MQ2008 (S1-S5)")
     n_seeds = args.seeds or (1 if args.quick else 3)
     seeds = list(range(n_seeds))
-    horizons = {"aistats": 20_000, "early": 20_000} if args.quick else {"aistats": 250_000, "early": 100_000}
+    horizons = {"aistats": 8_000, "early": 8_000} if args.quick else {"aistats": 250_000, "early": 100_000}
     results, settings = {}, {}
     for name, T in horizons.items():
         setting = settings_for(name, T)
