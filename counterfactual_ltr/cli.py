@@ -505,7 +505,7 @@ def _estimation_payload(result, method) -> dict:
 @click.option("--seed", default=0, show_default=True, type=int, help="Random seed (deep, gbdt-propdcg).")
 @click.option("--n-estimators", "n_estimators", default=None,
               help="Comma-separated grid of trees (gbdt-propdcg only)  [default: 100,300, the recommended grid "
-                   "estimators.GBDT_GRID]")
+                   "estimators.GBDT_GRID, which also sets colsample_bytree=0.5]")
 @click.option("--learning-rate", "learning_rate", default=None,
               help="Comma-separated grid of learning rates (gbdt-propdcg only)  [default: 0.1, GBDT_GRID]")
 @click.option("--num-leaves", "num_leaves", default=None,
@@ -701,6 +701,7 @@ def _gbdt_estimator(cls, params, C, alpha, seed, tree_grid):
             raise click.BadParameter(f"{bad[0]:g} is out of range ({'>=' if whole else '>'} {least:g})",
                                      param_hint=option)
         grid[name] = [int(v) if whole else float(v) for v in values]
+    grid.update({name: list(values) for name, values in GBDT_GRID.items() if name not in grid})
     return estimator, grid
 
 

@@ -315,7 +315,7 @@ def test_cli_searches_the_recommended_grid_prints_and_stores_its_table(small, tm
     assert status == 0, out
     record = load_model(tmp_path / "m.npz").selection_
     n_candidates = 2 * len(GBDT_GRID["num_leaves"]) * len(GBDT_GRID["learning_rate"])
-    assert record["parameters"] == sorted(["n_estimators", "num_leaves", "learning_rate", "min_child_samples"])
+    assert record["parameters"] == sorted({"n_estimators", "min_child_samples", *GBDT_GRID})
     assert len(record["candidates"]) == n_candidates
     assert {c[record["parameters"].index("num_leaves")] for c in record["candidates"]} == set(GBDT_GRID["num_leaves"])
     assert sum("<- chosen" in line for line in out.splitlines()) == 1
