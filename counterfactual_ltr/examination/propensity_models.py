@@ -329,8 +329,8 @@ def affine_parts(model, positions):
     if is_affine(model):
         alpha = check_propensities(model.alpha(positions), "alpha of the trust-bias model")
         return alpha, np.asarray(model.beta(positions), dtype=np.float64)
-    q = check_propensities(model(positions), "propensities from the propensity model")
-    return q, np.zeros_like(q)
+    q = propensities_at(model, positions)     # a per-result (cascade) model is refused there, with why
+    return check_propensities(q, "propensities from the propensity model"), np.zeros_like(q)
 
 
 def as_propensity_model(propensity):
