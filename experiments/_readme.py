@@ -12,6 +12,8 @@ standard error, two-sided p < 0.05); where p >= 0.05 the entry says that no diff
 from __future__ import annotations
 
 import json
+import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -58,8 +60,25 @@ def reading(payload: dict) -> str:
     return f"clicks from and avg DCG on label {'2' if t == 2 else '>= 1'}, natural log"
 
 
+def current_paths(text: str) -> str:
+    """``text`` with the module paths of scripts that moved to ``experiments.papers`` or
+    ``experiments.benchmarks`` written as they are now (the JSON files record what was typed then)."""
+    def current(match):
+        for folder in ("papers", "benchmarks"):
+            if (ROOT / "experiments" / folder / f"{match[1]}.py").is_file():
+                return f"experiments.{folder}.{match[1]}"
+        return match[0]
+
+    return re.sub(r"\bexperiments\.(\w+)\b", current, text)
+
+
+def command(payload: dict) -> str:
+    """The command a result was made with, under the script's current module path."""
+    return current_paths(payload["command"].strip())
+
+
 def cmd(payload: dict) -> str:
-    return f"`{payload['command'].strip()}`" + (f" ({payload['seconds']:.0f} s)" if payload.get("seconds") else "")
+    return f"`{command(payload)}`" + (f" ({payload['seconds']:.0f} s)" if payload.get("seconds") else "")
 
 
 # ------------------------------------------------------------------ Table 3 and Table 2
@@ -131,7 +150,7 @@ def table3_section(payload: dict, deep: dict | None) -> tuple[str, list]:
     earlier = load("table3_clicks_label1")
     if earlier:  # the same table with clicks simulated from label >= 1 (made before issue 16)
         er = earlier["results"]["rows"]
-        lines += [f"Clicks simulated from label >= 1 instead (earlier run, `{earlier['command'].strip()}` before the "
+        lines += [f"Clicks simulated from label >= 1 instead (earlier run, `{command(earlier)}` before the "
                   f"label-2 reading: folds {earlier['settings']['folds']}, seeds {earlier['settings']['seeds']}, "
                   f"C grid {earlier['settings']['C_grid']}, no LambdaRank row; kept as "
                   "`results/table3_clicks_label1.json`): avg DCG (log2, label >= 1) / (ln, label >= 1) " + "; ".join(
@@ -406,7 +425,7 @@ def deep_section(payload: dict) -> tuple[str, list]:
     earlier = load("deep_propdcg_clicks_label1")
     if earlier:
         rows, _ = deep_curve(earlier["results"])
-        lines += ["", f"Figure 8's curve from the earlier run (`{earlier['command'].strip()}`, seeds "
+        lines += ["", f"Figure 8's curve from the earlier run (`{command(earlier)}`, seeds "
                   f"{earlier['settings']['seeds']}; clicks from label >= 1, avg DCG log2; "
                   "`results/deep_propdcg_clicks_label1.json` and `.png`):", "",
                   "| passes | clicks | SVM PropDCG | Deep PropDCG | Deep - SVM (paired) |", "|---|---|---|---|---|", *rows]
@@ -561,14 +580,15 @@ def trees_section(payload: dict) -> tuple[str, list]:
                   f"of {bench['settings']['repeats']} paired repeats; target ratio <= 1.5). Made by {cmd(bench)}.", "",
                   "| data | rows | pairs | leaves | GBDTPropDCG s | LightGBM lambdarank s | ratio (range) |",
                   "|---|---|---|---|---|---|---|"]
-        lines += [f"| {r['data']} | {r['rows']:,} | {r['pairs']:,} | {r['leaves']} | {r['ours_cpu_s']:.2f} | "
+        lines += [f"| {current_paths(r['data'])} | {r['rows']:,} | {r['pairs']:,} | {r['leaves']} | {r['ours_cpu_s']:.2f} | "
                   f"{r['lightgbm_cpu_s']:.2f} | {r['ratio_median']:.2f} ({r['ratio_min']:.2f}-{r['ratio_max']:.2f}) |"
                   for r in rows]
         lines.append("")
     return "\n".join(lines), verdicts
 
 
-def main(argv=None):
+def generated_page() -> str:
+    """The results page with its generated part made anew from ``results/*.json``."""
     parts, verdicts, details = [BEGIN, ""], [], []
     deep = load("deep_propdcg")
     t3 = load("table3")
@@ -614,9 +634,21 @@ def main(argv=None):
         text = head + block + rest.split(END, 1)[1]
     else:
         text = text.rstrip() + "\n\n" + block + "\n"
-    page.write_text(text)
-    print(f"updated {page}")
+    return text
+
+
+def main(argv=None):
+    """Write the page; with ``--check``, only say whether the committed page is up to date (exit 1 if not)."""
+    argv = sys.argv[1:] if argv is None else argv
+    text = generated_page()
+    if "--check" in argv:
+        stale = not RESULTS_PAGE.exists() or RESULTS_PAGE.read_text() != text
+        print(f"{RESULTS_PAGE} is {'out of date: run python -m experiments._readme' if stale else 'up to date'}")
+        return 1 if stale else 0
+    RESULTS_PAGE.write_text(text)
+    print(f"updated {RESULTS_PAGE}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

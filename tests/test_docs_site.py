@@ -54,3 +54,20 @@ def test_the_site_has_its_pages_and_examples():
     assert len(examples) >= 3
     for example in examples:
         assert example.read_text().startswith('"""'), f"{example.name}: sphinx-gallery needs a docstring title"
+
+
+def test_the_results_page_is_what_the_results_files_give():
+    """``docs/guide/results.md`` holds what ``python -m experiments._readme`` makes of ``results/*.json``:
+    a figure edited by hand there, or a result re-run without regenerating the page, fails here."""
+    from experiments import _readme
+
+    assert _readme.RESULTS_PAGE.read_text() == _readme.generated_page(), \
+        "docs/guide/results.md is out of date: run python -m experiments._readme"
+
+
+def test_moved_scripts_are_named_by_their_current_module_path():
+    from experiments._readme import current_paths
+
+    assert current_paths("python -m experiments.table3 --quick") == "python -m experiments.papers.table3 --quick"
+    assert current_paths("interactions (experiments.bench_trees)") == "interactions (experiments.benchmarks.bench_trees)"
+    assert current_paths("python -m experiments._readme") == "python -m experiments._readme"
