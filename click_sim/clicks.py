@@ -12,7 +12,7 @@ from counterfactual_ltr._validation import (check_int, check_optional_int, check
 from counterfactual_ltr.logs.clicklog import ClickLog
 from counterfactual_ltr.datasets import DEFAULT_RELEVANCE_THRESHOLD, RankingDataset
 from counterfactual_ltr.examination.logging_policy import PlackettLucePolicy, sample_plackett_luce_orders
-from counterfactual_ltr.propensity import PositionBasedPropensity, TabularPropensity, TrustBiasPropensity
+from counterfactual_ltr.examination.propensity_models import PositionBasedPropensity, TabularPropensity, TrustBiasPropensity
 
 __all__ = ["PositionBasedClickModel", "SwapIntervention", "TopNShuffle", "simulate_clicks", "ranker_scores"]
 
