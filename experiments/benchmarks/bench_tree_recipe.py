@@ -15,14 +15,15 @@ no test label is used for any choice. Arms:
 * ``lgb_clicks``: the same without ``position=`` (``--no-lgb`` leaves both LightGBM arms out).
 
 A run is (data, fold or draw, seed): a production RankSVM on 1 % of the training queries, a
-training log of ``--passes`` passes (eta 1, eps- 0.1, clicks on label 2:
-``experiments._cltr.simulate_run``), test avg DCG (``experiments._cltr.test_metrics``). Printed:
+training log of ``--passes`` passes (eta 1, eps- 0.1, clicks on label >= ``--threshold``, default 2:
+``experiments._cltr.simulate_run``), test avg DCG (``experiments._cltr.test_metrics``, relevant = the same
+threshold; both data sets grade 0, 1, 2). Printed:
 each run's test avg DCG per arm, then per data set the means and the paired differences (mean
 +- standard error, two-sided paired t-test) of the recipe against every other arm and the
 production ranker.
 
     python -m experiments.benchmarks.bench_tree_recipe [--data mq2008 synthetic] [--passes 100]
-        [--seeds 4] [--folds 1] [--no-lgb] [--out DIR]
+        [--seeds 4] [--folds 1] [--no-lgb] [--threshold 2] [--out DIR]
 
 MQ2008 runs use ``--folds`` with every seed 0 .. ``--seeds`` - 1; synthetic runs use draw = seed of the non-linear set of
 ``experiments.papers.trees`` (queries split 60 / 20 / 20; the 20 % validation part is not used).
@@ -76,7 +77,7 @@ class LambdaRankOnClicks(BaseEstimator):
         return self.booster_.predict(X, num_threads=1)
 
 
-def tuned_test_score(estimator, grid, train_log, test) -> tuple[float, dict]:
+def tuned_test_score(estimator, grid, train_log, test, threshold: int = 2) -> tuple[float, dict]:
     """Test avg DCG of ``estimator`` tuned by the README's recipe on ``train_log``, and the chosen point."""
     from sklearn.model_selection import GridSearchCV, GroupKFold
 
@@ -85,10 +86,10 @@ def tuned_test_score(estimator, grid, train_log, test) -> tuple[float, dict]:
 
     search = GridSearchCV(estimator, grid, cv=GroupKFold(3), scoring=snips_scorer("dcg"))
     search.fit(train_log, groups=train_log.groups)
-    return _cltr.test_metrics(search.best_estimator_.predict(test.X), test)["avg_dcg"], search.best_params_
+    return _cltr.test_metrics(search.best_estimator_.predict(test.X), test, threshold)["avg_dcg"], search.best_params_
 
 
-def one_run(dataset: str, fold: int, seed: int, passes: int, lgb: bool) -> dict:
+def one_run(dataset: str, fold: int, seed: int, passes: int, lgb: bool, threshold: int = 2) -> dict:
     from click_sim import train_production_ranker
 
     from counterfactual_ltr.estimators import GBDT_GRID, GBDTPropDCG
@@ -98,19 +99,20 @@ def one_run(dataset: str, fold: int, seed: int, passes: int, lgb: bool) -> dict:
 
     train, vali, test = load_fold(fold) if dataset == "mq2008" else split_synthetic(seed, False)
     production = train_production_ranker(train, fraction=0.01, random_state=seed)
-    _, train_log, _ = _cltr.simulate_run(train, vali, seed=seed, n_passes=passes, production=production)
+    _, train_log, _ = _cltr.simulate_run(train, vali, seed=seed, n_passes=passes, production=production,
+                                         relevance_threshold=threshold)
     estimators = {"recipe": (GBDTPropDCG(random_state=seed), GBDT_GRID),
                   "all_features": (GBDTPropDCG(random_state=seed), {**GBDT_GRID, "colsample_bytree": [1.0]})}
     if lgb:
         for arm, position in (("lgb_position", True), ("lgb_clicks", False)):
             estimators[arm] = (LambdaRankOnClicks(position=position, random_state=seed), GBDT_GRID)
     run = {"dataset": dataset, "fold": fold, "seed": seed, "n_train_clicks": int(train_log.n_clicks),
-           "production": _cltr.test_metrics(production.predict(test.X), test)["avg_dcg"], "chosen": {}}
+           "production": _cltr.test_metrics(production.predict(test.X), test, threshold)["avg_dcg"], "chosen": {}}
     for arm, (estimator, grid) in estimators.items():
         started = time.process_time()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            run[arm], run["chosen"][arm] = tuned_test_score(estimator, grid, train_log, test)
+            run[arm], run["chosen"][arm] = tuned_test_score(estimator, grid, train_log, test, threshold)
         run.setdefault("cpu_seconds", {})[arm] = time.process_time() - started
     print(f"{dataset} {'fold ' + str(fold) if dataset == 'mq2008' else 'draw ' + str(seed)} seed {seed}: "
           + ", ".join(f"{arm} {run[arm]:.4f}" for arm in ("production", *estimators)), flush=True)
@@ -139,18 +141,20 @@ def main(argv=None):
     p.add_argument("--passes", type=int, default=100)
     p.add_argument("--folds", type=int, nargs="+", default=[1], help="MQ2008 folds (every seed on each)")
     p.add_argument("--no-lgb", action="store_true", help="leave out the two LightGBM arms")
+    p.add_argument("--threshold", type=int, default=2, choices=(1, 2),
+                   help="clicks on (and avg DCG of) label >= this (2: the experiments' reading; 1: every relevant label)")
     args = p.parse_args(argv)
     started = time.time()
     seeds = list(range(1 if args.quick else (args.seeds or 4)))
     tasks = [(d, f, s) for d in args.data for f in (args.folds if d == "mq2008" else [0]) for s in seeds]
-    runs = [one_run(d, f, s, args.passes, not args.no_lgb) for d, f, s in tasks]
+    runs = [one_run(d, f, s, args.passes, not args.no_lgb, args.threshold) for d, f, s in tasks]
     summary = summarise(runs)
     for dataset, s in summary.items():
         print(f"{dataset}, {s['n_runs']} runs, {args.passes} passes: means " +
               ", ".join(f"{a} {v:.4f}" for a, v in s["means"].items()))
         for arm, d in s["recipe_minus"].items():
             print(f"  recipe - {arm}: {fmt(d)}")
-    settings = {"passes": args.passes, "seeds": seeds, "folds": args.folds, "data": args.data,
+    settings = {"passes": args.passes, "relevance_threshold": args.threshold, "seeds": seeds, "folds": args.folds, "data": args.data,
                 "selection": "GridSearchCV, GroupKFold(3) of the training log, snips_scorer('dcg')",
                 "clicks": "eta 1, eps- 0.1, eps+ 1, label 2 (experiments._cltr.simulate_run)"}
     path = save_results("bench_tree_recipe", {"runs": runs, "summary": summary}, settings, args.out, started)
