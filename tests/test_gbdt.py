@@ -126,8 +126,12 @@ def test_fits_log_and_aggregate_alike_reproducibly_and_learns(small):
     assert est.n_train_clicks_ == log.n_clicks and est.n_pairs_ > 0
     # It learns: SNIPS-DCG on the training clicks well above the production ranker's (data.X[:, 0]).
     assert snips_estimate(log, est, n_bootstrap=0).value > snips_estimate(log, data.X[:, 0], n_bootstrap=0).value
-    # Another seed changes nothing without bagging or feature sampling; with them, it does.
-    assert np.array_equal(clone(est).set_params(random_state=1).fit(log).predict(data), a)
+    # Another seed changes nothing without bagging or feature sampling (the default samples half the
+    # features per tree); with them, it does.
+    every_feature = clone(est).set_params(colsample_bytree=1.0)
+    assert np.array_equal(clone(every_feature).set_params(random_state=1).fit(log).predict(data),
+                          every_feature.fit(log).predict(data))
+    assert not np.array_equal(clone(est).set_params(random_state=1).fit(log).predict(data), a)
     bag = dict(subsample=0.7, subsample_freq=1, colsample_bytree=0.6)
     s0 = clone(est).set_params(random_state=0, **bag).fit(log).predict(data)
     assert np.array_equal(s0, clone(est).set_params(random_state=0, **bag).fit(log).predict(data))
