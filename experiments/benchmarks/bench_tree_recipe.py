@@ -9,6 +9,8 @@ no test label is used for any choice. Arms:
   the features);
 * ``all_features``: the same grid with ``colsample_bytree = 1.0`` (LightGBM's and the class's
   default), the ablation behind the grid's 0.5;
+* ``both_objectives`` (with ``--objectives``): the recipe's grid times ``objective`` in
+  {"propdcg", "ips_lambdarank"}, the objective chosen by the same cross-validated SNIPS;
 * ``lgb_position``: LightGBM's lambdarank on the logged sessions with clicks as labels and
   ``Dataset(position=...)`` (its own joint estimate of the position bias), over the same grid,
   scored by the same SNIPS on the same held-out folds;
@@ -23,7 +25,7 @@ each run's test avg DCG per arm, then per data set the means and the paired diff
 production ranker.
 
     python -m experiments.benchmarks.bench_tree_recipe [--data mq2008 synthetic] [--passes 100]
-        [--seeds 4] [--folds 1] [--no-lgb] [--threshold 2] [--out DIR]
+        [--seeds 4] [--folds 1] [--no-lgb] [--objectives] [--threshold 2] [--out DIR]
 
 MQ2008 runs use ``--folds`` with every seed 0 .. ``--seeds`` - 1; synthetic runs use draw = seed of the non-linear set of
 ``experiments.papers.trees`` (queries split 60 / 20 / 20; the 20 % validation part is not used).
@@ -37,7 +39,7 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator
 
-ARMS = ("recipe", "all_features", "lgb_position", "lgb_clicks")
+ARMS = ("recipe", "all_features", "both_objectives", "lgb_position", "lgb_clicks")
 
 
 class LambdaRankOnClicks(BaseEstimator):
@@ -89,7 +91,8 @@ def tuned_test_score(estimator, grid, train_log, test, threshold: int = 2) -> tu
     return _cltr.test_metrics(search.best_estimator_.predict(test.X), test, threshold)["avg_dcg"], search.best_params_
 
 
-def one_run(dataset: str, fold: int, seed: int, passes: int, lgb: bool, threshold: int = 2) -> dict:
+def one_run(dataset: str, fold: int, seed: int, passes: int, lgb: bool, threshold: int = 2,
+            objectives: bool = False) -> dict:
     from click_sim import train_production_ranker
 
     from counterfactual_ltr.estimators import GBDT_GRID, GBDTPropDCG
@@ -103,6 +106,9 @@ def one_run(dataset: str, fold: int, seed: int, passes: int, lgb: bool, threshol
                                          relevance_threshold=threshold)
     estimators = {"recipe": (GBDTPropDCG(random_state=seed), GBDT_GRID),
                   "all_features": (GBDTPropDCG(random_state=seed), {**GBDT_GRID, "colsample_bytree": [1.0]})}
+    if objectives:
+        estimators["both_objectives"] = (GBDTPropDCG(random_state=seed),
+                                         {**GBDT_GRID, "objective": ["propdcg", "ips_lambdarank"]})
     if lgb:
         for arm, position in (("lgb_position", True), ("lgb_clicks", False)):
             estimators[arm] = (LambdaRankOnClicks(position=position, random_state=seed), GBDT_GRID)
@@ -141,13 +147,14 @@ def main(argv=None):
     p.add_argument("--passes", type=int, default=100)
     p.add_argument("--folds", type=int, nargs="+", default=[1], help="MQ2008 folds (every seed on each)")
     p.add_argument("--no-lgb", action="store_true", help="leave out the two LightGBM arms")
+    p.add_argument("--objectives", action="store_true", help="add the both_objectives arm")
     p.add_argument("--threshold", type=int, default=2, choices=(1, 2),
                    help="clicks on (and avg DCG of) label >= this (2: the experiments' reading; 1: every relevant label)")
     args = p.parse_args(argv)
     started = time.time()
     seeds = list(range(1 if args.quick else (args.seeds or 4)))
     tasks = [(d, f, s) for d in args.data for f in (args.folds if d == "mq2008" else [0]) for s in seeds]
-    runs = [one_run(d, f, s, args.passes, not args.no_lgb, args.threshold) for d, f, s in tasks]
+    runs = [one_run(d, f, s, args.passes, not args.no_lgb, args.threshold, args.objectives) for d, f, s in tasks]
     summary = summarise(runs)
     for dataset, s in summary.items():
         print(f"{dataset}, {s['n_runs']} runs, {args.passes} passes: means " +
