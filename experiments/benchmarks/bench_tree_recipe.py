@@ -2,19 +2,22 @@
 
 Every arm is tuned the way the README tells a user to tune GBDTPropDCG: ``GridSearchCV`` over
 ``GroupKFold(3)`` of the training log's queries, scored by ``snips_scorer("dcg")`` on the held-out
-folds. clicks (the propensities the log records: eta = 1 here), then refitted on the whole log. No validation log and
-no test label is used for any choice. Arms:
+folds' clicks (the propensities the log records: eta = 1 here), then refitted on the whole log. No
+validation log and no test label is used for any choice. Arms:
 
 * ``recipe``: ``GBDTPropDCG`` over ``counterfactual_ltr.estimators.GBDT_GRID`` (every tree on half
   the features);
-* ``all_features``: the same grid with ``colsample_bytree = 1.0`` (LightGBM's and the class's
-  default), the ablation behind the grid's 0.5;
-* ``both_objectives`` (with ``--objectives``): the recipe's grid times ``objective`` in
+* ``all_features``: the same grid with ``colsample_bytree = 1.0`` (LightGBM's default), the
+  ablation behind the grid's and the class's 0.5;
+* ``both_objectives`` (only with ``--arms``): the recipe's grid times ``objective`` in
   {"propdcg", "ips_lambdarank"}, the objective chosen by the same cross-validated SNIPS;
 * ``lgb_position``: LightGBM's lambdarank on the logged sessions with clicks as labels and
   ``Dataset(position=...)`` (its own joint estimate of the position bias), over the same grid,
   scored by the same SNIPS on the same held-out folds;
-* ``lgb_clicks``: the same without ``position=`` (``--no-lgb`` leaves both LightGBM arms out).
+* ``lgb_clicks``: the same without ``position=``.
+
+``--arms`` chooses the arms (default: all but ``both_objectives``); ``--trees`` and ``--leaves``
+replace the grid's ``n_estimators`` and ``num_leaves`` for every arm alike.
 
 A run is (data, fold or draw, seed): a production RankSVM on 1 % of the training queries, a
 training log of ``--passes`` passes (eta 1, eps- 0.1, clicks on label >= ``--threshold``, default 2:
@@ -25,7 +28,8 @@ each run's test avg DCG per arm, then per data set the means and the paired diff
 production ranker.
 
     python -m experiments.benchmarks.bench_tree_recipe [--data mq2008 synthetic] [--passes 100]
-        [--seeds 4] [--folds 1] [--no-lgb] [--objectives] [--threshold 2] [--out DIR]
+        [--seeds 4] [--folds 1] [--arms recipe ...] [--trees 100 300]
+        [--leaves 7 31] [--threshold 2] [--out DIR]
 
 MQ2008 runs use ``--folds`` with every seed 0 .. ``--seeds`` - 1; synthetic runs use draw = seed of the non-linear set of
 ``experiments.papers.trees`` (queries split 60 / 20 / 20; the 20 % validation part is not used).
@@ -91,11 +95,23 @@ def tuned_test_score(estimator, grid, train_log, test, threshold: int = 2) -> tu
     return _cltr.test_metrics(search.best_estimator_.predict(test.X), test, threshold)["avg_dcg"], search.best_params_
 
 
-def one_run(dataset: str, fold: int, seed: int, passes: int, lgb: bool, threshold: int = 2,
-            objectives: bool = False) -> dict:
+def arm_estimators(arms, seed: int, grid: dict) -> dict:
+    """``{arm: (estimator, param_grid)}`` of the arms asked for, all on ``grid`` (the recommended one by default)."""
+    from counterfactual_ltr.estimators import GBDTPropDCG
+
+    every = {"recipe": lambda: (GBDTPropDCG(random_state=seed), grid),
+             "all_features": lambda: (GBDTPropDCG(random_state=seed), {**grid, "colsample_bytree": [1.0]}),
+             "both_objectives": lambda: (GBDTPropDCG(random_state=seed),
+                                         {**grid, "objective": ["propdcg", "ips_lambdarank"]}),
+             "lgb_position": lambda: (LambdaRankOnClicks(position=True, random_state=seed), grid),
+             "lgb_clicks": lambda: (LambdaRankOnClicks(position=False, random_state=seed), grid)}
+    return {arm: every[arm]() for arm in ARMS if arm in arms}
+
+
+def one_run(dataset: str, fold: int, seed: int, passes: int, arms, threshold: int = 2, grid=None) -> dict:
     from click_sim import train_production_ranker
 
-    from counterfactual_ltr.estimators import GBDT_GRID, GBDTPropDCG
+    from counterfactual_ltr.estimators import GBDT_GRID
     from experiments import _cltr
     from experiments._common import load_fold
     from experiments.papers.trees import split_synthetic
@@ -104,21 +120,14 @@ def one_run(dataset: str, fold: int, seed: int, passes: int, lgb: bool, threshol
     production = train_production_ranker(train, fraction=0.01, random_state=seed)
     _, train_log, _ = _cltr.simulate_run(train, vali, seed=seed, n_passes=passes, production=production,
                                          relevance_threshold=threshold)
-    estimators = {"recipe": (GBDTPropDCG(random_state=seed), GBDT_GRID),
-                  "all_features": (GBDTPropDCG(random_state=seed), {**GBDT_GRID, "colsample_bytree": [1.0]})}
-    if objectives:
-        estimators["both_objectives"] = (GBDTPropDCG(random_state=seed),
-                                         {**GBDT_GRID, "objective": ["propdcg", "ips_lambdarank"]})
-    if lgb:
-        for arm, position in (("lgb_position", True), ("lgb_clicks", False)):
-            estimators[arm] = (LambdaRankOnClicks(position=position, random_state=seed), GBDT_GRID)
+    estimators = arm_estimators(arms, seed, grid or GBDT_GRID)
     run = {"dataset": dataset, "fold": fold, "seed": seed, "n_train_clicks": int(train_log.n_clicks),
            "production": _cltr.test_metrics(production.predict(test.X), test, threshold)["avg_dcg"], "chosen": {}}
-    for arm, (estimator, grid) in estimators.items():
+    for arm, (estimator, param_grid) in estimators.items():
         started = time.process_time()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            run[arm], run["chosen"][arm] = tuned_test_score(estimator, grid, train_log, test, threshold)
+            run[arm], run["chosen"][arm] = tuned_test_score(estimator, param_grid, train_log, test, threshold)
         run.setdefault("cpu_seconds", {})[arm] = time.process_time() - started
     print(f"{dataset} {'fold ' + str(fold) if dataset == 'mq2008' else 'draw ' + str(seed)} seed {seed}: "
           + ", ".join(f"{arm} {run[arm]:.4f}" for arm in ("production", *estimators)), flush=True)
@@ -132,6 +141,8 @@ def summarise(runs: list[dict]) -> dict:
     for dataset in sorted({r["dataset"] for r in runs}):
         rs = [r for r in runs if r["dataset"] == dataset]
         arms = [a for a in (*ARMS, "production") if a in rs[0]]
+        if "recipe" not in arms:
+            continue
         out[dataset] = {"n_runs": len(rs), "means": {a: float(np.mean([r[a] for r in rs])) for a in arms},
                         "recipe_minus": {a: _cltr.paired([r["recipe"] for r in rs], [r[a] for r in rs])
                                          for a in arms if a != "recipe"}}
@@ -146,22 +157,27 @@ def main(argv=None):
     p.add_argument("--data", nargs="+", default=["mq2008", "synthetic"], choices=["mq2008", "synthetic"])
     p.add_argument("--passes", type=int, default=100)
     p.add_argument("--folds", type=int, nargs="+", default=[1], help="MQ2008 folds (every seed on each)")
-    p.add_argument("--no-lgb", action="store_true", help="leave out the two LightGBM arms")
-    p.add_argument("--objectives", action="store_true", help="add the both_objectives arm")
+    p.add_argument("--arms", nargs="+", choices=ARMS, default=["recipe", "all_features", "lgb_position", "lgb_clicks"])
+    p.add_argument("--trees", type=int, nargs="+", default=None, help="n_estimators of every arm's grid")
+    p.add_argument("--leaves", type=int, nargs="+", default=None, help="num_leaves of every arm's grid")
     p.add_argument("--threshold", type=int, default=2, choices=(1, 2),
                    help="clicks on (and avg DCG of) label >= this (2: the experiments' reading; 1: every relevant label)")
     args = p.parse_args(argv)
     started = time.time()
     seeds = list(range(1 if args.quick else (args.seeds or 4)))
     tasks = [(d, f, s) for d in args.data for f in (args.folds if d == "mq2008" else [0]) for s in seeds]
-    runs = [one_run(d, f, s, args.passes, not args.no_lgb, args.threshold, args.objectives) for d, f, s in tasks]
+    from counterfactual_ltr.estimators import GBDT_GRID
+
+    grid = {**GBDT_GRID, **({"n_estimators": args.trees} if args.trees else {}),
+            **({"num_leaves": args.leaves} if args.leaves else {})}
+    runs = [one_run(d, f, s, args.passes, args.arms, args.threshold, grid) for d, f, s in tasks]
     summary = summarise(runs)
     for dataset, s in summary.items():
         print(f"{dataset}, {s['n_runs']} runs, {args.passes} passes: means " +
               ", ".join(f"{a} {v:.4f}" for a, v in s["means"].items()))
         for arm, d in s["recipe_minus"].items():
             print(f"  recipe - {arm}: {fmt(d)}")
-    settings = {"passes": args.passes, "relevance_threshold": args.threshold, "seeds": seeds, "folds": args.folds, "data": args.data,
+    settings = {"passes": args.passes, "relevance_threshold": args.threshold, "grid": grid, "arms": args.arms, "seeds": seeds, "folds": args.folds, "data": args.data,
                 "selection": "GridSearchCV, GroupKFold(3) of the training log, snips_scorer('dcg')",
                 "clicks": "eta 1, eps- 0.1, eps+ 1, label 2 (experiments._cltr.simulate_run)"}
     path = save_results("bench_tree_recipe", {"runs": runs, "summary": summary}, settings, args.out, started)
