@@ -33,8 +33,8 @@ import numpy as np
 _PRODUCT_RUN = 1000
 # |exponent| of each separable factor at most this: their product stays below e^700 < 1.8e308.
 _SPREAD = 350.0
-# Pairs per chunk: a few float64 temporaries of this size stay in a 512 KiB cache.
-_CHUNK = 16384
+# Pairs per chunk: large enough that the few dozen NumPy calls per chunk cost little beside the arithmetic.
+_CHUNK = 32768
 # Bucket cost model (seconds): per padded pair, and per bucket (a few dozen NumPy calls).
 _PER_PAIR, _PER_BUCKET = 4e-9, 1e-4
 # Chunks of at most this many queries sum their columns by a (block-diagonal) matrix product.
@@ -78,11 +78,32 @@ class _Chunk(NamedTuple):
 
 
 def column_sums(S, c, chunk):
-    """Per query of the chunk, ``sum_k c_k S_k`` over its anchors' rows (overwrites ``S`` on the reduceat path)."""
+    """Per query of the chunk, ``sum_k c_k S[:, k]`` over its anchors' columns, one row per query.
+
+    Overwrites ``S`` on the ``reduceat`` path (chunks of many queries).
+    """
     if chunk.block is not None:
-        return (chunk.block * c) @ S if chunk.q1 - chunk.q0 > 1 else (c @ S)[None, :]
-    S *= c[:, None]
-    return np.add.reduceat(S, chunk.starts, axis=0)
+        return (S @ c)[None, :] if chunk.q1 - chunk.q0 == 1 else (S @ (chunk.block * c[:, None])).T
+    S *= c
+    return np.add.reduceat(S, chunk.starts, axis=1).T
+
+
+def _runs(local, limit):
+    """``(k0, k1)`` runs of the anchors (grouped by query ``local``): whole queries up to ``limit`` anchors, and
+    a query of more than ``limit`` anchors in runs of ``limit``."""
+    starts = np.flatnonzero(np.diff(local, prepend=-1))
+    ends = np.append(starts[1:], local.size)
+    runs, k0 = [], 0
+    for start, end in zip(starts, ends):           # once per fit
+        if end - k0 > limit and start > k0:         # close the run before this query
+            runs.append((k0, int(start)))
+            k0 = int(start)
+        while end - k0 > limit:                     # a query longer than a run
+            runs.append((k0, k0 + limit))
+            k0 += limit
+    if k0 < local.size:
+        runs.append((k0, local.size))
+    return runs
 
 
 class _Bucket:
@@ -92,24 +113,23 @@ class _Bucket:
         lengths = np.diff(offsets)[queries]
         cols = np.arange(width)
         self.rows = np.where(cols < lengths[:, None], offsets[queries][:, None] + cols, n)
+        self.rows_t = np.ascontiguousarray(self.rows.T)                # (width, queries): a query per column
         self.queries, self.width = queries, int(width)
         self.anchor_slice = anchor_slice
         local = np.searchsorted(queries, anchor_query)                # each anchor's row of ``rows``
         self.own = anchors - offsets[anchor_query]                     # its own column
         self.local = local
         self.chunks = []
-        limit = max(1, _CHUNK // self.width)
-        for k0 in range(0, local.size, limit):      # runs of anchors (a query may span two chunks)
-            k1 = min(k0 + limit, local.size)
+        for k0, k1 in _runs(local, max(1, _CHUNK // self.width)):
             q0, q1 = int(local[k0]), int(local[k1 - 1]) + 1
             loc = local[k0:k1] - q0
             starts = np.flatnonzero(np.diff(loc, prepend=-1))          # every query of the run has an anchor in it
             block = None
             if q1 - q0 <= _BLOCK_QUERIES:                             # column sums as one matrix product
-                block = (loc == np.arange(q1 - q0)[:, None]).astype(np.float64)
-            self.chunks.append(_Chunk(q0, q1, k0, k1, loc, starts, np.arange(k1 - k0) * self.width
-                                      + self.own[k0:k1], block))
-        self.pad = self.rows == n
+                block = (loc[:, None] == np.arange(q1 - q0)).astype(np.float64)
+            self.chunks.append(_Chunk(q0, q1, k0, k1, loc, starts, self.own[k0:k1] * (k1 - k0)
+                                      + np.arange(k1 - k0), block))
+        self.pad_t = self.rows_t == n
 
 
 class QueryBlocks:
@@ -146,25 +166,25 @@ class QueryBlocks:
         s_ext = np.append(scores, -np.inf)
         U_buf, Q_buf = buffers[0], buffers[1]
         for b in self.buckets:
-            beta = s_ext[b.rows] * scale
+            beta = s_ext[b.rows_t] * scale
             alpha = (margin - scores[self.anchors[b.anchor_slice]]) * scale
-            centre = beta[:, 0]                                       # every query has a first row
-            shifted = np.where(b.pad, 0.0, beta - centre[:, None])
+            centre = beta[0]                                          # every query has a first row
+            shifted = np.where(b.pad_t, 0.0, beta - centre)
             a_shift = alpha + centre[b.local]
             separable = max(np.abs(shifted).max(), np.abs(a_shift).max()) <= _SPREAD
             if separable:
                 exp_beta = np.exp(-shifted)
-                exp_beta[b.pad] = np.inf
+                exp_beta[b.pad_t] = np.inf
                 exp_alpha = np.exp(-a_shift)
             for chunk in b.chunks:
                 q0, q1, k0, k1, loc, _, own, _ = chunk
-                U = U_buf[:(k1 - k0) * b.width].reshape(k1 - k0, b.width)
+                U = U_buf[:(k1 - k0) * b.width].reshape(b.width, k1 - k0)
                 _outer(np.add, alpha[k0:k1], beta, chunk, U)
-                U.flat[own] = -np.inf
+                U.reshape(-1)[own] = -np.inf
                 Q = Q_buf[:U.size].reshape(U.shape)
                 if separable:
                     _outer(np.multiply, exp_alpha[k0:k1], exp_beta, chunk, Q)
-                    Q.flat[own] = np.inf
+                    Q.reshape(-1)[own] = np.inf
                 else:
                     with np.errstate(over="ignore"):
                         np.negative(U, out=Q)
@@ -193,21 +213,21 @@ class QueryBlocks:
                 np.reciprocal(Q, out=T)
                 np.minimum(Q, T, out=T)                               # E = exp(-|u|)
                 np.add(T, 1.0, out=V)                                 # F = 1 + E
-                h = U @ ones + _log_row_products(V)
+                h = ones @ U + _log_row_products(V)
                 h *= temperature
                 idx = b.anchor_slice[k0:k1]
                 H[idx] = h
                 c, c_plus = weights_of(idx, h)
                 np.add(Q, 1.0, out=Q)
                 np.reciprocal(Q, out=Q)                               # sigma(u)
-                grad[self.anchors[idx]] -= c * (Q @ ones)
+                grad[self.anchors[idx]] -= c * (ones @ Q)
                 grad[b.rows[q0:q1]] += column_sums(Q, c, chunk)
                 if hessian:
                     np.reciprocal(V, out=V)
                     T *= V
                     T *= V                                            # sigma(u) sigma(-u) = E / F^2
                     c_plus = c_plus / temperature
-                    hess[self.anchors[idx]] += c_plus * (T @ ones)
+                    hess[self.anchors[idx]] += c_plus * (ones @ T)
                     hess[b.rows[q0:q1]] += column_sums(T, c_plus, chunk)
         return H, grad[:self.n], (hess[:self.n] if hessian else None)
 
@@ -229,34 +249,34 @@ class QueryBlocks:
                 ones = np.ones(b.width)
                 D, T, V, X = (buf[:U.size].reshape(U.shape) for buf in buffers[2:])
                 idx = b.anchor_slice[k0:k1]
-                _outer(np.subtract, lam_r[self.anchors[idx]], lam_ext[b.rows], chunk, D)
+                _outer(np.subtract, lam_r[self.anchors[idx]], lam_ext[b.rows_t], chunk, D)
                 np.abs(D, out=D)
                 _lambdarank_chunk(U, Q, D, T, V, X)
-                loss[idx] = U @ ones
+                loss[idx] = ones @ U
                 c = c_all[idx]
-                grad[self.anchors[idx]] -= c * (Q @ ones)
+                grad[self.anchors[idx]] -= c * (ones @ Q)
                 grad[b.rows[q0:q1]] += column_sums(Q, c, chunk)
                 if hessian:
                     c_plus = c_plus_all[idx]
-                    hess[self.anchors[idx]] += c_plus * (T @ ones)
+                    hess[self.anchors[idx]] += c_plus * (ones @ T)
                     hess[b.rows[q0:q1]] += column_sums(T, c_plus, chunk)
         return loss, grad[:self.n], (hess[:self.n] if hessian else None)
 
 def _log_row_products(F):
-    """``sum_y log F_ky`` per row from products of at most ``_PRODUCT_RUN`` factors in ``[1, 2]``."""
-    if F.shape[1] <= _PRODUCT_RUN:
-        return np.log(np.multiply.reduce(F, axis=1))
-    runs = np.multiply.reduceat(F, np.arange(0, F.shape[1], _PRODUCT_RUN), axis=1)
-    return np.log(runs).sum(axis=1)
+    """``sum_y log F_yk`` per anchor (column) from products of at most ``_PRODUCT_RUN`` factors in ``[1, 2]``."""
+    if F.shape[0] <= _PRODUCT_RUN:
+        return np.log(np.multiply.reduce(F, axis=0))
+    runs = np.multiply.reduceat(F, np.arange(0, F.shape[0], _PRODUCT_RUN), axis=0)
+    return np.log(runs).sum(axis=0)
 
 
-def _outer(op, per_anchor, per_query_rows, chunk, out):
-    """``out[k, y] = op(per_anchor[k], per_query_rows[query of k, y])`` over the chunk's anchors."""
+def _outer(op, per_anchor, per_query, chunk, out):
+    """``out[y, k] = op(per_query[y, query of k], per_anchor[k])`` over the chunk's anchors ``k``."""
     if chunk.q1 - chunk.q0 == 1:
-        op(per_anchor[:, None], per_query_rows[chunk.q0], out=out)
+        op(per_query[:, chunk.q0:chunk.q1], per_anchor, out=out)
     else:
-        np.take(per_query_rows[chunk.q0:chunk.q1], chunk.loc, axis=0, out=out)
-        op(out, per_anchor[:, None], out=out)
+        np.take(per_query[:, chunk.q0:chunk.q1], chunk.loc, axis=1, out=out)
+        op(out, per_anchor, out=out)
 
 
 def _lambdarank_chunk(U, Q, D, T, V, X):
