@@ -65,13 +65,13 @@ def length_buckets(lengths, anchors_per_query):
 
 
 class _Chunk(NamedTuple):
-    """Queries ``q0:q1`` of a bucket and their anchors ``k0:k1`` (rows ``loc``); ``own``: flat own-pair indices."""
+    """Queries ``q0:q1`` of a bucket and their anchors ``k0:k1`` (``counts`` per query); ``own``: flat own-pair indices."""
 
     q0: int
     q1: int
     k0: int
     k1: int
-    loc: np.ndarray
+    counts: np.ndarray
     starts: np.ndarray
     own: np.ndarray
     block: np.ndarray | None
@@ -127,7 +127,8 @@ class _Bucket:
             block = None
             if q1 - q0 <= _BLOCK_QUERIES:                             # column sums as one matrix product
                 block = (loc[:, None] == np.arange(q1 - q0)).astype(np.float64)
-            self.chunks.append(_Chunk(q0, q1, k0, k1, loc, starts, self.own[k0:k1] * (k1 - k0)
+            counts = np.diff(np.append(starts, k1 - k0))
+            self.chunks.append(_Chunk(q0, q1, k0, k1, counts, starts, self.own[k0:k1] * (k1 - k0)
                                       + np.arange(k1 - k0), block))
         self.pad_t = self.rows_t == n
 
@@ -177,7 +178,7 @@ class QueryBlocks:
                 exp_beta[b.pad_t] = np.inf
                 exp_alpha = np.exp(-a_shift)
             for chunk in b.chunks:
-                q0, q1, k0, k1, loc, _, own, _ = chunk
+                q0, q1, k0, k1, _, _, own, _ = chunk
                 U = U_buf[:(k1 - k0) * b.width].reshape(b.width, k1 - k0)
                 _outer(np.add, alpha[k0:k1], beta, chunk, U)
                 U.reshape(-1)[own] = -np.inf
@@ -275,8 +276,7 @@ def _outer(op, per_anchor, per_query, chunk, out):
     if chunk.q1 - chunk.q0 == 1:
         op(per_query[:, chunk.q0:chunk.q1], per_anchor, out=out)
     else:
-        np.take(per_query[:, chunk.q0:chunk.q1], chunk.loc, axis=1, out=out)
-        op(out, per_anchor, out=out)
+        op(np.repeat(per_query[:, chunk.q0:chunk.q1], chunk.counts, axis=1), per_anchor, out=out)
 
 
 def _lambdarank_chunk(U, Q, D, T, V, X):

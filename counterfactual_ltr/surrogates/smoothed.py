@@ -30,10 +30,12 @@ objective with the same gradient, and it keeps only the terms that curve upwards
 ``c_j``, from a trust-bias correction, is linearised as the SVMs' CCP does). For the LambdaRank loss
 it is LambdaMART's own ``w sigma^2 rho (1 - rho)`` per pair, again over positive weights only.
 
-Pairs are explicit index arrays (:class:`ClickAnchorPairs`, built once per training set): the
-softplus has no closed form over a run of sorted scores, so the prefix sums of
-:mod:`counterfactual_ltr.surrogates.implicit_pairs` do not apply. Memory and time are ``O(sum over clicked
-documents of their list length)``: one ``exp`` and one ``log1p`` per pair and a few ``bincount``.
+Every pair is evaluated (:class:`ClickAnchorPairs`, built once per training set): the softplus has
+no closed form over a run of sorted scores, so the prefix sums of
+:mod:`counterfactual_ltr.surrogates.implicit_pairs` do not apply. Time is ``O(sum over clicked
+documents of their list length)``, as dense (anchors x documents) blocks per query
+(:mod:`counterfactual_ltr.surrogates._query_blocks`): an exponential per anchor and per row, not per
+pair, and a dozen elementwise passes and matrix products per pair.
 """
 
 from __future__ import annotations

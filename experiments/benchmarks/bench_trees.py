@@ -7,14 +7,15 @@ evaluated in NumPy every round), LightGBM's built-in lambdarank on the clicks as
 clicked documents relevant, its objective in C++). CPU seconds (``time.process_time``) of the
 whole ``fit`` / ``lightgbm.train`` call (data set construction included), in alternating paired
 repeats; printed: the median of each and of the per-pair ratio, with its range. Target (issue
-30): ratio at most 1.5. Also the objective's cost per round alone (GBDTPropDCG's gradient and
-curvature over the explicit pairs; both objectives of the estimator).
+30, issue 42 for the list lengths): ratio at most 1.5. Also the objective's cost per round alone
+(GBDTPropDCG's gradient and curvature over every pair; both objectives of the estimator).
 
 Data (``--data``): MQ2008 Fold1's training queries (``CLTR_DATA``; skipped when absent), the
 interaction data set of ``experiments.papers.trees``, and lists of exactly 10, 50 and 200 documents
 per query (``make_ranking``, 46 features, 40,000 rows each: 4,000, 800 and 200 queries; a fifth of
-that with ``--quick``), each with a 100-pass log from a production RankSVM on 1% of the queries (eta = 1, eps- = 0.1,
-clicks on label >= 1: more clicked documents, hence more pairs, than the experiment's label-2 clicks).
+that with ``--quick``), each with a 100-pass log from a production RankSVM on 1% of the queries
+(eta = 1, eps- = 0.1, clicks on label >= 1: more clicked documents, hence more pairs, than the
+experiment's label-2 clicks).
 
 The softplus (the default) evaluates every pair; ``smoothing="huber"`` (band 0.5) comes from sorted
 scores without pairs.
