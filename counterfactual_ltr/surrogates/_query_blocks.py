@@ -13,8 +13,8 @@ Per pair, with ``Q = exp(-u)``, ``E = exp(-|u|) = min(Q, 1/Q)`` and ``F = 1 + E`
 
 * softplus ``log(1 + e^u) = max(u, 0) + log F``, summed over a row as ``sum max(u, 0) + log prod F``
   (``F`` in ``(1, 2]``: the product of up to 1000 factors cannot overflow), so no logarithm per pair;
-* slope ``sigma(u) = 1 / (1 + Q)`` and curvature ``sigma(u) sigma(-u) = E / F^2``, both accurate
-  to a few units in the last place even where they are tiny;
+* slope ``sigma(u) = min(1, 1/Q) / F`` and curvature ``sigma(u) sigma(-u) = E / F^2`` (two
+  divisions per pair), both accurate to a few units in the last place even where they are tiny;
 * ``Q`` itself, the only exponential, is separable: ``exp(-alpha_k) exp(-beta_y)``, with the
   scores centred per query so that neither factor overflows (a bucket whose scores spread over
   more than ``_SPREAD`` temperatures takes ``exp(-u)`` per pair instead).
@@ -193,7 +193,7 @@ class QueryBlocks:
                 yield b, chunk, U, Q
 
     def softplus_sums(self, scores, margin, temperature, weights_of, hessian):
-        """Per anchor ``sum_y t softplus(u / 1)``; per row the ``c``-weighted slope and curvature sums.
+        """Per anchor ``sum_y t softplus(u)``; per row the ``c``-weighted slope and curvature sums.
 
         ``weights_of(anchor_index, H)`` gives, from the anchors' sums ``H`` (``t log(1 + e^u)`` summed),
         their gradient and curvature weights ``(c, c_plus)``. Returns ``(H, grad, hess)``: ``grad_d =
@@ -202,34 +202,34 @@ class QueryBlocks:
         """
         H = np.zeros(self.anchors.size)
         grad, hess = np.zeros(self.n + 1), (np.zeros(self.n + 1) if hessian else None)
-        buffers = self._buffers(4)
-        T_buf, V_buf = buffers[2], buffers[3]
+        buffers = self._buffers(3)
         with np.errstate(divide="ignore"):
             for b, chunk, U, Q in self.pairs(scores, margin, 1.0 / temperature, buffers):
                 q0, q1, k0, k1 = chunk[:4]
                 ones = np.ones(b.width)
-                T = T_buf[:U.size].reshape(U.shape)
-                V = V_buf[:U.size].reshape(U.shape)
+                V = buffers[2][:U.size].reshape(U.shape)
                 np.maximum(U, 0.0, out=U)
-                np.reciprocal(Q, out=T)
-                np.minimum(Q, T, out=T)                               # E = exp(-|u|)
-                np.add(T, 1.0, out=V)                                 # F = 1 + E
-                h = ones @ U + _log_row_products(V)
+                positive = ones @ U
+                A = U                                                 # U's buffer, free from here
+                np.reciprocal(Q, out=A)                               # e^u
+                np.minimum(Q, A, out=Q)                               # E = exp(-|u|)
+                np.minimum(A, 1.0, out=A)
+                np.add(Q, 1.0, out=V)                                 # F = 1 + E
+                h = positive + _log_row_products(V)
                 h *= temperature
                 idx = b.anchor_slice[k0:k1]
                 H[idx] = h
                 c, c_plus = weights_of(idx, h)
-                np.add(Q, 1.0, out=Q)
-                np.reciprocal(Q, out=Q)                               # sigma(u)
-                grad[self.anchors[idx]] -= c * (ones @ Q)
-                grad[b.rows[q0:q1]] += column_sums(Q, c, chunk)
+                np.reciprocal(V, out=V)
+                A *= V                                                # sigma(u) = min(1, e^u) / F
+                grad[self.anchors[idx]] -= c * (ones @ A)
+                grad[b.rows[q0:q1]] += column_sums(A, c, chunk)
                 if hessian:
-                    np.reciprocal(V, out=V)
-                    T *= V
-                    T *= V                                            # sigma(u) sigma(-u) = E / F^2
+                    Q *= V
+                    Q *= V                                            # sigma(u) sigma(-u) = E / F^2
                     c_plus = c_plus / temperature
-                    hess[self.anchors[idx]] += c_plus * (ones @ T)
-                    hess[b.rows[q0:q1]] += column_sums(T, c_plus, chunk)
+                    hess[self.anchors[idx]] += c_plus * (ones @ Q)
+                    hess[b.rows[q0:q1]] += column_sums(Q, c_plus, chunk)
         return H, grad[:self.n], (hess[:self.n] if hessian else None)
 
 
