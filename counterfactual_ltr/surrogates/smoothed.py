@@ -30,18 +30,23 @@ objective with the same gradient, and it keeps only the terms that curve upwards
 ``c_j``, from a trust-bias correction, is linearised as the SVMs' CCP does). For the LambdaRank loss
 it is LambdaMART's own ``w sigma^2 rho (1 - rho)`` per pair, again over positive weights only.
 
-Pairs are explicit index arrays (:class:`ClickAnchorPairs`, built once per training set): the
-softplus has no closed form over a run of sorted scores, so the prefix sums of
-:mod:`counterfactual_ltr.surrogates.implicit_pairs` do not apply. Memory and time are ``O(sum over clicked
-documents of their list length)``: one ``exp`` and one ``log1p`` per pair and a few ``bincount``.
+Every pair is evaluated (:class:`ClickAnchorPairs`, built once per training set): the softplus has
+no closed form over a run of sorted scores, so the prefix sums of
+:mod:`counterfactual_ltr.surrogates.implicit_pairs` do not apply. Time is ``O(sum over clicked
+documents of their list length)``, as dense (anchors x documents) blocks per query
+(:mod:`counterfactual_ltr.surrogates._query_blocks`): an exponential per anchor and per row, not per
+pair, and a dozen elementwise passes and matrix products per pair.
 """
 
 from __future__ import annotations
+
+from functools import cached_property
 
 import numpy as np
 
 from .._segments import check_finite_1d, check_offsets, rank_within_queries, segment_ids
 from .._validation import check_real
+from ._query_blocks import QueryBlocks
 from .implicit_pairs import ClickPairs
 from ._common import doc, reduce_losses
 
@@ -120,11 +125,14 @@ def _anchors(click_weights, query_offsets):
 class ClickAnchorPairs:
     """Every document with a non-zero click weight (an anchor) against every other document of its query.
 
-    Built once per training set and reused at every boosting round: ``a`` (anchor rows), ``y``
-    (the other rows) and ``owner`` (the anchor of each pair, 0 .. n_anchors - 1) are the pairs of
-    :class:`~counterfactual_ltr.surrogates.implicit_pairs.ClickPairs`, enumerated anchor after anchor, so that
-    the sums over an anchor's pairs are contiguous (``np.add.reduceat``) and only the other rows'
-    sums need a ``bincount``.
+    Built once per training set and reused at every boosting round. The pairs are those of
+    :class:`~counterfactual_ltr.surrogates.implicit_pairs.ClickPairs`; a round evaluates them as dense
+    (anchors x documents) blocks of the queries, bucketed by list length
+    (:mod:`counterfactual_ltr.surrogates._query_blocks`): one exponential per anchor and per row
+    rather than per pair, no logarithm per pair, and sums by matrix products instead of gathers and
+    ``bincount`` over the pairs. ``a`` (anchor rows), ``y`` (the other rows) and ``owner`` (the anchor
+    of each pair, 0 .. n_anchors - 1) enumerate the same pairs explicitly, anchor after anchor (formed
+    on first use; the hinge ``temperature=0`` is evaluated on them).
 
     Parameters
     ----------
@@ -141,39 +149,40 @@ class ClickAnchorPairs:
 
     def __init__(self, click_weights, query_offsets):
         self.offsets, self.n, self.anchors, self.weights = _anchors(click_weights, query_offsets)
-        self.a, self.y, self.owner = ClickPairs(self.offsets, self.anchors, np.abs(self.weights)).explicit_owners()
         self.anchor_query = segment_ids(self.offsets)[self.anchors]
-        self.counts = np.bincount(self.owner, minlength=self.anchors.size)     # pairs per anchor
-        self._nonempty = self.counts > 0
-        self._starts = (np.cumsum(self.counts) - self.counts)[self._nonempty]
+        self.counts = np.diff(self.offsets)[self.anchor_query] - 1               # pairs per anchor
+        self.blocks = QueryBlocks(self.offsets, self.anchors)
+
+    @cached_property
+    def _explicit(self):
+        return ClickPairs(self.offsets, self.anchors, np.abs(self.weights)).explicit_owners()
+
+    a = property(lambda self: self._explicit[0], doc="The anchor row of each pair.")
+    y = property(lambda self: self._explicit[1], doc="The other row of each pair.")
+    owner = property(lambda self: self._explicit[2], doc="The anchor (0 .. n_anchors - 1) of each pair.")
 
     @property
     def n_pairs(self) -> int:
-        return int(self.a.size)
+        return int(self.counts.sum())
 
     def _anchor_sums(self, values):
-        """Per anchor, the sum of ``values`` over its pairs (contiguous runs)."""
-        out = np.zeros(self.anchors.size)
-        if self._starts.size:
-            out[self._nonempty] = np.add.reduceat(values, self._starts)
-        return out
+        """Per anchor, the sum of ``values`` over its explicit pairs."""
+        return np.bincount(self.owner, values, minlength=self.anchors.size)
 
     def _per_doc(self, pair_values, anchor_factor, anchor_sign):
-        """``sum_pairs anchor_factor[owner] * v`` at the other rows, plus ``anchor_sign`` times it at the anchors.
-
-        Overwrites ``pair_values`` (a round's temporaries: one allocation fewer per pass).
-        """
+        """``sum_pairs anchor_factor[owner] * v`` at the other rows, plus ``anchor_sign`` times it at the anchors."""
         at_anchors = anchor_sign * anchor_factor * self._anchor_sums(pair_values)
-        pair_values *= np.repeat(anchor_factor, self.counts)
-        out = np.bincount(self.y, pair_values, minlength=self.n)
+        out = np.bincount(self.y, pair_values * anchor_factor[self.owner], minlength=self.n)
         out[self.anchors] += at_anchors
         return out
 
-    def _differences(self, scores):
-        s = check_finite_1d(scores, "scores", self.n)
-        d = np.repeat(s[self.anchors], self.counts)
-        d -= s[self.y]
-        return d                                            # s_j - s_y per pair
+    def _hinge(self, s, lam, margin, hessian):
+        """The hinge (``temperature=0``) over the explicit pairs: subgradient ``1[z > 0]``, curvature 0."""
+        z = margin - (s[self.a] - s[self.y])
+        r = 1.0 + self._anchor_sums(np.maximum(z, 0.0))
+        c = self.weights * lam.derivative(r)
+        grad = self._per_doc((z > 0).astype(np.float64), c, -1.0)
+        return r, grad, (np.zeros(self.n) if hessian else None)
 
     @doc
     def bound(self, scores, lam, margin, temperature, hessian):
@@ -186,17 +195,20 @@ class ClickAnchorPairs:
             The softplus temperature.
         {hessian, round_returns}
         """
-        z = self._differences(scores)
-        np.subtract(margin, z, out=z)                       # z = margin - (s_j - s_y)
-        value, slope, curvature = softplus_hinge(z, temperature)
-        r = 1.0 + self._anchor_sums(value)
+        s = check_finite_1d(scores, "scores", self.n)
+        t = check_real(temperature, "temperature", min_value=0.0)
+        if t == 0.0:
+            r, grad, hess = self._hinge(s, lam, margin, hessian)
+        else:
+            def weights_of(idx, h):             # the CCP weights W_j lambda'(1 + H_j), from one block's anchors
+                c = self.weights[idx] * lam.derivative(1.0 + h)
+                return c, np.maximum(c, 0.0)
+
+            # d z / d s_y = +1, d z / d s_j = -1; both second derivatives are +1.
+            H, grad, hess = self.blocks.softplus_sums(s, margin, t, weights_of, hessian)
+            r = 1.0 + H
         per_query = np.bincount(self.anchor_query, self.weights * lam.value(r), minlength=self.offsets.size - 1)
-        c = self.weights * lam.derivative(r)               # the CCP weights W_j lambda'(1 + H_j)
-        # d z / d s_y = +1, d z / d s_j = -1; both second derivatives are +1.
-        grad = self._per_doc(slope, c, -1.0)
-        if not hessian:
-            return per_query, grad, None
-        return per_query, grad, self._per_doc(curvature, np.maximum(c, 0.0), 1.0)
+        return per_query, grad, hess
 
     @doc
     def lambdarank(self, scores, lam, sigma, hessian):
@@ -213,19 +225,10 @@ class ClickAnchorPairs:
         """
         s = check_finite_1d(scores, "scores", self.n)
         lam_r = lam.value(rank_within_queries(s, self.offsets).astype(np.float64))
-        delta = np.abs(np.repeat(lam_r[self.anchors], self.counts) - lam_r[self.y])
-        # log(1 + exp(-sigma (s_j - s_y))): the softplus of temperature 1 at -sigma (s_j - s_y)
-        u = self._differences(s)
-        u *= -sigma
-        value, rho, curvature = softplus_hinge(u, 1.0)
-        loss = self._anchor_sums(delta * value) * self.weights
-        per_query = np.bincount(self.anchor_query, loss, minlength=self.offsets.size - 1)
-        rho *= delta
-        grad = self._per_doc(rho, sigma * self.weights, -1.0)
-        if not hessian:
-            return per_query, grad, None
-        curvature *= delta
-        return per_query, grad, self._per_doc(curvature, sigma * sigma * np.maximum(self.weights, 0.0), 1.0)
+        # log(1 + exp(-sigma (s_j - s_y))) per pair, weighted by |lambda(r_j) - lambda(r_y)|
+        loss, grad, hess = self.blocks.lambdarank_sums(s, sigma, lam_r, self.weights, hessian)
+        per_query = np.bincount(self.anchor_query, loss * self.weights, minlength=self.offsets.size - 1)
+        return per_query, grad, hess
 
 
 class SortedAnchorPairs:

@@ -7,19 +7,21 @@ evaluated in NumPy every round), LightGBM's built-in lambdarank on the clicks as
 clicked documents relevant, its objective in C++). CPU seconds (``time.process_time``) of the
 whole ``fit`` / ``lightgbm.train`` call (data set construction included), in alternating paired
 repeats; printed: the median of each and of the per-pair ratio, with its range. Target (issue
-30): ratio at most 1.5. Also the objective's cost per round alone (GBDTPropDCG's gradient and
-curvature over the explicit pairs; both objectives of the estimator).
+30, issue 42 for the list lengths): ratio at most 1.5. Also the objective's cost per round alone
+(GBDTPropDCG's gradient and curvature over every pair; both objectives of the estimator).
 
-Data: MQ2008 Fold1's training queries (``CLTR_DATA``; skipped when absent), the interaction data
-set of ``experiments.papers.trees``, and long lists (``make_ranking`` with 200 documents per query),
-each with a 100-pass log from a production RankSVM on 1% of the queries (eta = 1, eps- = 0.1,
-clicks on label >= 1: more clicked documents, hence more pairs, than the experiment's label-2 clicks).
+Data (``--data``): MQ2008 Fold1's training queries (``CLTR_DATA``; skipped when absent), the
+interaction data set of ``experiments.papers.trees``, and lists of exactly 10, 50 and 200 documents
+per query (``make_ranking``, 46 features, 40,000 rows each: 4,000, 800 and 200 queries; a fifth of
+that with ``--quick``), each with a 100-pass log from a production RankSVM on 1% of the queries
+(eta = 1, eps- = 0.1, clicks on label >= 1: more clicked documents, hence more pairs, than the
+experiment's label-2 clicks).
 
 The softplus (the default) evaluates every pair; ``smoothing="huber"`` (band 0.5) comes from sorted
 scores without pairs.
 
 python -m experiments.benchmarks.bench_trees [--quick] [--repeats 5] [--trees 200] [--leaves 7 31 127]
-                                  [--smoothing softplus huber]
+                                  [--smoothing softplus huber] [--data mq2008 interactions 10 50 200]
 """
 
 from __future__ import annotations
@@ -31,20 +33,29 @@ import warnings
 import numpy as np
 
 
-def data_sets(quick: bool):
-    """``(name, training data)`` of the benchmark."""
+LIST_LENGTHS = (10, 50, 200)
+# Queries per list length: 40,000 rows each (8,000 with --quick).
+ROWS, QUICK_ROWS = 40_000, 8_000
+
+
+def data_sets(quick: bool, which=("mq2008", "interactions", *map(str, LIST_LENGTHS))):
+    """``(name, training data)`` of the benchmark, those of ``which`` (MQ2008 only when ``CLTR_DATA`` holds it)."""
     from click_sim import make_ranking
 
     from experiments._common import load_fold, mq2008_dir
     from experiments.papers.trees import QUICK_SYNTHETIC, SYNTHETIC
 
     out = []
-    if mq2008_dir() is not None and not quick:
+    if "mq2008" in which and mq2008_dir() is not None and not quick:
         out.append(("MQ2008 Fold1", load_fold(1)[0]))
-    out.append(("interactions (experiments.papers.trees)", make_ranking(**(QUICK_SYNTHETIC if quick else SYNTHETIC),
+    if "interactions" in which:
+        out.append(("interactions (experiments.papers.trees)",
+                    make_ranking(**(QUICK_SYNTHETIC if quick else SYNTHETIC), random_state=0)))
+    for length in LIST_LENGTHS:
+        if str(length) in which:
+            n_queries = (QUICK_ROWS if quick else ROWS) // length
+            out.append((f"{length}-document lists", make_ranking(n_queries=n_queries, n_docs=length, n_features=46,
                                                                  random_state=0)))
-    out.append(("long lists (200 per query)", make_ranking(n_queries=40 if quick else 200, n_docs=200, n_features=46,
-                                                           random_state=0)))
     return out
 
 
@@ -108,12 +119,14 @@ def main(argv=None):
     p.add_argument("--leaves", type=int, nargs="+", default=[7, 31, 127])
     p.add_argument("--smoothing", nargs="+", default=["softplus", "huber"], choices=["softplus", "huber"])
     p.add_argument("--passes", type=int, default=100)
+    p.add_argument("--data", nargs="+", default=["mq2008", "interactions", *map(str, LIST_LENGTHS)],
+                   choices=["mq2008", "interactions", *map(str, LIST_LENGTHS)])
     args = p.parse_args(argv)
     started = time.time()
     repeats = args.repeats or (1 if args.quick else 5)
     trees = args.trees or (20 if args.quick else 200)
     results = []
-    for name, train in data_sets(args.quick):
+    for name, train in data_sets(args.quick, args.data):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             agg = aggregate_of(train, args.passes)
@@ -137,7 +150,7 @@ def main(argv=None):
                   f"{row['ratio_min']:.2f}-{row['ratio_max']:.2f}) "
                   f"{'<= 1.5' if row['target_met'] else '> 1.5: target missed'}", flush=True)
     settings = {"repeats": repeats, "trees": trees, "leaves": args.leaves, "passes": args.passes,
-                "smoothing": args.smoothing, "huber band": 0.5,
+                "smoothing": args.smoothing, "huber band": 0.5, "data": args.data,
                 "timer": "time.process_time, whole fit / lightgbm.train call, one thread",
                 "target": "ratio <= 1.5", "quick": args.quick}
     path = save_results("bench_trees", {"rows": results}, settings, args.out, started)
