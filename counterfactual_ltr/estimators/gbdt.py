@@ -273,7 +273,7 @@ class GBDTPropDCG(RankerMixin, BaseEstimator):
     best_iteration_ : int
         Rounds kept (the best validation round with early stopping, else all).
     n_train_clicks_, n_train_rows_, n_train_queries_, n_pairs_ : int
-        What training used (rows of the queries with clicks; explicit pairs).
+        What training used (rows of the queries with clicks; pairs of a clicked row and another row of its query).
     fit_seconds_ : float
         Wall time of the boosting.
     preprocessor_ : the fitted preprocessor or None
