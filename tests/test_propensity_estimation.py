@@ -288,7 +288,7 @@ def test_intervals_cover_the_truth(method):
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ["em", "trust_em"])
 def test_em_intervals_cover_the_truth(method):
-    """Coverage of the EM methods' 95% intervals in 120 simulations where their models hold.
+    """Coverage of the EM methods' 95% intervals in 80 simulations where their models hold.
 
     "em": one deterministic logger, and a feature that is the relevance indicator, so the logistic
     relevance model can be exact; "trust_em": per-position eps- and a position-independent eps+.
@@ -306,7 +306,7 @@ def test_em_intervals_cover_the_truth(method):
         model, passes = PositionBasedClickModel(examination=1 / r, eps_minus=0.4 / r ** 0.5, eps_plus=0.9), 40
     truth = model.examination_curve(K)
     covered, eps_covered = [], []
-    for seed in range(120):        # 120 x 3 positions: the coverage to about +-0.02 (one standard error)
+    for seed in range(80):         # 80 x 3 positions: the coverage to about +-0.014 (one standard error)
         log = simulate_clicks(data, scores, model, passes, seed)
         est = estimate_propensities(log, method, max_position=K, n_bootstrap=120, random_state=seed)
         covered.append((est.lower_[1:] <= truth[1:]) & (truth[1:] <= est.upper_[1:]))
