@@ -3,7 +3,7 @@
 ``docs/api/index.rst`` holds the autosummary tables of ``counterfactual_ltr.__all__`` and
 ``click_sim.__all__``; a name added to ``__all__`` but not to those tables would be missing from
 the site's front door of the API, so these tests name it. The full build (``python -m sphinx -W -n
--b html docs docs/_build/html``) runs as its own CI step (``.ci/run``).
+-b html docs docs/_build/html``) is the slow test of ``tests/test_docs_build.py``.
 """
 
 from __future__ import annotations
