@@ -43,7 +43,7 @@ def test_every_script_has_expected_fields():
 # fig7_ccp keeps its grid: its test checks the CCP objective's monotonicity up to C = 1e4.
 SMOKE_ARGS = {"table3": ["--seeds", "1"], "slam_fig23_mq2008": ["--T", "1000"]}   # a smoke run: fields, not figures
 SMOKE_GRIDS = {"experiments._cltr": {"QUICK_C_GRID": (1.0, 100.0)},
-               "experiments.slam_batch_table": {"C_GRID_QUICK": (0.1, 10.0)}}
+               "experiments.slam_batch_table": {"C_GRID_QUICK": (0.1, 10.0), "QUICK_QUERIES": 40}}
 
 
 def _run(name, tmp_path, monkeypatch=None):

@@ -22,6 +22,7 @@ from experiments._common import figure_path, load_fold, parser, pyplot, save_res
 NAME = "slam_batch_table"
 C_GRID = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
 C_GRID_QUICK = (0.1, 10.0, 1000.0)
+QUICK_QUERIES = 120          # training queries in quick mode
 
 
 def _metrics(scores, data):
@@ -46,7 +47,7 @@ def main(argv=None):
     started = time.time()
     train, vali, test = load_fold(1)
     if args.quick:
-        train = train.subset(np.arange(min(120, train.n_queries)))
+        train = train.subset(np.arange(min(QUICK_QUERIES, train.n_queries)))
     grid = C_GRID_QUICK if args.quick else C_GRID
     methods = {
         "slam_ndcg": lambda C: (SLAMRanker(C=C, weights="ndcg"), "SLAMRanker(weights='ndcg')"),
