@@ -232,7 +232,6 @@ class QueryBlocks:
                     hess[b.rows[q0:q1]] += column_sums(Q, c_plus, chunk)
         return H, grad[:self.n], (hess[:self.n] if hessian else None)
 
-
     def lambdarank_sums(self, scores, sigma, lam_r, weights, hessian):
         """Per anchor ``sum_y D log(1 + e^u)``; per row the weighted slope and curvature sums (``u = sigma (s_y - s_k)``).
 
@@ -262,6 +261,7 @@ class QueryBlocks:
                     hess[self.anchors[idx]] += c_plus * (ones @ T)
                     hess[b.rows[q0:q1]] += column_sums(T, c_plus, chunk)
         return loss, grad[:self.n], (hess[:self.n] if hessian else None)
+
 
 def _log_row_products(F):
     """``sum_y log F_yk`` per anchor (column) from products of at most ``_PRODUCT_RUN`` factors in ``[1, 2]``."""

@@ -36,9 +36,10 @@ import numpy as np
 LIST_LENGTHS = (10, 50, 200)
 # Queries per list length: 40,000 rows each (8,000 with --quick).
 ROWS, QUICK_ROWS = 40_000, 8_000
+DATA = ("mq2008", "interactions", *map(str, LIST_LENGTHS))
 
 
-def data_sets(quick: bool, which=("mq2008", "interactions", *map(str, LIST_LENGTHS))):
+def data_sets(quick: bool, which=DATA):
     """``(name, training data)`` of the benchmark, those of ``which`` (MQ2008 only when ``CLTR_DATA`` holds it)."""
     from click_sim import make_ranking
 
@@ -119,8 +120,7 @@ def main(argv=None):
     p.add_argument("--leaves", type=int, nargs="+", default=[7, 31, 127])
     p.add_argument("--smoothing", nargs="+", default=["softplus", "huber"], choices=["softplus", "huber"])
     p.add_argument("--passes", type=int, default=100)
-    p.add_argument("--data", nargs="+", default=["mq2008", "interactions", *map(str, LIST_LENGTHS)],
-                   choices=["mq2008", "interactions", *map(str, LIST_LENGTHS)])
+    p.add_argument("--data", nargs="+", default=list(DATA), choices=DATA)
     args = p.parse_args(argv)
     started = time.time()
     repeats = args.repeats or (1 if args.quick else 5)
