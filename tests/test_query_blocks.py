@@ -4,7 +4,8 @@ Both objectives (the smoothed PropDCG bound and the IPS-weighted LambdaRank loss
 list lengths (single-document queries included, so several length buckets), several anchors per
 query and negative click weights; and the block machinery's corner cases forced small: chunks
 that split a query, chunks of many queries (reduceat) and of few (matrix product), row products
-in runs, and scores spread too far for the separable exponential.
+in runs, and scores spread too far for the separable exponential; each in float64 (to 1e-10) and in
+the float32 the tree learner uses (to the float32 precision the sums can keep).
 """
 
 import numpy as np
@@ -77,51 +78,66 @@ def _lambdarank_reference(scores, weights, offsets, lam, sigma):
     return _reference(scores, weights, offsets, pair)
 
 
-def _close(got, expected):
+def _close(got, expected, dtype=np.float64):
+    """float64: to 1e-10; float32 (eps 1.2e-7, sums of up to ~10 terms): to 2e-6 of the largest entry."""
+    rtol, atol = (1e-10, 1e-12) if dtype == np.float64 else (2e-5, 2e-6)
     for g, e in zip(got, expected):
-        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12 * max(1.0, np.abs(e).max()))
+        assert g.dtype == np.float64
+        np.testing.assert_allclose(g, e, rtol=rtol, atol=atol * max(1.0, np.abs(e).max()))
+
+
+@pytest.fixture(params=[np.float64, np.float32], ids=["float64", "float32"])
+def dtype(request):
+    return request.param
 
 
 @pytest.fixture(params=["default", "small chunks", "one query per chunk", "short product runs"])
 def block_settings(request, monkeypatch):
     """The default blocks, and blocks forced into their other code paths on small inputs."""
     if request.param == "small chunks":             # chunks of many queries, some split across two chunks
-        monkeypatch.setattr(_query_blocks, "_CHUNK", 20)
+        monkeypatch.setattr(_query_blocks, "_CHUNK", 20 * 8)             # bytes: 20 float64s, 40 float32s
         monkeypatch.setattr(_query_blocks, "_BLOCK_QUERIES", 1)
     elif request.param == "one query per chunk":
-        monkeypatch.setattr(_query_blocks, "_CHUNK", 9)
+        monkeypatch.setattr(_query_blocks, "_CHUNK", 9 * 4)
     elif request.param == "short product runs":
-        monkeypatch.setattr(_query_blocks, "_PRODUCT_RUN", 3)
+        monkeypatch.setattr(_query_blocks, "_PRODUCT_RUN", {np.dtype(np.float64): 3, np.dtype(np.float32): 3})
         monkeypatch.setattr(_query_blocks, "_PER_BUCKET", 0.0)     # one bucket per distinct length
     return request.param
 
 
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("metric, margin, t", [("dcg", 1.0, 1.0), ("avg_rank", 2.0, 0.3), ("rbp", 1.0, 4.0)])
-def test_bound_matches_a_loop_over_the_pairs(block_settings, seed, metric, margin, t):
+def test_bound_matches_a_loop_over_the_pairs(block_settings, dtype, seed, metric, margin, t):
     scores, weights, offsets = _problem(seed)
     lam = get_lambda(metric)
-    got = ClickAnchorPairs(weights, offsets).bound(scores, lam, margin, t, True)
-    _close(got, _bound_reference(scores, weights, offsets, lam, margin, t))
+    got = ClickAnchorPairs(weights, offsets, dtype).bound(scores, lam, margin, t, True)
+    _close(got, _bound_reference(scores, weights, offsets, lam, margin, t), dtype)
 
 
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("metric, sigma", [("dcg", 1.0), ("prec@3", 2.5)])
-def test_lambdarank_matches_a_loop_over_the_pairs(block_settings, seed, metric, sigma):
+def test_lambdarank_matches_a_loop_over_the_pairs(block_settings, dtype, seed, metric, sigma):
     scores, weights, offsets = _problem(seed)
     lam = get_lambda("prec@k", k=3) if metric == "prec@3" else get_lambda(metric)
-    got = ClickAnchorPairs(weights, offsets).lambdarank(scores, lam, sigma, True)
-    _close(got, _lambdarank_reference(scores, weights, offsets, lam, sigma))
+    got = ClickAnchorPairs(weights, offsets, dtype).lambdarank(scores, lam, sigma, True)
+    _close(got, _lambdarank_reference(scores, weights, offsets, lam, sigma), dtype)
 
 
-@pytest.mark.parametrize("spread", [150.0, 2000.0])
-def test_scores_spread_beyond_the_separable_exponential(spread):
-    """Scores hundreds of temperatures apart (no separable exp(-u)), and pairs saturated both ways."""
+@pytest.mark.parametrize("spread", [30.0, 150.0, 2000.0])
+def test_scores_spread_beyond_the_separable_exponential(dtype, spread):
+    """Scores tens (float32's separable limit) to hundreds (float64's) of temperatures apart (no separable
+    exp(-u)), and pairs saturated both ways."""
     scores, weights, offsets = _problem(7, spread=spread)
     lam = get_lambda("dcg")
-    pairs = ClickAnchorPairs(weights, offsets)
-    _close(pairs.bound(scores, lam, 1.0, 1.0, True), _bound_reference(scores, weights, offsets, lam, 1.0, 1.0))
-    _close(pairs.lambdarank(scores, lam, 1.0, True), _lambdarank_reference(scores, weights, offsets, lam, 1.0))
+    pairs = ClickAnchorPairs(weights, offsets, dtype)
+    expected = _bound_reference(scores, weights, offsets, lam, 1.0, 1.0)
+    _close(pairs.bound(scores, lam, 1.0, 1.0, True), expected, dtype)
+    _close(pairs.lambdarank(scores, lam, 1.0, True), _lambdarank_reference(scores, weights, offsets, lam, 1.0), dtype)
+
+
+def test_float32_is_chosen_by_name_and_nothing_else():
+    with pytest.raises(ValueError, match="float64 or float32"):
+        ClickAnchorPairs([1.0, 0.0], [0, 2], np.float16)
 
 
 def test_without_curvature_and_without_pairs():

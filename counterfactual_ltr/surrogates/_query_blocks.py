@@ -29,12 +29,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-# Widths of one row product of F <= 2: 2^1000 < 1.8e308.
-_PRODUCT_RUN = 1000
-# |exponent| of each separable factor at most this: their product stays below e^700 < 1.8e308.
-_SPREAD = 350.0
-# Pairs per chunk: large enough that the few dozen NumPy calls per chunk cost little beside the arithmetic.
-_CHUNK = 32768
+# Per precision: widths of one row product of F <= 2 (2^1000 < 1.8e308, 2^120 < 3.4e38), and |exponent| of
+# each separable factor at most this (their product stays within e^+-700, e^+-80: finite and, in float32,
+# above the subnormal numbers, which are slow).
+_PRODUCT_RUN = {np.dtype(np.float64): 1000, np.dtype(np.float32): 120}
+_SPREAD = {np.dtype(np.float64): 350.0, np.dtype(np.float32): 40.0}
+# Bytes of a chunk's buffer: large enough that the few dozen NumPy calls per chunk cost little beside the
+# arithmetic, small enough that a chunk's three buffers stay in a core's cache.
+_CHUNK = 32768 * 8
 # Bucket cost model (seconds): per padded pair, and per bucket (a few dozen NumPy calls).
 _PER_PAIR, _PER_BUCKET = 4e-9, 1e-4
 # Chunks of at most this many queries sum their columns by a (block-diagonal) matrix product.
@@ -109,7 +111,7 @@ def _runs(local, limit):
 class _Bucket:
     """The queries of one bucket: their rows padded to ``width`` (``rows``; padding points at row ``n``) and chunks."""
 
-    def __init__(self, offsets, n, queries, width, anchor_slice, anchors, anchor_query):
+    def __init__(self, offsets, n, queries, width, anchor_slice, anchors, anchor_query, chunk, dtype):
         lengths = np.diff(offsets)[queries]
         cols = np.arange(width)
         self.rows = np.where(cols < lengths[:, None], offsets[queries][:, None] + cols, n)
@@ -120,13 +122,13 @@ class _Bucket:
         self.own = anchors - offsets[anchor_query]                     # its own column
         self.local = local
         self.chunks = []
-        for k0, k1 in _runs(local, max(1, _CHUNK // self.width)):
+        for k0, k1 in _runs(local, max(1, chunk // self.width)):
             q0, q1 = int(local[k0]), int(local[k1 - 1]) + 1
             loc = local[k0:k1] - q0
             starts = np.flatnonzero(np.diff(loc, prepend=-1))          # every query of the run has an anchor in it
             block = None
             if q1 - q0 <= _BLOCK_QUERIES:                             # column sums as one matrix product
-                block = (loc[:, None] == np.arange(q1 - q0)).astype(np.float64)
+                block = (loc[:, None] == np.arange(q1 - q0)).astype(dtype)
             counts = np.diff(np.append(starts, k1 - k0))
             self.chunks.append(_Chunk(q0, q1, k0, k1, counts, starts, self.own[k0:k1] * (k1 - k0)
                                       + np.arange(k1 - k0), block))
@@ -142,9 +144,17 @@ class QueryBlocks:
         Checked query boundaries.
     anchors : array (n_anchors,)
         The anchor rows, ascending.
+    dtype : float64 or float32
+        Precision of the pair arithmetic (the sums are returned in float64). float32 halves the bytes
+        each pass over the pairs moves, for callers that need no more (LightGBM keeps its gradients
+        in float32).
     """
 
-    def __init__(self, offsets, anchors):
+    def __init__(self, offsets, anchors, dtype=np.float64):
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in _SPREAD:
+            raise ValueError(f"dtype must be float64 or float32, got {self.dtype}")
+        chunk = _CHUNK // self.dtype.itemsize
         self.n = int(offsets[-1])
         anchor_query = np.searchsorted(offsets, anchors, side="right") - 1
         queries, per_query = np.unique(anchor_query, return_counts=True)
@@ -155,12 +165,13 @@ class QueryBlocks:
         for b, width in enumerate(widths):                             # a handful of buckets
             qs = queries[which == b]
             idx = np.flatnonzero(np.isin(anchor_query, qs))            # anchors ascending: grouped by query
-            self.buckets.append(_Bucket(offsets, self.n, qs, width, idx, anchors[idx], anchor_query[idx]))
+            self.buckets.append(_Bucket(offsets, self.n, qs, width, idx, anchors[idx], anchor_query[idx], chunk,
+                                        self.dtype))
         self.anchors = anchors
         self.chunk_size = max((b.width * (c[3] - c[2]) for b in self.buckets for c in b.chunks), default=0)
 
     def _buffers(self, count):
-        return [np.empty(self.chunk_size) for _ in range(count)]
+        return [np.empty(self.chunk_size, self.dtype) for _ in range(count)]
 
     def pairs(self, scores, margin, scale, buffers):
         """Per chunk: ``(bucket, chunk, U, Q)`` with ``U = u`` and ``Q = exp(-u)``, ``u = -inf`` off the pairs."""
@@ -172,11 +183,12 @@ class QueryBlocks:
             centre = beta[0]                                          # every query has a first row
             shifted = np.where(b.pad_t, 0.0, beta - centre)
             a_shift = alpha + centre[b.local]
-            separable = max(np.abs(shifted).max(), np.abs(a_shift).max()) <= _SPREAD
+            separable = max(np.abs(shifted).max(), np.abs(a_shift).max()) <= _SPREAD[self.dtype]
             if separable:
-                exp_beta = np.exp(-shifted)
+                exp_beta = np.exp(-shifted).astype(self.dtype, copy=False)
                 exp_beta[b.pad_t] = np.inf
-                exp_alpha = np.exp(-a_shift)
+                exp_alpha = np.exp(-a_shift).astype(self.dtype, copy=False)
+            alpha, beta = alpha.astype(self.dtype, copy=False), beta.astype(self.dtype, copy=False)
             for chunk in b.chunks:
                 q0, q1, k0, k1, _, _, own, _ = chunk
                 U = U_buf[:(k1 - k0) * b.width].reshape(b.width, k1 - k0)
@@ -203,10 +215,10 @@ class QueryBlocks:
         H = np.zeros(self.anchors.size)
         grad, hess = np.zeros(self.n + 1), (np.zeros(self.n + 1) if hessian else None)
         buffers = self._buffers(3)
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", over="ignore"):          # 1/Q of Q = 0 or subnormal: e^u = inf
             for b, chunk, U, Q in self.pairs(scores, margin, 1.0 / temperature, buffers):
                 q0, q1, k0, k1 = chunk[:4]
-                ones = np.ones(b.width)
+                ones = np.ones(b.width, self.dtype)
                 V = buffers[2][:U.size].reshape(U.shape)
                 np.maximum(U, 0.0, out=U)
                 positive = ones @ U
@@ -215,11 +227,11 @@ class QueryBlocks:
                 np.minimum(Q, A, out=Q)                               # E = exp(-|u|)
                 np.minimum(A, 1.0, out=A)
                 np.add(Q, 1.0, out=V)                                 # F = 1 + E
-                h = positive + _log_row_products(V)
+                h = (positive + _log_row_products(V)).astype(np.float64)
                 h *= temperature
                 idx = b.anchor_slice[k0:k1]
                 H[idx] = h
-                c, c_plus = weights_of(idx, h)
+                c, c_plus = (w.astype(self.dtype, copy=False) for w in weights_of(idx, h))
                 np.reciprocal(V, out=V)
                 A *= V                                                # sigma(u) = min(1, e^u) / F
                 grad[self.anchors[idx]] -= c * (ones @ A)
@@ -243,7 +255,7 @@ class QueryBlocks:
         lam_ext = np.append(lam_r, 0.0)
         buffers = self._buffers(6)
         c_all, c_plus_all = sigma * weights, sigma * sigma * np.maximum(weights, 0.0)
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", over="ignore"):          # 1/Q of Q = 0 or subnormal: e^u = inf
             for b, chunk, U, Q in self.pairs(scores, 0.0, sigma, buffers):
                 q0, q1, k0, k1 = chunk[:4]
                 ones = np.ones(b.width)
@@ -265,9 +277,10 @@ class QueryBlocks:
 
 def _log_row_products(F):
     """``sum_y log F_yk`` per anchor (column) from products of at most ``_PRODUCT_RUN`` factors in ``[1, 2]``."""
-    if F.shape[0] <= _PRODUCT_RUN:
+    run = _PRODUCT_RUN[F.dtype]
+    if F.shape[0] <= run:
         return np.log(np.multiply.reduce(F, axis=0))
-    runs = np.multiply.reduceat(F, np.arange(0, F.shape[0], _PRODUCT_RUN), axis=0)
+    runs = np.multiply.reduceat(F, np.arange(0, F.shape[0], run), axis=0)
     return np.log(runs).sum(axis=0)
 
 
