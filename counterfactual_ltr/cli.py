@@ -108,6 +108,19 @@ def _floats(value: str, name: str) -> list[float]:
     return values
 
 
+def _shown(value) -> str:
+    """A grid value as the terminal shows it: a number in its shortest form, a choice as it is."""
+    return value if isinstance(value, str) else f"{value:g}"
+
+
+def _choices(value: str, name: str, allowed) -> list[str]:
+    values = [v.strip() for v in value.split(",") if v.strip()]
+    bad = [v for v in values if v not in allowed]
+    if bad or not values:
+        raise click.BadParameter(f"{(bad or [value])[0]!r} is not one of {', '.join(allowed)}", param_hint=name)
+    return list(dict.fromkeys(values))
+
+
 def _load_data(path):
     from click_sim import load_letor  # the LETOR/SVMlight reader lives with the simulator
 
@@ -512,6 +525,9 @@ def _estimation_payload(result, method) -> dict:
               help="Comma-separated grid of leaves per tree (gbdt-propdcg only)  [default: 7,31, GBDT_GRID]")
 @click.option("--min-child-samples", "min_child_samples", default=None,
               help="Comma-separated grid of rows per leaf at least (gbdt-propdcg only)  [default: 20]")
+@click.option("--objective", "objective", default=None,
+              help="Comma-separated objectives to choose from: propdcg, ips_lambdarank (gbdt-propdcg only)  "
+                   "[default: propdcg,ips_lambdarank, GBDT_GRID]")
 @_quiet_option
 def fit(log, data, output, features, label, repeated, model_name, C, alpha, epochs, hidden, cv, scoring, propensity,
         scale, seed, quiet, **options):
@@ -590,7 +606,7 @@ def _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, 
     _warn_once_per_cause(caught, n_fits)
     least = {name: low for name, whole, low in TREE_OPTIONS.values() if whole}
     edges = check_grid_edge(search, limits=least)
-    chosen = ", ".join(f"{k}={v:g}" for k, v in search.best_params_.items())
+    chosen = ", ".join(f"{k}={_shown(v)}" for k, v in search.best_params_.items())
     if _ranks_everything_equal(search.best_estimator_, dataset):
         raise InputError(_degenerate_tree_message(search, chosen, click_log))
     model = search.best_estimator_
@@ -630,7 +646,7 @@ def _degenerate_message(model, model_name, record) -> str:
 def _degenerate_tree_message(search, chosen, click_log) -> str:
     """One line: the chosen trees rank everything equal, why, and what to try (nothing is written)."""
     model = search.best_estimator_
-    tried = "; ".join(f"{k} in {', '.join(f'{v:g}' for v in values)}" for k, values in search.param_grid.items())
+    tried = "; ".join(f"{k} in {', '.join(map(_shown, values))}" for k, values in search.param_grid.items())
     rows = model.n_train_rows_
     if 2 * int(model.min_child_samples) > rows:
         why = (f"every tree has one leaf: --min-child-samples {model.min_child_samples} is more than half the "
@@ -679,7 +695,7 @@ def _make_estimator(model_name, C, alpha, epochs, hidden, prop, scale, seed, tre
 
 def _gbdt_estimator(cls, params, C, alpha, seed, tree_grid):
     """GBDTPropDCG and its grid from the tree options (``TREE_OPTIONS``; ``GBDT_GRID`` where not given)."""
-    from .estimators.gbdt import GBDT_GRID, lightgbm_or_raise
+    from .estimators.gbdt import GBDT_GRID, OBJECTIVES, lightgbm_or_raise
 
     try:
         lightgbm_or_raise()                  # a missing extra is named before any data is read
@@ -691,6 +707,8 @@ def _gbdt_estimator(cls, params, C, alpha, seed, tree_grid):
                                      f"({', '.join(TREE_OPTIONS)})", param_hint=name)
     estimator = cls(random_state=seed, **params)
     grid = {}
+    if tree_grid.get("objective"):
+        grid["objective"] = _choices(tree_grid["objective"], "--objective", OBJECTIVES)
     for option, (name, whole, least) in TREE_OPTIONS.items():
         given = tree_grid.get(name)
         values = _floats(given, option) if given else GBDT_GRID.get(name, [estimator.get_params()[name]])

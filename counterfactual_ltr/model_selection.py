@@ -233,12 +233,13 @@ def selection_lines(record: dict) -> list:
 
 def _candidate_lines(record: dict) -> list:
     names = record["parameters"]
-    widths = [max(len(n), 8) for n in names]
+    widths = [max(len(n), 8, *(len(c[i]) for c in record["candidates"] if isinstance(c[i], str)))
+              for i, n in enumerate(names)]
     head = "  " + " ".join(f"{n:<{w}}" for n, w in zip(names, widths))
     lines = [f"{head} {record['scoring'] + ' (' + str(record['n_folds']) + '-fold CV)':<23} std"]
     for values, m, s in zip(record["candidates"], record["mean_test_score"], record["std_test_score"]):
         mark = "   <- chosen" if list(values) == list(record["chosen"]) else ""
-        cells = " ".join(f"{v:<{w}g}" for v, w in zip(values, widths))
+        cells = " ".join(_cell(v, w) for v, w in zip(values, widths))
         lines.append(f"  {cells} {m:<23.5f} {s:.5f}{mark}")
     edges = [f"{n} at its {e} edge" for n, e in record["edges"].items() if e is not None]
     if edges:
@@ -247,7 +248,7 @@ def _candidate_lines(record: dict) -> list:
 
 
 def search_record(search, *, scoring_name=None, edges=None) -> dict:
-    """The record of a fitted ``GridSearchCV`` over numeric parameters, as :func:`grid_search` keeps one.
+    """The record of a fitted ``GridSearchCV`` over several parameters, as :func:`grid_search` keeps one.
 
     ``cltr fit`` stores it as the chosen model's ``selection_`` (written into the model file) and
     prints it with :func:`selection_lines`, so a search over several parameters says what it chose
@@ -256,7 +257,7 @@ def search_record(search, *, scoring_name=None, edges=None) -> dict:
     Parameters
     ----------
     search : fitted sklearn.model_selection.GridSearchCV
-        Its candidates' parameters must be numbers.
+        Its candidates' parameters must be numbers or short strings (a choice such as ``objective``).
     scoring_name : str, optional
         How the record names the criterion (default: the search's ``scoring`` as text).
     edges : dict, optional
@@ -267,30 +268,40 @@ def search_record(search, *, scoring_name=None, edges=None) -> dict:
     -------
     dict
         ``parameters`` (names, sorted), ``candidates`` (one list of values per candidate, in that
-        order), ``mean_test_score``, ``std_test_score``, ``chosen`` (the best candidate's values),
+        order; numbers as floats, choices as strings), ``mean_test_score``, ``std_test_score``, ``chosen`` (the best candidate's values),
         ``best_score``, ``edges``, ``scoring``, ``n_folds``.
 
     Examples
     --------
     >>> from types import SimpleNamespace
     >>> search = SimpleNamespace(best_index_=1, n_splits_=3, scoring="snips-dcg", cv_results_={
-    ...     "params": [{"a": 1, "b": 0.1}, {"a": 2, "b": 0.1}],
+    ...     "params": [{"a": 1, "b": "propdcg"}, {"a": 2, "b": "ips_lambdarank"}],
     ...     "mean_test_score": [0.1, 0.2], "std_test_score": [0.01, 0.02]})
     >>> search_record(search)["chosen"]
-    [2.0, 0.1]
+    [2.0, 'ips_lambdarank']
     """
     params = search.cv_results_["params"]
     names = sorted(params[0])
-    try:
-        candidates = [[float(p[n]) for n in names] for p in params]
-    except (TypeError, ValueError):
-        raise ValueError(f"search_record needs numeric parameters, got {params[0]!r}") from None
+    candidates = [[_record_value(p[n], n) for n in names] for p in params]
     means = [float(m) for m in search.cv_results_["mean_test_score"]]
     return {"parameters": names, "candidates": candidates, "mean_test_score": means,
             "std_test_score": [float(v) for v in search.cv_results_["std_test_score"]],
             "chosen": candidates[search.best_index_], "best_score": means[search.best_index_],
             "edges": {n: (edges or {}).get(n) for n in names},
             "scoring": scoring_name or str(search.scoring), "n_folds": int(search.n_splits_)}
+
+
+def _record_value(value, name):
+    """A grid value as the record keeps it: a number as a float, a choice as its string."""
+    if isinstance(value, str) and 0 < len(value) <= 200:
+        return value
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)):
+        return float(value)
+    raise ValueError(f"search_record needs numbers or short strings as parameter values; {name} = {value!r:.60}")
+
+
+def _cell(value, width):
+    return f"{value:<{width}g}" if isinstance(value, float) else f"{value:<{width}}"
 
 
 def check_grid_edge(search, *, limits=None) -> dict:

@@ -318,11 +318,40 @@ def test_cli_searches_the_recommended_grid_prints_and_stores_its_table(small, tm
     out = capsys.readouterr().out
     assert status == 0, out
     record = load_model(tmp_path / "m.npz").selection_
-    n_candidates = 2 * len(GBDT_GRID["num_leaves"]) * len(GBDT_GRID["learning_rate"])
+    n_candidates = 2 * len(GBDT_GRID["num_leaves"]) * len(GBDT_GRID["learning_rate"]) * len(GBDT_GRID["objective"])
     assert record["parameters"] == sorted({"n_estimators", "min_child_samples", *GBDT_GRID})
     assert len(record["candidates"]) == n_candidates
     assert {c[record["parameters"].index("num_leaves")] for c in record["candidates"]} == set(GBDT_GRID["num_leaves"])
     assert sum("<- chosen" in line for line in out.splitlines()) == 1
+    assert {c[record["parameters"].index("objective")] for c in record["candidates"]} == set(GBDT_GRID["objective"])
+
+
+@pytest.mark.parametrize("given, status, expected", [
+    ("propdcg", 0, ["propdcg"]),
+    (" ips_lambdarank ,ips_lambdarank", 0, ["ips_lambdarank"]),
+    ("propdcg,lambdamart", 2, "'lambdamart' is not one of propdcg, ips_lambdarank"),
+])
+def test_cli_objective_option_fixes_or_names_the_objectives(small, tmp_path, capsys, given, status, expected):
+    from sklearn.datasets import dump_svmlight_file
+
+    from counterfactual_ltr.cli import main
+    from counterfactual_ltr.files import write_click_log
+    from counterfactual_ltr.persistence import load_model
+
+    data, log = small
+    write_click_log(log, tmp_path / "log.parquet")
+    dump_svmlight_file(data.X, data.y, str(tmp_path / "data.txt"), query_id=data.qid, zero_based=False)
+    got = main(["fit", str(tmp_path / "log.parquet"), str(tmp_path / "data.txt"), "--model", "gbdt-propdcg",
+                "--cv", "2", "--n-estimators", "3", "--num-leaves", "4", "--objective", given,
+                "-o", str(tmp_path / "m.npz")])
+    captured = capsys.readouterr()
+    assert got == status, captured
+    if status:
+        assert expected in captured.err
+        return
+    record = load_model(tmp_path / "m.npz").selection_
+    assert {c[record["parameters"].index("objective")] for c in record["candidates"]} == set(expected)
+    assert load_model(tmp_path / "m.npz").objective == expected[0]
 
 
 def test_the_tree_options_help_quotes_the_recommended_grid():
@@ -335,6 +364,6 @@ def test_the_tree_options_help_quotes_the_recommended_grid():
 
     text = " ".join(CliRunner().invoke(cli, ["fit", "--help"]).output.split())
     for option, name in (("--n-estimators", "n_estimators"), ("--learning-rate", "learning_rate"),
-                         ("--num-leaves", "num_leaves")):
-        values = ",".join(f"{v:g}" for v in GBDT_GRID[name])
+                         ("--num-leaves", "num_leaves"), ("--objective", "objective")):
+        values = ",".join(v if isinstance(v, str) else f"{v:g}" for v in GBDT_GRID[name])
         assert f"[default: {values}" in text.split(option, 1)[1].split("--", 1)[0], option

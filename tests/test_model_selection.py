@@ -255,3 +255,32 @@ def test_a_search_over_several_parameters_is_recorded_printed_and_saved(log, tmp
     model.selection_ = bad
     with pytest.raises(ValueError, match="not one of the candidates"):
         save_model(model, tmp_path / "bad.npz")
+
+
+def test_a_choice_parameter_is_recorded_as_text_printed_and_saved(log, tmp_path):
+    """A grid may hold choices (GBDT_GRID's ``objective``): the record keeps them as strings beside the
+    numbers, the table prints them, the model file holds them, and a chosen value off the grid is refused."""
+    from counterfactual_ltr.model_selection import search_record
+
+    search = GridSearchCV(SVMPropRank(), {"C": [0.1, 10], "solver": ["auto", "newton"]}, cv=GroupKFold(2),
+                          scoring=peak_at_1000).fit(log, groups=log.groups)
+    with pytest.warns(GridEdgeWarning):
+        edges = check_grid_edge(search)
+    assert "solver" not in edges                          # a choice has no edge
+    record = search_record(search, scoring_name="peak", edges=edges)
+    assert record["parameters"] == ["C", "solver"]
+    assert sorted(map(tuple, record["candidates"])) == [(0.1, "auto"), (0.1, "newton"), (10.0, "auto"),
+                                                        (10.0, "newton")]
+    assert record["chosen"] == [10.0, search.best_params_["solver"]]
+    lines = selection_lines(record)
+    assert [line.split()[:2] for line in lines[1:5]] == [[f"{c:g}", s] for c, s in record["candidates"]]
+    model = search.best_estimator_
+    model.selection_ = record
+    save_model(model, tmp_path / "m.npz")
+    assert load_model(tmp_path / "m.npz").selection_ == record
+    model.selection_ = dict(record, chosen=[10.0, "primal"])
+    with pytest.raises(ValueError, match="not one of the candidates"):
+        save_model(model, tmp_path / "bad.npz")
+    search.cv_results_["params"][0]["solver"] = None
+    with pytest.raises(ValueError, match="numbers or short strings.*solver = None"):
+        search_record(search)

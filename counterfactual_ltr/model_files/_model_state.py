@@ -142,8 +142,9 @@ def _choice(value, allowed):
 
 
 #: Keys of the record of a search over several parameters (``model_selection.search_record``).
-_SEARCH = {"parameters": lambda v, c: _texts(v), "candidates": lambda v, c: [_reals(x, c) for x in _list(v)],
-           "mean_test_score": _reals, "std_test_score": _reals, "chosen": _reals, "best_score": _real,
+_SEARCH = {"parameters": lambda v, c: _texts(v), "candidates": lambda v, c: [_grid_values(x, c) for x in _list(v)],
+           "mean_test_score": _reals, "std_test_score": _reals, "chosen": lambda v, c: _grid_values(v, c),
+           "best_score": _real,
            "edges": lambda v, c: _edges(v), "scoring": lambda v, c: _text(v),
            "n_folds": lambda v, c: _count(v, c, low=2)}
 
@@ -156,6 +157,13 @@ def _list(value):
 
 def _texts(value):
     return [_text(v) for v in _list(value)]
+
+
+def _grid_values(value, ctx):
+    """One candidate of a search: a value per parameter, a finite number or (a choice) a short string."""
+    if isinstance(value, np.ndarray):
+        return [_real(v, ctx, finite=True) for v in _reals(value, ctx).tolist()]
+    return [_text(v) if isinstance(v, str) else _real(v, ctx, finite=True) for v in _list(value)]
 
 
 def _edges(value):
@@ -185,13 +193,11 @@ def _selection(value, ctx):
         if any(len(c) != width for c in values) or len(out["chosen"]) != width or set(out["edges"]) != \
                 set(out["parameters"]):
             raise _Fail("['candidates'], ['chosen'] and ['edges'] must have one entry per parameter")
-        if list(np.asarray(out["chosen"], dtype=float)) not in [list(np.asarray(c, dtype=float)) for c in values]:
+        if out["chosen"] not in values:
             raise _Fail("['chosen'] is not one of the candidates")
     elif out["chosen"] not in out["grid"]:
         raise _Fail(f"['chosen'] = {out['chosen']:g} is not on the grid")
-    return {k: (v.tolist() if isinstance(v, np.ndarray) else
-                [x.tolist() if isinstance(x, np.ndarray) else x for x in v] if k == "candidates" else v)
-            for k, v in out.items()}
+    return {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in out.items()}
 
 
 #: Fitted attributes a model may hold or not (``click_sim.train_production_ranker`` records its queries;

@@ -6,18 +6,20 @@ folds' clicks (the propensities the log records: eta = 1 here), then refitted on
 validation log and no test label is used for any choice. Arms:
 
 * ``recipe``: ``GBDTPropDCG`` over ``counterfactual_ltr.estimators.GBDT_GRID`` (every tree on half
-  the features);
+  the features; the objective, propdcg or ips_lambdarank, chosen with the rest);
+* ``propdcg_only``: the same grid with ``objective = "propdcg"`` only, the ablation behind the
+  grid's objective row;
 * ``all_features``: the same grid with ``colsample_bytree = 1.0`` (LightGBM's default), the
   ablation behind the grid's and the class's 0.5;
-* ``both_objectives`` (only with ``--arms``): the recipe's grid times ``objective`` in
-  {"propdcg", "ips_lambdarank"}, the objective chosen by the same cross-validated SNIPS;
 * ``lgb_position``: LightGBM's lambdarank on the logged sessions with clicks as labels and
   ``Dataset(position=...)`` (its own joint estimate of the position bias), over the same grid,
   scored by the same SNIPS on the same held-out folds;
-* ``lgb_clicks``: the same without ``position=``.
+* ``lgb_clicks``: the same without ``position=``;
+* ``svm_propdcg``: SVM PropDCG (the same propensities) over the C grid of the experiments
+  (``experiments._cltr.DEFAULT_C_GRID``), tuned the same way.
 
-``--arms`` chooses the arms (default: all but ``both_objectives``); ``--trees`` and ``--leaves``
-replace the grid's ``n_estimators`` and ``num_leaves`` for every arm alike.
+``--arms`` chooses the arms (default: all); ``--trees`` and ``--leaves`` replace the grid's
+``n_estimators`` and ``num_leaves`` for every tree arm alike.
 
 A run is (data, fold or draw, seed): a production RankSVM on 1 % of the training queries, a
 training log of ``--passes`` passes (eta 1, eps- 0.1, clicks on label >= ``--threshold``, default 2:
@@ -25,7 +27,7 @@ training log of ``--passes`` passes (eta 1, eps- 0.1, clicks on label >= ``--thr
 threshold; both data sets grade 0, 1, 2). Printed:
 each run's test avg DCG per arm, then per data set the means and the paired differences (mean
 +- standard error, two-sided paired t-test) of the recipe against every other arm and the
-production ranker (and so for ``both_objectives``).
+production ranker (and so for ``propdcg_only``).
 
     python -m experiments.benchmarks.bench_tree_recipe [--data mq2008 synthetic] [--passes 100]
         [--seeds 4] [--folds 1] [--arms recipe ...] [--trees 100 300]
@@ -43,7 +45,7 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator
 
-ARMS = ("recipe", "all_features", "both_objectives", "lgb_position", "lgb_clicks")
+ARMS = ("recipe", "propdcg_only", "all_features", "lgb_position", "lgb_clicks", "svm_propdcg")
 
 
 class LambdaRankOnClicks(BaseEstimator):
@@ -97,14 +99,16 @@ def tuned_test_score(estimator, grid, train_log, test, threshold: int = 2) -> tu
 
 def arm_estimators(arms, seed: int, grid: dict) -> dict:
     """``{arm: (estimator, param_grid)}`` of the arms asked for, all on ``grid`` (the recommended one by default)."""
-    from counterfactual_ltr.estimators import GBDTPropDCG
+    from counterfactual_ltr.estimators import GBDTPropDCG, SVMPropDCG
+    from experiments import _cltr
 
+    lgb_grid = {k: v for k, v in grid.items() if k != "objective"}
     every = {"recipe": lambda: (GBDTPropDCG(random_state=seed), grid),
+             "propdcg_only": lambda: (GBDTPropDCG(random_state=seed), {**grid, "objective": ["propdcg"]}),
              "all_features": lambda: (GBDTPropDCG(random_state=seed), {**grid, "colsample_bytree": [1.0]}),
-             "both_objectives": lambda: (GBDTPropDCG(random_state=seed),
-                                         {**grid, "objective": ["propdcg", "ips_lambdarank"]}),
-             "lgb_position": lambda: (LambdaRankOnClicks(position=True, random_state=seed), grid),
-             "lgb_clicks": lambda: (LambdaRankOnClicks(position=False, random_state=seed), grid)}
+             "lgb_position": lambda: (LambdaRankOnClicks(position=True, random_state=seed), lgb_grid),
+             "lgb_clicks": lambda: (LambdaRankOnClicks(position=False, random_state=seed), lgb_grid),
+             "svm_propdcg": lambda: (SVMPropDCG(), {"C": list(_cltr.DEFAULT_C_GRID)})}
     return {arm: every[arm]() for arm in ARMS if arm in arms}
 
 
@@ -142,8 +146,8 @@ def summarise(runs: list[dict]) -> dict:
     for dataset in sorted({r["dataset"] for r in runs}):
         rs = [r for r in runs if r["dataset"] == dataset]
         arms = [a for a in (*ARMS, "production") if a in rs[0]]
-        pairs = [(a, b) for a in ("recipe", "both_objectives") if a in arms for b in arms
-                 if b != a and (a, b) != ("both_objectives", "recipe")]       # recipe - both_objectives is listed
+        pairs = [(a, b) for a in ("recipe", "propdcg_only") if a in arms for b in arms
+                 if b != a and (a, b) != ("propdcg_only", "recipe")]          # recipe - propdcg_only is listed
         out[dataset] = {"n_runs": len(rs), "means": {a: float(np.mean([r[a] for r in rs])) for a in arms},
                         "paired": {f"{a} - {b}": _cltr.paired([r[a] for r in rs], [r[b] for r in rs]) for a, b in pairs}}
     return out
@@ -157,7 +161,7 @@ def main(argv=None):
     p.add_argument("--data", nargs="+", default=["mq2008", "synthetic"], choices=["mq2008", "synthetic"])
     p.add_argument("--passes", type=int, default=100)
     p.add_argument("--folds", type=int, nargs="+", default=[1], help="MQ2008 folds (every seed on each)")
-    p.add_argument("--arms", nargs="+", choices=ARMS, default=["recipe", "all_features", "lgb_position", "lgb_clicks"])
+    p.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
     p.add_argument("--trees", type=int, nargs="+", default=None, help="n_estimators of every arm's grid")
     p.add_argument("--leaves", type=int, nargs="+", default=None, help="num_leaves of every arm's grid")
     p.add_argument("--threshold", type=int, default=2, choices=(1, 2),
