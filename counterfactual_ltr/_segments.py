@@ -159,17 +159,16 @@ def order_within_queries(scores, query_offsets) -> np.ndarray:
     """
     scores = np.asarray(scores, dtype=np.float64)
     offsets = np.asarray(query_offsets, dtype=np.int64)
-    if offsets.size > 1 and np.diff(offsets).max() > _PADDED_SORT_MIN_LENGTH and np.isfinite(scores).all():
-        # Long lists: a padded per-query sort (stable, so ties keep row order too) costs ~1/5
-        # of one lexsort over all rows. (Non-finite scores keep lexsort: NaN would sort past the padding.)
+    if offsets.size > 1 and np.isfinite(scores).all():
+        # A padded per-query sort (stable, so ties keep row order too) costs 1/3 to 1/20 of one lexsort
+        # over all rows, short lists included (10 rows per query: 0.8 ms against 11 ms for 40,000 rows);
+        # it falls back to lexsort itself where padding would more than double the rows.
+        # (Non-finite scores keep lexsort: NaN would sort past the padding.)
         return sort_within_queries(-scores, offsets)
     seg = segment_ids(offsets)
     # lexsort is stable; the last key is the primary one.
     return np.lexsort((-scores, seg))
 
-
-# Queries longer than this are ordered by the padded sort of ``sort_within_queries``.
-_PADDED_SORT_MIN_LENGTH = 64
 
 
 def padded_layout(query_offsets):

@@ -341,9 +341,10 @@ def test_invalid_inputs_raise_value_error():
         additive_metric(s, y, off, weight="map")
 
 
-@pytest.mark.parametrize("lengths", [[70, 90, 65], [200, 3, 1, 80]])
+@pytest.mark.parametrize("lengths", [[70, 90, 65], [200, 3, 1, 80], [10] * 30, [1, 7, 3, 12, 2, 9], [1, 1, 2, 1]])
 def test_order_within_queries_long_lists_match_the_stable_lexsort(lengths):
-    """Long lists take the padded per-query sort: same order as one stable lexsort, ties by row order."""
+    """The padded per-query sort (equal or ragged, long or short lists; lexsort where padding would more
+    than double the rows): same order as one stable lexsort, ties by row order."""
     from counterfactual_ltr._segments import offsets_from_lengths, order_within_queries, segment_ids
 
     offsets = offsets_from_lengths(lengths)
