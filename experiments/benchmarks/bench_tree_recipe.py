@@ -29,9 +29,13 @@ each run's test avg DCG per arm, then per data set the means and the paired diff
 +- standard error, two-sided paired t-test) of the recipe against every other arm and the
 production ranker (and so for ``propdcg_only``).
 
-    python -m experiments.benchmarks.bench_tree_recipe [--data mq2008 synthetic] [--passes 100]
+    python -m experiments.benchmarks.bench_tree_recipe [--data mq2008 synthetic] [--passes 30 100]
         [--seeds 4] [--folds 1] [--arms recipe ...] [--trees 100 300]
         [--leaves 7 31] [--threshold 2] [--out DIR]
+    python -m experiments.benchmarks.bench_tree_recipe --merge part1.json part2.json   # runs made in parallel
+
+Summaries are per (data set, passes). ``--merge`` makes one result of parts run with the same
+arms, grid and threshold (each run keeps the passes of its part).
 
 MQ2008 runs use ``--folds`` with every seed 0 .. ``--seeds`` - 1; synthetic runs use draw = seed of the non-linear set of
 ``experiments.papers.trees`` (queries split 60 / 20 / 20; the 20 % validation part is not used).
@@ -113,6 +117,7 @@ def arm_estimators(arms, seed: int, grid: dict) -> dict:
 
 
 def one_run(dataset: str, fold: int, seed: int, passes: int, arms, threshold: int = 2, grid=None) -> dict:
+    """One (data set, fold or draw, seed, passes): every arm tuned on the same training log, its test avg DCG."""
     from click_sim import train_production_ranker
 
     from counterfactual_ltr.estimators import GBDT_GRID
@@ -125,7 +130,7 @@ def one_run(dataset: str, fold: int, seed: int, passes: int, arms, threshold: in
     _, train_log, _ = _cltr.simulate_run(train, vali, seed=seed, n_passes=passes, production=production,
                                          relevance_threshold=threshold)
     estimators = arm_estimators(arms, seed, grid or GBDT_GRID)
-    run = {"dataset": dataset, "fold": fold, "seed": seed, "n_train_clicks": int(train_log.n_clicks),
+    run = {"dataset": dataset, "fold": fold, "seed": seed, "passes": passes, "n_train_clicks": int(train_log.n_clicks),
            "production": _cltr.test_metrics(production.predict(test.X), test, threshold)["avg_dcg"], "chosen": {}}
     for arm, (estimator, param_grid) in estimators.items():
         started = time.process_time()
@@ -133,24 +138,58 @@ def one_run(dataset: str, fold: int, seed: int, passes: int, arms, threshold: in
             warnings.simplefilter("ignore")
             run[arm], run["chosen"][arm] = tuned_test_score(estimator, param_grid, train_log, test, threshold)
         run.setdefault("cpu_seconds", {})[arm] = time.process_time() - started
-    print(f"{dataset} {'fold ' + str(fold) if dataset == 'mq2008' else 'draw ' + str(seed)} seed {seed}: "
+    print(f"{dataset} {'fold ' + str(fold) if dataset == 'mq2008' else 'draw ' + str(seed)} seed {seed}, {passes} passes: "
           + ", ".join(f"{arm} {run[arm]:.4f}" for arm in ("production", *estimators)), flush=True)
     return run
 
 
 def summarise(runs: list[dict]) -> dict:
-    """Per data set: each arm's mean, and each GBDTPropDCG arm minus every other arm, paired over the runs."""
+    """Per ``"<data set>, <passes> passes"``: each arm's mean, and each GBDTPropDCG arm minus every other arm,
+    paired over the runs."""
     from experiments import _cltr
 
     out = {}
-    for dataset in sorted({r["dataset"] for r in runs}):
-        rs = [r for r in runs if r["dataset"] == dataset]
+    for dataset, passes in sorted({(r["dataset"], r["passes"]) for r in runs}):
+        rs = [r for r in runs if r["dataset"] == dataset and r["passes"] == passes]
         arms = [a for a in (*ARMS, "production") if a in rs[0]]
         pairs = [(a, b) for a in ("recipe", "propdcg_only") if a in arms for b in arms
                  if b != a and (a, b) != ("propdcg_only", "recipe")]          # recipe - propdcg_only is listed
-        out[dataset] = {"n_runs": len(rs), "means": {a: float(np.mean([r[a] for r in rs])) for a in arms},
-                        "paired": {f"{a} - {b}": _cltr.paired([r[a] for r in rs], [r[b] for r in rs]) for a, b in pairs}}
+        out[f"{dataset}, {passes} passes"] = {
+            "dataset": dataset, "passes": passes, "n_runs": len(rs),
+            "means": {a: float(np.mean([r[a] for r in rs])) for a in arms},
+            "paired": {f"{a} - {b}": _cltr.paired([r[a] for r in rs], [r[b] for r in rs]) for a, b in pairs}}
     return out
+
+
+def merge(paths) -> tuple[list, dict]:
+    """The runs and settings of parts run with the same arms, grid and threshold (a run once only)."""
+    import json
+    from pathlib import Path
+
+    parts = [json.loads(Path(f).read_text()) for f in paths]
+    same = ("arms", "grid", "relevance_threshold")
+    for f, part in zip(paths, parts):
+        for key in same:
+            if part["settings"].get(key) != parts[0]["settings"].get(key):
+                raise ValueError(f"--merge: {f} has {key} = {part['settings'].get(key)!r}, {paths[0]} "
+                                 f"{parts[0]['settings'].get(key)!r}; only parts with the same settings merge")
+    runs, seen = [], set()
+    for f, part in zip(paths, parts):
+        for run in part["results"]["runs"]:
+            run = {"passes": part["settings"]["passes"], **run}
+            key = (run["dataset"], run["fold"], run["seed"], run["passes"])
+            if key in seen:
+                raise ValueError(f"--merge: the run {key} of {f} is in another part too")
+            seen.add(key)
+            runs.append(run)
+    settings = {**{k: parts[0]["settings"].get(k) for k in same},
+                "passes": sorted({r["passes"] for r in runs}), "data": sorted({r["dataset"] for r in runs}),
+                "seeds": sorted({r["seed"] for r in runs}), "folds": sorted({r["fold"] for r in runs}),
+                "selection": parts[0]["settings"]["selection"], "clicks": parts[0]["settings"]["clicks"],
+                "merged_from": [part["command"] for part in parts],
+                "seconds_of_parts": [part.get("seconds") for part in parts],
+                "cpu_seconds_of_parts": [part.get("cpu_seconds") for part in parts]}
+    return runs, settings
 
 
 def main(argv=None):
@@ -159,31 +198,37 @@ def main(argv=None):
 
     p = parser(__doc__)
     p.add_argument("--data", nargs="+", default=["mq2008", "synthetic"], choices=["mq2008", "synthetic"])
-    p.add_argument("--passes", type=int, default=100)
+    p.add_argument("--passes", type=int, nargs="+", default=[100])
     p.add_argument("--folds", type=int, nargs="+", default=[1], help="MQ2008 folds (every seed on each)")
     p.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
     p.add_argument("--trees", type=int, nargs="+", default=None, help="n_estimators of every arm's grid")
     p.add_argument("--leaves", type=int, nargs="+", default=None, help="num_leaves of every arm's grid")
     p.add_argument("--threshold", type=int, default=2, choices=(1, 2),
                    help="clicks on (and avg DCG of) label >= this (2: the experiments' reading; 1: every relevant label)")
+    p.add_argument("--merge", nargs="+", default=None, help="JSON files of runs to merge into one result")
     args = p.parse_args(argv)
     started = time.time()
-    seeds = list(range(1 if args.quick else (args.seeds or 4)))
-    tasks = [(d, f, s) for d in args.data for f in (args.folds if d == "mq2008" else [0]) for s in seeds]
-    from counterfactual_ltr.estimators import GBDT_GRID
+    if args.merge:
+        runs, settings = merge(args.merge)
+        started -= sum(t or 0 for t in settings["seconds_of_parts"])     # the parts' time, as a merge reports it
+    else:
+        from counterfactual_ltr.estimators import GBDT_GRID
 
-    grid = {**GBDT_GRID, **({"n_estimators": args.trees} if args.trees else {}),
-            **({"num_leaves": args.leaves} if args.leaves else {})}
-    runs = [one_run(d, f, s, args.passes, args.arms, args.threshold, grid) for d, f, s in tasks]
+        seeds = list(range(1 if args.quick else (args.seeds or 4)))
+        tasks = [(d, f, s, n) for n in args.passes for d in args.data
+                 for f in (args.folds if d == "mq2008" else [0]) for s in seeds]
+        grid = {**GBDT_GRID, **({"n_estimators": args.trees} if args.trees else {}),
+                **({"num_leaves": args.leaves} if args.leaves else {})}
+        runs = [one_run(d, f, s, n, args.arms, args.threshold, grid) for d, f, s, n in tasks]
+        settings = {"passes": args.passes, "relevance_threshold": args.threshold, "grid": grid, "arms": args.arms,
+                    "seeds": seeds, "folds": args.folds, "data": args.data,
+                    "selection": "GridSearchCV, GroupKFold(3) of the training log, snips_scorer('dcg')",
+                    "clicks": "eta 1, eps- 0.1, eps+ 1, label 2 (experiments._cltr.simulate_run)"}
     summary = summarise(runs)
-    for dataset, s in summary.items():
-        print(f"{dataset}, {s['n_runs']} runs, {args.passes} passes: means " +
-              ", ".join(f"{a} {v:.4f}" for a, v in s["means"].items()))
+    for name, s in summary.items():
+        print(f"{name}, {s['n_runs']} runs: means " + ", ".join(f"{a} {v:.4f}" for a, v in s["means"].items()))
         for pair, d in s["paired"].items():
             print(f"  {pair}: {fmt(d)}")
-    settings = {"passes": args.passes, "relevance_threshold": args.threshold, "grid": grid, "arms": args.arms, "seeds": seeds, "folds": args.folds, "data": args.data,
-                "selection": "GridSearchCV, GroupKFold(3) of the training log, snips_scorer('dcg')",
-                "clicks": "eta 1, eps- 0.1, eps+ 1, label 2 (experiments._cltr.simulate_run)"}
     path = save_results("bench_tree_recipe", {"runs": runs, "summary": summary}, settings, args.out, started)
     print(f"wrote {path}")
     return summary
