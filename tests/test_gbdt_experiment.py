@@ -48,8 +48,8 @@ def _recipe_part(tmp_path, name, passes, shift, seeds=range(4), arms=("recipe", 
     """A bench_tree_recipe result as the script writes it: the recipe ``shift`` above LightGBM in every run."""
     noise = [0.001, -0.002, 0.0015, -0.0005]
     runs = [{"dataset": "synthetic", "fold": 0, "seed": s, "n_train_clicks": 100, "production": 0.6,
-             "chosen": {}, "lgb_position": 0.7 + 0.01 * s, "svm_propdcg": 0.7 + 0.01 * s + noise[s],
-             "recipe": 0.7 + 0.01 * s + shift + noise[s]} for s in seeds]
+             "chosen": {}, "lgb_position": 0.7 + 0.01 * s, "svm_propdcg": 0.7 + 0.01 * s + noise[s % 4],
+             "recipe": 0.7 + 0.01 * s + shift + noise[s % 4]} for s in seeds]
     settings = {"passes": passes, "relevance_threshold": 2, "grid": {"n_estimators": [100]}, "arms": list(arms),
                 "seeds": list(seeds), "folds": [1], "data": ["synthetic"], "selection": "CV", "clicks": "eta 1"}
     path = tmp_path / f"{name}.json"
