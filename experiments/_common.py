@@ -92,6 +92,33 @@ def _jsonable(obj):
     return obj
 
 
+def merge_run_parts(paths, same, key) -> tuple[list, list, dict]:
+    """``(parts, runs, provenance)`` of result files made in parallel parts, for a script's ``--merge``.
+
+    The parts must agree on every setting named in ``same``; ``key(run, part)`` names a run, which
+    may appear in one part only. ``provenance`` holds each part's command, seconds and CPU seconds
+    (``save_results`` counts the latter into the merge's own).
+    """
+    parts = [json.loads(Path(f).read_text()) for f in paths]
+    for f, part in zip(paths[1:], parts[1:]):
+        for name in same:
+            if part["settings"].get(name) != parts[0]["settings"].get(name):
+                raise ValueError(f"--merge: {f} has {name} = {part['settings'].get(name)!r}, {paths[0]} "
+                                 f"{parts[0]['settings'].get(name)!r}; only parts with the same settings can be merged")
+    runs, seen = [], set()
+    for f, part in zip(paths, parts):
+        for run in part["results"]["runs"]:
+            k = key(run, part)
+            if k in seen:
+                raise ValueError(f"--merge: run {k} of {f} is in another part too")
+            seen.add(k)
+            runs.append(run)
+    provenance = {"merged_from": [part["command"] for part in parts],
+                  "seconds_of_parts": [part.get("seconds") for part in parts],
+                  "cpu_seconds_of_parts": [part.get("cpu_seconds") for part in parts]}
+    return parts, runs, provenance
+
+
 def save_results(name: str, results: dict, settings: dict, out: Path = RESULTS, started: float | None = None) -> Path:
     """Write ``out/<name>.json`` with the results, the settings and how they were made."""
     out = Path(out)

@@ -77,5 +77,5 @@ def test_bench_tree_recipe_merges_parts_and_the_results_page_says_holds_only_at_
     with pytest.raises(ValueError, match="in another part too"):
         bench_tree_recipe.merge([parts[0], parts[0]])
     other = _recipe_part(tmp_path, "c", 30, 0.0, seeds=range(4, 8), arms=("recipe", "lgb_position"))
-    with pytest.raises(ValueError, match="only parts with the same settings merge"):
+    with pytest.raises(ValueError, match="only parts with the same settings can be merged"):
         bench_tree_recipe.merge([parts[0], other])

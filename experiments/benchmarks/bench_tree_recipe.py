@@ -163,32 +163,18 @@ def summarise(runs: list[dict]) -> dict:
 
 def merge(paths) -> tuple[list, dict]:
     """The runs and settings of parts run with the same arms, grid and threshold (a run once only)."""
-    import json
-    from pathlib import Path
+    from experiments._common import merge_run_parts
 
-    parts = [json.loads(Path(f).read_text()) for f in paths]
     same = ("arms", "grid", "relevance_threshold")
-    for f, part in zip(paths, parts):
-        for key in same:
-            if part["settings"].get(key) != parts[0]["settings"].get(key):
-                raise ValueError(f"--merge: {f} has {key} = {part['settings'].get(key)!r}, {paths[0]} "
-                                 f"{parts[0]['settings'].get(key)!r}; only parts with the same settings merge")
-    runs, seen = [], set()
-    for f, part in zip(paths, parts):
-        for run in part["results"]["runs"]:
-            run = {"passes": part["settings"]["passes"], **run}
-            key = (run["dataset"], run["fold"], run["seed"], run["passes"])
-            if key in seen:
-                raise ValueError(f"--merge: the run {key} of {f} is in another part too")
-            seen.add(key)
-            runs.append(run)
+    parts, runs, provenance = merge_run_parts(
+        paths, same, lambda r, part: (r["dataset"], r["fold"], r["seed"], r.get("passes", part["settings"]["passes"])))
+    passes_of = [part["settings"]["passes"] for part in parts for _ in part["results"]["runs"]]
+    runs = [{"passes": n, **r} for r, n in zip(runs, passes_of)]        # runs made before several --passes
     settings = {**{k: parts[0]["settings"].get(k) for k in same},
                 "passes": sorted({r["passes"] for r in runs}), "data": sorted({r["dataset"] for r in runs}),
                 "seeds": sorted({r["seed"] for r in runs}), "folds": sorted({r["fold"] for r in runs}),
                 "selection": parts[0]["settings"]["selection"], "clicks": parts[0]["settings"]["clicks"],
-                "merged_from": [part["command"] for part in parts],
-                "seconds_of_parts": [part.get("seconds") for part in parts],
-                "cpu_seconds_of_parts": [part.get("cpu_seconds") for part in parts]}
+                **provenance}
     return runs, settings
 
 

@@ -300,28 +300,13 @@ def main(argv=None):
 
 def merge_parts(paths) -> tuple[list, dict, float]:
     """Runs of several parts (other seeds or passes, otherwise the same settings), their commands, summed seconds."""
-    import json
+    from experiments._common import merge_run_parts
 
-    parts = [json.loads(Path(f).read_text()) for f in paths]
     same = ("svm_C_grid", "deep_grid", "deep_fixed", "relevance_threshold", "eta", "eps_minus", "quick",
             "deep_paper_setting")
-    for f, part in zip(paths[1:], parts[1:]):
-        for key in same:
-            if part["settings"].get(key) != parts[0]["settings"].get(key):
-                raise ValueError(f"--merge: {f} has {key} = {part['settings'].get(key)!r}, {paths[0]} "
-                                 f"{parts[0]['settings'].get(key)!r}; only parts with the same settings can be merged")
-    runs, seen = [], set()
-    for f, part in zip(paths, parts):
-        for r in part["results"]["runs"]:
-            if (r["seed"], r["passes"]) in seen:
-                raise ValueError(f"--merge: run (seed {r['seed']}, {r['passes']} passes) of {f} is in another part too")
-            seen.add((r["seed"], r["passes"]))
-            runs.append(r)
+    parts, runs, provenance = merge_run_parts(paths, same, lambda r, part: (f"seed {r['seed']}", f"{r['passes']} passes"))
     runs.sort(key=lambda r: (r["seed"], r["passes"]))  # the order a single run writes
-    return runs, {"merged_from": [part["command"] for part in parts],
-                  "seconds_of_parts": [part.get("seconds") for part in parts],
-                  "cpu_seconds_of_parts": [part.get("cpu_seconds") for part in parts]}, \
-        sum(part.get("seconds") or 0 for part in parts)
+    return runs, provenance, sum(part.get("seconds") or 0 for part in parts)
 
 
 def markdown(table, table_passes, clicks) -> str:
