@@ -577,9 +577,10 @@ def trees_section(payload: dict) -> tuple[str, list]:
         rows = bench["results"]["rows"]
         lines += [f"Fit time against LightGBM's lambdarank on the same rows, trees and leaves (CPU seconds, median "
                   f"of {bench['settings']['repeats']} paired repeats; target ratio <= 1.5). Made by {cmd(bench)}.", "",
-                  "| data | rows | pairs | leaves | GBDTPropDCG s | LightGBM lambdarank s | ratio (range) |",
-                  "|---|---|---|---|---|---|---|"]
-        lines += [f"| {current_paths(r['data'])} | {r['rows']:,} | {r['pairs']:,} | {r['leaves']} | {r['ours_cpu_s']:.2f} | "
+                  "| data | rows | pairs | leaves | smoothing | GBDTPropDCG s | LightGBM lambdarank s | ratio (range) |",
+                  "|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {current_paths(r['data'])} | {r['rows']:,} | {r['pairs']:,} | {r['leaves']} | "
+                  f"{r.get('smoothing', 'softplus')} | {r['ours_cpu_s']:.2f} | "
                   f"{r['lightgbm_cpu_s']:.2f} | {r['ratio_median']:.2f} ({r['ratio_min']:.2f}-{r['ratio_max']:.2f}) |"
                   for r in rows]
         lines.append("")
