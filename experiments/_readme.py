@@ -610,7 +610,11 @@ def tree_recipe_section(payload: dict) -> tuple[str, list]:
     verdicts = []
     for name, row in summary.items():
         diffs = [row["paired"].get(f"recipe - {b}") for b in ("lgb_position", "svm_propdcg", "production")]
-        lines.append(f"| {name} | " + " | ".join(f"{row['means'][a]:.4f}" if a in row["means"] else "" for a in arms)
+        def mean(a, row=row):      # an arm that only some merged parts ran says on how many runs
+            n = row.get("n_runs_of", {}).get(a, row["n_runs"])
+            return f"{row['means'][a]:.4f}" + (f" ({n} runs)" if n != row["n_runs"] else "")
+
+        lines.append(f"| {name} ({row['n_runs']} runs) | " + " | ".join(mean(a) if a in row["means"] else "" for a in arms)
                      + " | " + " | ".join(fmt(d) if d else "" for d in diffs) + " |")
         for d, b in zip(diffs, ("lgb_position", "svm_propdcg", "production")):
             if d:

@@ -73,9 +73,17 @@ def test_bench_tree_recipe_merges_parts_and_the_results_page_says_holds_only_at_
     said = {(what, verdict) for _, what, _, verdict, _ in verdicts}
     assert ("GBDTPropDCG, GBDT_GRID above LightGBM lambdarank, position= on synthetic, 30 passes", "holds") in said
     assert ("GBDTPropDCG, GBDT_GRID above LightGBM lambdarank, position= on synthetic, 100 passes", "not") in said
-    assert "| synthetic, 100 passes |" in text and "SVM PropDCG" in text
+    assert "| synthetic, 100 passes (4 runs) |" in text and "SVM PropDCG" in text
     with pytest.raises(ValueError, match="in another part too"):
         bench_tree_recipe.merge([parts[0], parts[0]])
-    other = _recipe_part(tmp_path, "c", 30, 0.0, seeds=range(4, 8), arms=("recipe", "lgb_position"))
+    # Parts with fewer arms: each pair of arms on the runs that have both.
+    fewer = _recipe_part(tmp_path, "c", 30, 0.02, seeds=range(4, 8), arms=("recipe", "lgb_position"))
+    fewer.write_text(fewer.read_text().replace('"svm_propdcg"', '"unused"'))
+    runs, _ = bench_tree_recipe.merge([parts[0], fewer])
+    row = bench_tree_recipe.summarise(runs)["synthetic, 30 passes"]
+    assert row["paired"]["recipe - lgb_position"]["n"] == 8 and row["paired"]["recipe - svm_propdcg"]["n"] == 4
+    other = json.loads(parts[1].read_text())
+    other["settings"]["grid"] = {"n_estimators": [300]}
+    parts[1].write_text(json.dumps(other))
     with pytest.raises(ValueError, match="only parts with the same settings can be merged"):
-        bench_tree_recipe.merge([parts[0], other])
+        bench_tree_recipe.merge(parts)

@@ -35,7 +35,8 @@ production ranker (and so for ``propdcg_only``).
     python -m experiments.benchmarks.bench_tree_recipe --merge part1.json part2.json   # runs made in parallel
 
 Summaries are per (data set, passes). ``--merge`` makes one result of parts run with the same
-arms, grid and threshold (each run keeps the passes of its part).
+grid and threshold (each run keeps the passes of its part; where the parts ran other arms, each
+pair of arms is compared on the runs that have both).
 
 MQ2008 runs use ``--folds`` with every seed 0 .. ``--seeds`` - 1; synthetic runs use draw = seed of the non-linear set of
 ``experiments.papers.trees`` (queries split 60 / 20 / 20; the 20 % validation part is not used).
@@ -151,26 +152,31 @@ def summarise(runs: list[dict]) -> dict:
     out = {}
     for dataset, passes in sorted({(r["dataset"], r["passes"]) for r in runs}):
         rs = [r for r in runs if r["dataset"] == dataset and r["passes"] == passes]
-        arms = [a for a in (*ARMS, "production") if a in rs[0]]
+        arms = [a for a in (*ARMS, "production") if any(a in r for r in rs)]
         pairs = [(a, b) for a in ("recipe", "propdcg_only") if a in arms for b in arms
                  if b != a and (a, b) != ("propdcg_only", "recipe")]          # recipe - propdcg_only is listed
+        both = {(a, b): [r for r in rs if a in r and b in r] for a, b in pairs}  # merged parts may differ in arms
         out[f"{dataset}, {passes} passes"] = {
             "dataset": dataset, "passes": passes, "n_runs": len(rs),
-            "means": {a: float(np.mean([r[a] for r in rs])) for a in arms},
-            "paired": {f"{a} - {b}": _cltr.paired([r[a] for r in rs], [r[b] for r in rs]) for a, b in pairs}}
+            "means": {a: float(np.mean([r[a] for r in rs if a in r])) for a in arms},
+            "n_runs_of": {a: sum(a in r for r in rs) for a in arms},
+            "paired": {f"{a} - {b}": _cltr.paired([r[a] for r in both[a, b]], [r[b] for r in both[a, b]])
+                       for a, b in pairs if both[a, b]}}
     return out
 
 
 def merge(paths) -> tuple[list, dict]:
-    """The runs and settings of parts run with the same arms, grid and threshold (a run once only)."""
+    """The runs and settings of parts run with the same grid and threshold (a run once only; arms may
+    differ, each pair of arms is then compared on the runs that have both)."""
     from experiments._common import merge_run_parts
 
-    same = ("arms", "grid", "relevance_threshold")
+    same = ("grid", "relevance_threshold")
     parts, runs, provenance = merge_run_parts(
         paths, same, lambda r, part: (r["dataset"], r["fold"], r["seed"], r.get("passes", part["settings"]["passes"])))
     passes_of = [part["settings"]["passes"] for part in parts for _ in part["results"]["runs"]]
     runs = [{"passes": n, **r} for r, n in zip(runs, passes_of)]        # runs made before several --passes
     settings = {**{k: parts[0]["settings"].get(k) for k in same},
+                "arms": [a for a in ARMS if any(a in (part["settings"].get("arms") or ()) for part in parts)],
                 "passes": sorted({r["passes"] for r in runs}), "data": sorted({r["dataset"] for r in runs}),
                 "seeds": sorted({r["seed"] for r in runs}), "folds": sorted({r["fold"] for r in runs}),
                 "selection": parts[0]["settings"]["selection"], "clicks": parts[0]["settings"]["clicks"],
