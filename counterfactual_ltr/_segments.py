@@ -170,7 +170,6 @@ def order_within_queries(scores, query_offsets) -> np.ndarray:
     return np.lexsort((-scores, seg))
 
 
-
 def padded_layout(query_offsets):
     """``(n_queries, width, slots)`` for the padded per-query sort of :func:`sort_within_queries`.
 

@@ -268,8 +268,8 @@ def search_record(search, *, scoring_name=None, edges=None) -> dict:
     -------
     dict
         ``parameters`` (names, sorted), ``candidates`` (one list of values per candidate, in that
-        order; numbers as floats, choices as strings), ``mean_test_score``, ``std_test_score``, ``chosen`` (the best candidate's values),
-        ``best_score``, ``edges``, ``scoring``, ``n_folds``.
+        order; numbers as floats, choices as strings), ``mean_test_score``, ``std_test_score``,
+        ``chosen`` (the best candidate's values), ``best_score``, ``edges``, ``scoring``, ``n_folds``.
 
     Examples
     --------
