@@ -30,7 +30,7 @@ each run's test avg DCG per arm, then per data set the means and the paired diff
 production ranker (and so for ``propdcg_only``).
 
     python -m experiments.benchmarks.bench_tree_recipe [--data mq2008 synthetic] [--passes 30 100]
-        [--seeds 4] [--folds 1] [--arms recipe ...] [--trees 100 300]
+        [--seeds 4] [--first-seed 0] [--folds 1] [--arms recipe ...] [--trees 100 300]
         [--leaves 7 31] [--threshold 2] [--out DIR]
     python -m experiments.benchmarks.bench_tree_recipe --merge part1.json part2.json   # runs made in parallel
 
@@ -197,6 +197,8 @@ def main(argv=None):
     p.add_argument("--leaves", type=int, nargs="+", default=None, help="num_leaves of every arm's grid")
     p.add_argument("--threshold", type=int, default=2, choices=(1, 2),
                    help="clicks on (and avg DCG of) label >= this (2: the experiments' reading; 1: every relevant label)")
+    p.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1 (more "
+                   "runs to --merge with earlier ones)")
     p.add_argument("--merge", nargs="+", default=None, help="JSON files of runs to merge into one result")
     args = p.parse_args(argv)
     started = time.time()
@@ -206,7 +208,7 @@ def main(argv=None):
     else:
         from counterfactual_ltr.estimators import GBDT_GRID
 
-        seeds = list(range(1 if args.quick else (args.seeds or 4)))
+        seeds = list(range(args.first_seed, args.first_seed + (1 if args.quick else (args.seeds or 4))))
         tasks = [(d, f, s, n) for n in args.passes for d in args.data
                  for f in (args.folds if d == "mq2008" else [0]) for s in seeds]
         grid = {**GBDT_GRID, **({"n_estimators": args.trees} if args.trees else {}),
