@@ -596,34 +596,42 @@ RECIPE_ARMS = {"recipe": "GBDTPropDCG, GBDT_GRID", "propdcg_only": "GBDT_GRID, p
 def tree_recipe_section(payload: dict) -> tuple[str, list]:
     """The README's tree recipe against LightGBM's position debiasing, SVM PropDCG and the logger (issue 42)."""
     s, summary = payload["settings"], payload["results"]["summary"]
-    arms = [a for a in RECIPE_ARMS if any(a in row["means"] for row in summary.values())]
+    runs = payload["results"]["runs"]
+    where = "; ".join(f"{d}: folds {sorted({r['fold'] for r in runs if r['dataset'] == d})} x seeds "
+                      f"{sorted({r['seed'] for r in runs if r['dataset'] == d})}" if d == "mq2008" else
+                      f"{d}: draws (= seeds) {sorted({r['seed'] for r in runs if r['dataset'] == d})} of "
+                      "`experiments.papers.trees`' non-linear set" for d in s["data"])
+    against = ("lgb_position", "svm_propdcg", "production")
     lines = ["## The README's tree recipe against LightGBM's position debiasing (issue 42)", "",
              f"Every arm tuned as the README tunes GBDTPropDCG: `GridSearchCV` over `GBDT_GRID` ({s['grid']}; "
              f"LightGBM without the objective row, SVM PropDCG over C), {s['selection']}, refitted on the whole "
-             f"training log; {s['clicks']}; reading: {reading(payload)}; seeds {s['seeds']}"
-             + (f" on MQ2008 folds {[f for f in s['folds'] if f]}" if "mq2008" in s["data"] else "")
-             + (" and one draw of `experiments.papers.trees`' non-linear set per seed" if "synthetic" in s["data"] else "")
-             + f". Test avg DCG, mean over the runs; the last columns are the recipe minus each arm, "
-             f"paired. Made by {cmd(payload)}.", "",
-             "| data, passes | " + " | ".join(RECIPE_ARMS[a] for a in arms) + " | recipe - LightGBM position= | "
-             "recipe - SVM PropDCG | recipe - production |", "|---" * (len(arms) + 4) + "|"]
+             f"training log; {s['clicks']}; reading: {reading(payload)}; {where}. Test avg DCG. Made by "
+             f"{cmd(payload)}.", "",
+             "| data, passes | runs | recipe - LightGBM position= | recipe - SVM PropDCG | recipe - production |",
+             "|---|---|---|---|---|"]
     verdicts = []
     for name, row in summary.items():
-        diffs = [row["paired"].get(f"recipe - {b}") for b in ("lgb_position", "svm_propdcg", "production")]
-        def mean(a, row=row):      # an arm that only some merged parts ran: its runs, and the recipe's on them
-            n = row.get("n_runs_of", {}).get(a, row["n_runs"])
-            d = row["paired"].get(f"recipe - {a}")
-            if n == row["n_runs"] or d is None:
-                return f"{row['means'][a]:.4f}"
-            return f"{row['means'][a]:.4f} ({n} runs; the recipe {row['means'][a] + d['diff']:.4f} on them)"
-
-        lines.append(f"| {name} ({row['n_runs']} runs) | " + " | ".join(mean(a) if a in row["means"] else "" for a in arms)
-                     + " | " + " | ".join(fmt(d) if d else "" for d in diffs) + " |")
-        for d, b in zip(diffs, ("lgb_position", "svm_propdcg", "production")):
+        diffs = [row["paired"].get(f"recipe - {b}") for b in against]
+        lines.append(f"| {name} | {row['n_runs']} | " + " | ".join(fmt(d) if d else "" for d in diffs) + " |")
+        for d, b in zip(diffs, against):
             if d:
                 verdict = ("holds" if d["diff"] > 0 else "behind") if significant(d) else "not shown"
                 verdicts.append(("issue 42 trees", f"{RECIPE_ARMS['recipe']} above {RECIPE_ARMS[b]} on {name}",
                                  fmt(d), verdict, reason_for(d)))
+    full = [a for a in RECIPE_ARMS if all(row.get("n_runs_of", {}).get(a, row["n_runs"] if a in row["means"] else 0)
+                                          == row["n_runs"] for row in summary.values())]
+    lines += ["", "Means over the runs (the arms every run has):", "",
+              "| data, passes | " + " | ".join(RECIPE_ARMS[a] for a in full) + " |", "|---" * (len(full) + 1) + "|"]
+    lines += [f"| {name} | " + " | ".join(f"{row['means'][a]:.4f}" for a in full) + " |" for name, row in summary.items()]
+    partial = []
+    for name, row in summary.items():      # arms that only some merged parts ran: the recipe on the same runs
+        for a in RECIPE_ARMS:
+            d = row["paired"].get(f"recipe - {a}")
+            if a not in full and a in row["means"] and d:
+                partial.append(f"{name}, {d['n']} runs: {RECIPE_ARMS[a]} {row['means'][a]:.4f}, the recipe "
+                               f"{row['means'][a] + d['diff']:.4f}")
+    if partial:
+        lines += ["", "On the runs that also ran the other arms: " + "; ".join(partial) + "."]
     lines.append("")
     return "\n".join(lines), verdicts
 
