@@ -618,7 +618,7 @@ def tree_recipe_section(payload: dict) -> tuple[str, list]:
                 verdict = ("holds" if d["diff"] > 0 else "behind") if significant(d) else "not shown"
                 verdicts.append(("issue 42 trees", f"{RECIPE_ARMS['recipe']} above {RECIPE_ARMS[b]} on {name}",
                                  fmt(d), verdict, reason_for(d)))
-    full = [a for a in RECIPE_ARMS if all(row.get("n_runs_of", {}).get(a, row["n_runs"] if a in row["means"] else 0)
+    full = [a for a in RECIPE_ARMS if all(a in row["means"] and row.get("n_runs_of", {}).get(a, row["n_runs"])
                                           == row["n_runs"] for row in summary.values())]
     lines += ["", "Means over the runs (the arms every run has):", "",
               "| data, passes | " + " | ".join(RECIPE_ARMS[a] for a in full) + " |", "|---" * (len(full) + 1) + "|"]

@@ -650,8 +650,8 @@ class _TrainingRows:
         self.X = data.X[rows] if not sp.issparse(data.X) else data.X[rows].tocsr()
         self.W = np.asarray(agg.weights[rows], dtype=np.float64)
         offsets = offsets_from_lengths(data.query_lengths[queries])
-        # Pair arithmetic in float32: LightGBM keeps the gradients in float32 anyway, and half the bytes
-        # per pass is a third less time per round on long lists (docs/trees.md).
+        # Pair arithmetic in float32: LightGBM keeps the gradients in float32 anyway, and it halves the
+        # bytes every pass over the pairs moves (timings: docs/trees.md).
         self.pairs = anchor_pairs(self.W, offsets, smoothing, dtype=np.float32)
         if self.pairs.n_pairs == 0:
             raise ValueError("every click is on a query with a single candidate document: no pair to rank, "

@@ -35,7 +35,7 @@ import numpy as np
 _PRODUCT_RUN = {np.dtype(np.float64): 1000, np.dtype(np.float32): 120}
 _SPREAD = {np.dtype(np.float64): 350.0, np.dtype(np.float32): 40.0}
 # Bytes of a chunk's buffer: large enough that the few dozen NumPy calls per chunk cost little beside the
-# arithmetic, small enough that a chunk's three buffers stay in a core's cache.
+# arithmetic, small enough that a chunk's few buffers stay near a core's cache.
 _CHUNK = 32768 * 8
 # Bucket cost model (seconds): per padded pair, and per bucket (a few dozen NumPy calls).
 _PER_PAIR, _PER_BUCKET = 4e-9, 1e-4
@@ -254,11 +254,12 @@ class QueryBlocks:
         grad, hess = np.zeros(self.n + 1), (np.zeros(self.n + 1) if hessian else None)
         lam_ext = np.append(lam_r, 0.0)
         buffers = self._buffers(6)
-        c_all, c_plus_all = sigma * weights, sigma * sigma * np.maximum(weights, 0.0)
+        c_all = (sigma * weights).astype(self.dtype)
+        c_plus_all = (sigma * sigma * np.maximum(weights, 0.0)).astype(self.dtype)
         with np.errstate(divide="ignore", over="ignore"):          # 1/Q of Q = 0 or subnormal: e^u = inf
             for b, chunk, U, Q in self.pairs(scores, 0.0, sigma, buffers):
                 q0, q1, k0, k1 = chunk[:4]
-                ones = np.ones(b.width)
+                ones = np.ones(b.width, self.dtype)
                 D, T, V, X = (buf[:U.size].reshape(U.shape) for buf in buffers[2:])
                 idx = b.anchor_slice[k0:k1]
                 _outer(np.subtract, lam_r[self.anchors[idx]], lam_ext[b.rows_t], chunk, D)
@@ -298,8 +299,9 @@ def _lambdarank_chunk(U, Q, D, T, V, X):
     np.reciprocal(Q, out=T)
     np.minimum(Q, T, out=T)                                           # E = exp(-|u|)
     np.add(T, 1.0, out=V)                                             # F = 1 + E
-    # log F per pair, as the loss is D-weighted; log, not log1p (5-30x slower, not vectorised):
-    # F's rounding costs at most one unit in the last place of 1, next to a loss of at least D log 1.
+    # log F per pair (the loss is D-weighted, so no product trick); log rather than log1p, which NumPy
+    # does not vectorise: rounding 1 + E costs at most half a unit in the last place of 1 per pair, in
+    # the loss value only (the slope and curvature do not use it).
     np.log(V, out=X)
     U += X
     U *= D
