@@ -2,7 +2,7 @@
 
     python -m experiments.benchmarks.bench_cascade_propensity [--seeds 5] [--passes 5] [--sigma 0.6] [--gamma 0.9]
         [--clicks dbn|pbm] [--learner svm-propdcg|gbdt-propdcg] [--data mq2008|synthetic]
-        [--dbn-passes N] [--min-propensity 0.01]
+        [--dbn-passes N] [--min-propensity 0.01] [--C 1,10,100,1000,10000] [--oracle]
 
 ``--clicks pbm`` draws position-based clicks instead (where ``1 / r`` is the truth: the cascade-aware
 propensity should lose nothing there); ``--learner gbdt-propdcg`` fits GBDTPropDCG (100 trees of 7
@@ -20,6 +20,15 @@ identify it) and with the cascade-aware propensity of a DBN fitted to the same l
 each against ``1 / r`` paired over seeds (Student t on the differences).
 Trained on MQ2008 only (MQ2007 is not available here).
 
+SVM PropDCG's ``C`` is chosen per arm, as a user would: ``grid_search`` over ``--C`` (3-fold CV over
+queries, SNIPS-DCG of the held-out clicks under the arm's own propensity, the grid extended at a
+binding edge); a single value fixes it. ``--oracle`` adds the cascade-aware propensity of the DBN
+that drew the clicks (its true attractiveness, satisfaction and perseverance): what the fitted DBN
+would give with no estimation error. With many ``--passes`` every arm nears its own target (the
+logger shows the same pages every pass, so more passes only average out the clicks): ``1 / r``
+and the estimated position-based model then learn from a biased weighting of the attractiveness,
+the cascade-aware propensities from an unbiased one.
+
 Two checks of why the cascade-aware propensity can lose: ``--dbn-passes 200`` fits the DBN on a
 separate 200-pass log of the same users (its parameters then near the truth: is the shortfall the
 DBN's estimation error?), ``--min-propensity 0.1`` floors the propensities higher (is it a few large
@@ -34,6 +43,9 @@ import warnings
 
 import numpy as np
 
+#: The simulated users' attractiveness by label (0, 1, 2 and above).
+ATTRACTIVENESS = np.array([0.05, 0.5, 0.9])
+
 
 def cascade_log(train, logger_scores, passes, seed, sigma=0.6, gamma=0.9):
     """A log of the logger's top 10 with DBN clicks (alpha by label, satisfaction sigma, perseverance gamma)."""
@@ -47,7 +59,7 @@ def cascade_log(train, logger_scores, passes, seed, sigma=0.6, gamma=0.9):
     page = np.repeat(np.arange(len(length)), length)
     col = np.arange(shown.n_items) - shown.session_offsets[:-1][page]
     alpha = np.zeros((len(length), int(length.max())))
-    alpha[page, col] = np.array([0.05, 0.5, 0.9])[np.minimum(train.y[shown.docs], 2)]
+    alpha[page, col] = ATTRACTIVENESS[np.minimum(train.y[shown.docs], 2)]
     clicks = cascade_clicks("dbn", alpha, sigma=np.full_like(alpha, sigma), gamma=gamma, random_state=seed)
     return ClickLog(train, shown.session_query, shown.session_offsets, shown.docs, clicks[page, col])
 
@@ -77,6 +89,23 @@ def data_sets(name):
     return load_letor(fold / "train.txt"), load_letor(fold / "test.txt")
 
 
+class TrueDBN:
+    """The DBN that drew the clicks, as a click model: ``P(E_r = 1 | C_<r)`` from its true parameters."""
+
+    def __init__(self, data, sigma, gamma):
+        self.data, self.sigma, self.gamma = data, sigma, gamma
+
+    def predict_examination_proba(self, log):
+        """The true examination of every shown result of ``log`` given the clicks above it (the DBN's recursion)."""
+        from counterfactual_ltr.propensity import _cascade_em as em
+
+        g = em.grid(log.session_offsets, log.positions)
+        A = em._spread(g, ATTRACTIVENESS[np.minimum(self.data.y[log.docs], 2)])
+        C = em._spread(g, log.clicks.astype(np.float64))
+        E, _ = em.conditional("dbn", A, C, g["mask"], g["pos"], Sg=np.full_like(A, self.sigma), gamma=self.gamma)
+        return E[g["at"]]
+
+
 def dbn_propensity(args, train, logger, seed, log):
     """The DBN cascade-aware propensity: fitted on ``log``, or with ``--dbn-passes`` on a separate, larger log."""
     from counterfactual_ltr import estimate_propensities
@@ -89,12 +118,38 @@ def dbn_propensity(args, train, logger, seed, log):
     return CascadePropensity(fitted.click_model, min_propensity=args.min_propensity)
 
 
+def propensities(args, train, logger, seed, log):
+    """The arms: ``{name: propensity}`` (the estimated position-based model left out where it is not identified)."""
+    from counterfactual_ltr import estimate_propensities
+    from counterfactual_ltr.propensity.click_models import CascadePropensity
+
+    props = {"1/r": 1.0, "pbm (estimated)": None, "dbn cascade-aware": dbn_propensity(args, train, logger, seed, log)}
+    if args.oracle and args.clicks == "dbn":
+        props["dbn (true parameters)"] = CascadePropensity(TrueDBN(train, args.sigma, args.gamma),
+                                                           min_propensity=args.min_propensity)
+    try:
+        props["pbm (estimated)"] = estimate_propensities(log, "pbm")
+    except ValueError:
+        del props["pbm (estimated)"]
+    return props
+
+
+def fit_arm(args, prop, log, seed):
+    """The arm's learner fitted on ``log``: GBDTPropDCG as set, or SVM PropDCG with ``C`` fixed or chosen by CV."""
+    from counterfactual_ltr.estimators import GBDTPropDCG, SVMPropDCG
+    from counterfactual_ltr.model_selection import grid_search
+
+    if args.learner == "gbdt-propdcg":
+        return GBDTPropDCG(propensity=prop, n_estimators=100, num_leaves=7, random_state=seed).fit(log)
+    if len(args.C) == 1:
+        return SVMPropDCG(C=args.C[0], propensity=prop).fit(log)
+    return grid_search(SVMPropDCG(propensity=prop), log, "C", args.C, cv=3, extend=True)
+
+
 def main(argv=None) -> int:
     from scipy import stats
 
     from click_sim import train_production_ranker
-    from counterfactual_ltr import estimate_propensities
-    from counterfactual_ltr.estimators import GBDTPropDCG, SVMPropDCG
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", type=int, default=5)
@@ -109,31 +164,32 @@ def main(argv=None) -> int:
                    help="fit the DBN on a separate log of this many passes (seed + 1000; near the truth when large) "
                         "instead of the training log")
     p.add_argument("--min-propensity", type=float, default=0.01, help="floor of the cascade-aware propensities")
+    p.add_argument("--C", type=lambda v: [float(x) for x in v.split(",")], default=[1.0, 10.0, 100.0, 1e3, 1e4],
+                   help="SVM PropDCG's C: one value, or a grid to choose from per arm by 3-fold CV SNIPS")
+    p.add_argument("--oracle", action="store_true", help="add the cascade-aware propensity of the true DBN (DBN clicks only)")
     args = p.parse_args(argv)
     train, test = data_sets(args.data)
     logger = train_production_ranker(train, fraction=0.01, random_state=0).predict(train.X)
     what = f"DBN clicks (sigma {args.sigma}, gamma {args.gamma})" if args.clicks == "dbn" else \
         "position-based clicks (eta 1)"
-    print(f"{what} on {args.data}, {args.learner}, {args.passes} passes, seeds 0-{args.seeds - 1}")
-    scores = {}
+    tuning = "" if args.learner != "svm-propdcg" else f", C {args.C[0]:g}" if len(args.C) == 1 else \
+        f", C by 3-fold CV SNIPS from {','.join(f'{c:g}' for c in args.C)}"
+    print(f"{what} on {args.data}, {args.learner}{tuning}, {args.passes} passes, seeds 0-{args.seeds - 1}")
+    scores, chosen = {}, {}
     for seed in range(args.seeds):
         start = time.process_time()
         log = cascade_log(train, logger, args.passes, seed, args.sigma, args.gamma) if args.clicks == "dbn" else \
             position_log(train, logger, args.passes, seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            props = {"1/r": 1.0, "pbm (estimated)": None,
-                     "dbn cascade-aware": dbn_propensity(args, train, logger, seed, log)}
-            try:
-                props["pbm (estimated)"] = estimate_propensities(log, "pbm")
-            except ValueError:
-                del props["pbm (estimated)"]
-            for name, prop in props.items():
-                model = SVMPropDCG(propensity=prop) if args.learner == "svm-propdcg" else \
-                    GBDTPropDCG(propensity=prop, n_estimators=100, num_leaves=7, random_state=seed)
-                scores.setdefault(name, {})[seed] = model.fit(log).score(test)
+            for name, prop in propensities(args, train, logger, seed, log).items():
+                model = fit_arm(args, prop, log, seed)
+                scores.setdefault(name, {})[seed] = model.score(test)
+                if hasattr(model, "selection_"):
+                    chosen.setdefault(name, {})[seed] = model.selection_["chosen"]
         print(f"seed {seed}: {len(log)} sessions, {log.n_clicks} clicks; NDCG@10 "
-              + ", ".join(f"{k} {v[seed]:.4f}" for k, v in scores.items() if seed in v)
+              + ", ".join(f"{k} {v[seed]:.4f}" + (f" (C {chosen[k][seed]:g})" if k in chosen else "")
+                          for k, v in scores.items() if seed in v)
               + f" ({time.process_time() - start:.1f} s)", flush=True)
     base = scores["1/r"]
     for name, by_seed in scores.items():
