@@ -3,6 +3,7 @@
     python -m experiments.benchmarks.bench_cascade_propensity [--seeds 5] [--passes 5] [--sigma 0.6] [--gamma 0.9]
         [--clicks dbn|pbm] [--learner svm-propdcg|gbdt-propdcg] [--data mq2008|synthetic]
         [--dbn-passes N] [--min-propensity 0.01] [--C 1,10,100,1000,10000] [--oracle]
+        [--cascade-model dbn,ubm] [--temperature T]
 
 ``--clicks pbm`` draws position-based clicks instead (where ``1 / r`` is the truth: the cascade-aware
 propensity should lose nothing there); ``--learner gbdt-propdcg`` fits GBDTPropDCG (100 trees of 7
@@ -18,7 +19,11 @@ estimated from the same log (``estimate_propensities(log, "pbm")``; left out whe
 identify it) and with the cascade-aware propensity of a DBN fitted to the same log
 (``estimate_propensities(log, "dbn")``, Vardasbi et al. 2020); NDCG@10 on Fold1's test queries,
 each against ``1 / r`` paired over seeds (Student t on the differences).
-Trained on MQ2008 only (MQ2007 is not available here).
+Trained on MQ2008 only (MQ2007 is not available here). ``--temperature T`` makes the logger
+stochastic instead (Plackett-Luce over the production ranker's scores divided by their standard
+deviation and by ``T``): the pages then vary from pass to pass, which is what lets a log tell a
+position's examination from a document's attractiveness (a deterministic logger leaves that to the
+click model's form).
 
 SVM PropDCG's ``C`` is chosen per arm, as a user would: ``grid_search`` over ``--C`` (3-fold CV over
 queries, SNIPS-DCG of the held-out clicks under the arm's own propensity, the grid extended at a
@@ -106,31 +111,42 @@ class TrueDBN:
         return E[g["at"]]
 
 
-def dbn_propensity(args, train, logger, seed, log):
-    """The DBN cascade-aware propensity: fitted on ``log``, or with ``--dbn-passes`` on a separate, larger log."""
+def cascade_propensity(args, model, train, logger, seed, log):
+    """The cascade-aware propensity of ``--cascade-model``: fitted on ``log``, or with ``--dbn-passes`` on a separate log."""
     from counterfactual_ltr import estimate_propensities
     from counterfactual_ltr.propensity.click_models import CascadePropensity
 
     source = log if args.dbn_passes is None else \
         cascade_log(train, logger, args.dbn_passes, seed + 1000, args.sigma, args.gamma) if args.clicks == "dbn" \
         else position_log(train, logger, args.dbn_passes, seed + 1000)
-    fitted = estimate_propensities(source, "dbn")
+    fitted = estimate_propensities(source, model)
     return CascadePropensity(fitted.click_model, min_propensity=args.min_propensity)
 
 
 def propensities(args, train, logger, seed, log):
-    """The arms: ``{name: propensity}`` (the estimated position-based model left out where it is not identified)."""
+    """The arms: ``{name: propensity}``.
+
+    The estimated position-based model is left out where the log refuses it, and named as warned where
+    the library warns that the log cannot identify it (a logger that never varies its ranking).
+    """
     from counterfactual_ltr import estimate_propensities
+    from counterfactual_ltr.propensity import IdentificationWarning
     from counterfactual_ltr.propensity.click_models import CascadePropensity
 
-    props = {"1/r": 1.0, "pbm (estimated)": None, "dbn cascade-aware": dbn_propensity(args, train, logger, seed, log)}
+    props = {"1/r": 1.0}
+    for model in args.cascade_model:
+        props[f"{model} cascade-aware"] = cascade_propensity(args, model, train, logger, seed, log)
     if args.oracle and args.clicks == "dbn":
         props["dbn (true parameters)"] = CascadePropensity(TrueDBN(train, args.sigma, args.gamma),
                                                            min_propensity=args.min_propensity)
-    try:
-        props["pbm (estimated)"] = estimate_propensities(log, "pbm")
-    except ValueError:
-        del props["pbm (estimated)"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            pbm = estimate_propensities(log, "pbm")
+        except ValueError:
+            return props
+    warned = any(issubclass(w.category, IdentificationWarning) for w in caught)
+    props["pbm (estimated, unidentified)" if warned else "pbm (estimated)"] = pbm
     return props
 
 
@@ -149,7 +165,7 @@ def fit_arm(args, prop, log, seed):
 def main(argv=None) -> int:
     from scipy import stats
 
-    from click_sim import train_production_ranker
+    from click_sim import StochasticRanker, train_production_ranker
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", type=int, default=5)
@@ -166,15 +182,24 @@ def main(argv=None) -> int:
     p.add_argument("--min-propensity", type=float, default=0.01, help="floor of the cascade-aware propensities")
     p.add_argument("--C", type=lambda v: [float(x) for x in v.split(",")], default=[1.0, 10.0, 100.0, 1e3, 1e4],
                    help="SVM PropDCG's C: one value, or a grid to choose from per arm by 3-fold CV SNIPS")
+    p.add_argument("--cascade-model", type=lambda v: v.split(","), default=["dbn"],
+                   help="the click models fitted for cascade-aware propensities, e.g. dbn,ubm (dbn, ubm, dcm)")
+    p.add_argument("--temperature", type=float, default=None,
+                   help="a stochastic logger: Plackett-Luce over the standardised production scores at this temperature")
     p.add_argument("--oracle", action="store_true", help="add the cascade-aware propensity of the true DBN (DBN clicks only)")
     args = p.parse_args(argv)
+    if not set(args.cascade_model) <= {"dbn", "ubm", "dcm"}:
+        p.error(f"--cascade-model takes dbn, ubm and dcm, got {','.join(args.cascade_model)}")
     train, test = data_sets(args.data)
     logger = train_production_ranker(train, fraction=0.01, random_state=0).predict(train.X)
+    if args.temperature is not None:
+        logger = StochasticRanker(logger / logger.std(), temperature=args.temperature)
     what = f"DBN clicks (sigma {args.sigma}, gamma {args.gamma})" if args.clicks == "dbn" else \
         "position-based clicks (eta 1)"
     tuning = "" if args.learner != "svm-propdcg" else f", C {args.C[0]:g}" if len(args.C) == 1 else \
         f", C by 3-fold CV SNIPS from {','.join(f'{c:g}' for c in args.C)}"
-    print(f"{what} on {args.data}, {args.learner}{tuning}, {args.passes} passes, seeds 0-{args.seeds - 1}")
+    print(f"{what} on {args.data}, {args.learner}{tuning}, {args.passes} passes, seeds 0-{args.seeds - 1}"
+          + ("" if args.temperature is None else f", stochastic logger (temperature {args.temperature:g})"))
     scores, chosen = {}, {}
     for seed in range(args.seeds):
         start = time.process_time()
@@ -195,7 +220,7 @@ def main(argv=None) -> int:
     for name, by_seed in scores.items():
         seeds = sorted(by_seed)
         a = np.array([by_seed[s] for s in seeds])
-        line = f"{name:<18} mean NDCG@10 {a.mean():.4f} over {len(seeds)} seeds"
+        line = f"{name:<30} mean NDCG@10 {a.mean():.4f} over {len(seeds)} seeds"
         if name != "1/r" and len(seeds) > 1:
             b = np.array([base[s] for s in seeds])
             line += f"; against 1/r {np.mean(a - b):+.4f} (sd {np.std(a - b, ddof=1):.4f}), " \
