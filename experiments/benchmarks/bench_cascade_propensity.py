@@ -15,8 +15,9 @@ al. 2019) shows the top 10 of every training query ``--passes`` times; users cli
 says (``click_sim.cascade_clicks``: attractiveness 0.05, 0.5, 0.9 for labels 0, 1, 2,
 satisfaction ``--sigma`` after a click, perseverance ``--gamma``). Per seed (a new log) SVM PropDCG is
 fitted with the position-based propensity ``1 / r`` (eta = 1), with the position-based model
-estimated from the same log (``estimate_propensities(log, "pbm")``; left out where the log cannot
-identify it) and with the cascade-aware propensity of a DBN fitted to the same log
+estimated from the same log (``estimate_propensities(log, "pbm")``; left out where it refuses the
+log, named "unidentified" where it warns that the log cannot identify it) and with the cascade-aware
+propensity of each click model of ``--cascade-model`` (default DBN) fitted to the same log
 (``estimate_propensities(log, "dbn")``, Vardasbi et al. 2020); NDCG@10 on Fold1's test queries,
 each against ``1 / r`` paired over seeds (Student t on the differences).
 Trained on MQ2008 only (MQ2007 is not available here). ``--temperature T`` makes the logger
