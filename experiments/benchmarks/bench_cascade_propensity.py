@@ -3,7 +3,7 @@
     python -m experiments.benchmarks.bench_cascade_propensity [--seeds 5] [--passes 5] [--sigma 0.6] [--gamma 0.9]
         [--clicks dbn|pbm] [--learner svm-propdcg|gbdt-propdcg] [--data mq2008|synthetic]
         [--dbn-passes N] [--min-propensity 0.01] [--C 1,10,100,1000,10000] [--oracle]
-        [--cascade-model dbn,ubm] [--temperature T]
+        [--cascade-model dbn,ubm] [--temperature T] [--show-weights]
 
 ``--clicks pbm`` draws position-based clicks instead (where ``1 / r`` is the truth: the cascade-aware
 propensity should lose nothing there); ``--learner gbdt-propdcg`` fits GBDTPropDCG (100 trees of 7
@@ -163,6 +163,14 @@ def fit_arm(args, prop, log, seed):
     return grid_search(SVMPropDCG(propensity=prop), log, "C", args.C, cv=3, extend=True)
 
 
+def weight_line(name, prop, log):
+    """``name``'s mean weight ``1 / q`` of a click, overall and by position (what the learner sums per document)."""
+    clicked = log.clicks > 0
+    w, pos = 1.0 / log.propensities(prop)[clicked], log.positions[clicked]
+    by_pos = np.bincount(pos, w)[1:] / np.maximum(np.bincount(pos)[1:], 1)
+    return f"  {name:<30} mean 1/q of a click {w.mean():.2f}; by position " + " ".join(f"{v:.2f}" for v in by_pos)
+
+
 def main(argv=None) -> int:
     from scipy import stats
 
@@ -178,8 +186,8 @@ def main(argv=None) -> int:
     p.add_argument("--learner", choices=("svm-propdcg", "gbdt-propdcg"), default="svm-propdcg")
     p.add_argument("--data", choices=("mq2008", "synthetic"), default="mq2008")
     p.add_argument("--dbn-passes", type=int, default=None,
-                   help="fit the DBN on a separate log of this many passes (seed + 1000; near the truth when large) "
-                        "instead of the training log")
+                   help="fit the cascade models on a separate log of this many passes (seed + 1000; near the "
+                        "truth when large) instead of the training log")
     p.add_argument("--min-propensity", type=float, default=0.01, help="floor of the cascade-aware propensities")
     p.add_argument("--C", type=lambda v: [float(x) for x in v.split(",")], default=[1.0, 10.0, 100.0, 1e3, 1e4],
                    help="SVM PropDCG's C: one value, or a grid to choose from per arm by 3-fold CV SNIPS")
@@ -187,6 +195,8 @@ def main(argv=None) -> int:
                    help="the click models fitted for cascade-aware propensities, e.g. dbn,ubm (dbn, ubm, dcm)")
     p.add_argument("--temperature", type=float, default=None,
                    help="a stochastic logger: Plackett-Luce over the standardised production scores at this temperature")
+    p.add_argument("--show-weights", action="store_true",
+                   help="print every arm's mean click weight 1/q, overall and by position, on the first seed's log")
     p.add_argument("--oracle", action="store_true", help="add the cascade-aware propensity of the true DBN (DBN clicks only)")
     args = p.parse_args(argv)
     if not set(args.cascade_model) <= {"dbn", "ubm", "dcm"}:
@@ -209,6 +219,8 @@ def main(argv=None) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             for name, prop in propensities(args, train, logger, seed, log).items():
+                if args.show_weights and seed == 0:
+                    print(weight_line(name, prop, log))
                 model = fit_arm(args, prop, log, seed)
                 scores.setdefault(name, {})[seed] = model.score(test)
                 if hasattr(model, "selection_"):
