@@ -3,11 +3,12 @@
     python -m experiments.benchmarks.bench_cascade_propensity [--seeds 5] [--passes 5] [--sigma 0.6] [--gamma 0.9]
         [--clicks dbn|pbm] [--learner svm-propdcg|gbdt-propdcg] [--data mq2008|synthetic]
         [--dbn-passes N] [--min-propensity 0.01] [--C 1,10,100,1000,10000] [--oracle]
-        [--cascade-model dbn,ubm] [--temperature T] [--show-weights]
+        [--trees 100] [--cascade-model dbn,ubm] [--temperature T] [--show-weights]
 
 ``--clicks pbm`` draws position-based clicks instead (where ``1 / r`` is the truth: the cascade-aware
-propensity should lose nothing there); ``--learner gbdt-propdcg`` fits GBDTPropDCG (100 trees of 7
-leaves) instead of SVM PropDCG; ``--data synthetic`` takes the non-linear synthetic set of
+propensity should lose nothing there); ``--learner gbdt-propdcg`` fits GBDTPropDCG (``--trees`` trees of 7
+leaves, default 100; a grid such as ``30,100,300`` is chosen from per arm by 3-fold CV SNIPS, as
+``C`` is) instead of SVM PropDCG; ``--data synthetic`` takes the non-linear synthetic set of
 ``experiments.papers.trees`` (80 % of its queries for training, 20 % for the test).
 
 The production ranker (a Ranking SVM on 1 % of MQ2008 Fold1's training queries, as in Agarwal et
@@ -152,12 +153,15 @@ def propensities(args, train, logger, seed, log):
 
 
 def fit_arm(args, prop, log, seed):
-    """The arm's learner fitted on ``log``: GBDTPropDCG as set, or SVM PropDCG with ``C`` fixed or chosen by CV."""
+    """The arm's learner fitted on ``log``: GBDTPropDCG or SVM PropDCG, its ``--trees`` or ``C`` fixed or chosen by CV."""
     from counterfactual_ltr.estimators import GBDTPropDCG, SVMPropDCG
     from counterfactual_ltr.model_selection import grid_search
 
     if args.learner == "gbdt-propdcg":
-        return GBDTPropDCG(propensity=prop, n_estimators=100, num_leaves=7, random_state=seed).fit(log)
+        trees = GBDTPropDCG(propensity=prop, n_estimators=int(args.trees[0]), num_leaves=7, random_state=seed)
+        if len(args.trees) == 1:
+            return trees.fit(log)
+        return grid_search(trees, log, "n_estimators", [int(t) for t in args.trees], cv=3)
     if len(args.C) == 1:
         return SVMPropDCG(C=args.C[0], propensity=prop).fit(log)
     return grid_search(SVMPropDCG(propensity=prop), log, "C", args.C, cv=3, extend=True)
@@ -191,6 +195,9 @@ def main(argv=None) -> int:
     p.add_argument("--min-propensity", type=float, default=0.01, help="floor of the cascade-aware propensities")
     p.add_argument("--C", type=lambda v: [float(x) for x in v.split(",")], default=[1.0, 10.0, 100.0, 1e3, 1e4],
                    help="SVM PropDCG's C: one value, or a grid to choose from per arm by 3-fold CV SNIPS")
+    p.add_argument("--trees", type=lambda v: [int(x) for x in v.split(",")], default=[100],
+                   help="GBDTPropDCG's number of trees (7 leaves each): one value, or a grid to choose from per "
+                        "arm by 3-fold CV SNIPS")
     p.add_argument("--cascade-model", type=lambda v: v.split(","), default=["dbn"],
                    help="the click models fitted for cascade-aware propensities, e.g. dbn,ubm (dbn, ubm, dcm)")
     p.add_argument("--temperature", type=float, default=None,
@@ -207,8 +214,9 @@ def main(argv=None) -> int:
         logger = StochasticRanker(logger / logger.std(), temperature=args.temperature)
     what = f"DBN clicks (sigma {args.sigma}, gamma {args.gamma})" if args.clicks == "dbn" else \
         "position-based clicks (eta 1)"
-    tuning = "" if args.learner != "svm-propdcg" else f", C {args.C[0]:g}" if len(args.C) == 1 else \
-        f", C by 3-fold CV SNIPS from {','.join(f'{c:g}' for c in args.C)}"
+    knob, grid = ("C", args.C) if args.learner == "svm-propdcg" else ("trees", args.trees)
+    tuning = f", {knob} {grid[0]:g}" if len(grid) == 1 else \
+        f", {knob} by 3-fold CV SNIPS from {','.join(f'{v:g}' for v in grid)}"
     print(f"{what} on {args.data}, {args.learner}{tuning}, {args.passes} passes, seeds 0-{args.seeds - 1}"
           + ("" if args.temperature is None else f", stochastic logger (temperature {args.temperature:g})"))
     scores, chosen = {}, {}
@@ -226,7 +234,7 @@ def main(argv=None) -> int:
                 if hasattr(model, "selection_"):
                     chosen.setdefault(name, {})[seed] = model.selection_["chosen"]
         print(f"seed {seed}: {len(log)} sessions, {log.n_clicks} clicks; NDCG@10 "
-              + ", ".join(f"{k} {v[seed]:.4f}" + (f" (C {chosen[k][seed]:g})" if k in chosen else "")
+              + ", ".join(f"{k} {v[seed]:.4f}" + (f" ({knob} {chosen[k][seed]:g})" if k in chosen else "")
                           for k, v in scores.items() if seed in v)
               + f" ({time.process_time() - start:.1f} s)", flush=True)
     base = scores["1/r"]
