@@ -10,6 +10,7 @@ logs simulated from each model (tolerances stated per test; the 100,000-page che
 from __future__ import annotations
 
 import itertools
+import re
 import warnings
 
 import numpy as np
@@ -87,18 +88,8 @@ def _tiny_log(rng, n_pages=6, L=4, n_docs=5):
     return ClickLog.from_events(pd.DataFrame(rows), session="session")
 
 
-@pytest.mark.parametrize("name", list(MODELS))
-def test_likelihood_conditionals_and_marginals_match_a_sum_over_hidden_states(name):
-    rng = np.random.default_rng(7)
-    train = _tiny_log(rng, n_pages=30)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = MODELS[name](prior_strength=0.5, max_iter=50).fit(train)
-    if name == "cm":   # CM gives clicks below the first probability 0: check it on pages with one click at most
-        keep = np.flatnonzero(np.add.reduceat(train.clicks, train.session_offsets[:-1]) <= 1)
-        log = train[keep[:6]]
-    else:
-        log = _tiny_log(np.random.default_rng(8))
+def _check_against_hidden_states(name, model, log):
+    """Every page's likelihood, conditionals, examination and marginals under ``model`` against ``_joint``."""
     idx = model._row_index(log)[log.docs]
     a = model.alpha_[idx]
     s = model.sigma_[idx] if hasattr(model, "sigma_") else np.zeros_like(a)
@@ -125,6 +116,68 @@ def test_likelihood_conditionals_and_marginals_match_a_sum_over_hidden_states(na
             m += _joint(name, model, a[sl], s[sl], pos, np.array(cc))[0] * np.array(cc)
         np.testing.assert_allclose(marg[sl], m, atol=1e-10)
     assert model.log_likelihood(log) * log.n_items == pytest.approx(total_ll, rel=1e-9)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_likelihood_conditionals_and_marginals_match_a_sum_over_hidden_states(name):
+    rng = np.random.default_rng(7)
+    train = _tiny_log(rng, n_pages=30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = MODELS[name](prior_strength=0.5, max_iter=50).fit(train)
+    if name == "cm":   # CM gives clicks below the first probability 0: check it on pages with one click at most
+        keep = np.flatnonzero(np.add.reduceat(train.clicks, train.session_offsets[:-1]) <= 1)
+        log = train[keep[:6]]
+    else:
+        log = _tiny_log(np.random.default_rng(8))
+    _check_against_hidden_states(name, model, log)
+
+
+def _given(name, rng, n, K):
+    """Random parameters of model ``name`` for ``from_parameters`` (n pairs, K positions)."""
+    return {"ubm": {"gamma": rng.uniform(0.1, 1, (K, K + 1))}, "dcm": {"lambda_": rng.uniform(0.1, 1, K)},
+            "dbn": {"sigma": rng.uniform(0, 1, n), "gamma": 0.8}, "sdbn": {"sigma": rng.uniform(0, 1, n)},
+            "cm": {}}[name]
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_given_parameters_score_as_the_sum_over_hidden_states_and_as_the_fitted_model(name):
+    rng = np.random.default_rng(3)
+    log = _tiny_log(rng, n_pages=2) if name != "cm" else _tiny_log(rng, n_pages=40)
+    if name == "cm":   # pages with one click at most (CM gives clicks below the first probability 0)
+        log = log[np.flatnonzero(np.add.reduceat(log.clicks, log.session_offsets[:-1]) <= 1)[:2]]
+    queries, docs = log.row_keys()
+    given = MODELS[name].from_parameters(queries, docs, rng.uniform(0.05, 0.95, log.n_rows),
+                                         **_given(name, rng, log.n_rows, 4))
+    assert given.n_iter_ == 0 and (name != "sdbn" or given.gamma_ == 1.0)
+    _check_against_hidden_states(name, given, log)
+    # a fitted model's parameters given back reproduce its predictions, here and on a log with unseen pairs
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fitted = MODELS[name](max_iter=20).fit(_tiny_log(rng, n_pages=30))
+    extra = {k: getattr(fitted, k + "_") for k in MODELS[name]._given}
+    extra |= {"sigma_prior": fitted.sigma_prior_} if hasattr(fitted, "sigma_") else {}
+    copy = MODELS[name].from_parameters(*fitted.row_keys_, fitted.alpha_, alpha_prior=fitted.alpha_prior_, **extra)
+    other = _tiny_log(rng, n_docs=8)
+    np.testing.assert_array_equal(copy.predict_examination_proba(other), fitted.predict_examination_proba(other))
+    np.testing.assert_array_equal(copy.predict_click_proba(other), fitted.predict_click_proba(other))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"gamma": 0.9}, "'sigma' is missing"),
+    ({"gamma": 0.9, "sigma": [0.5, 0.5], "lam": [0.5]}, "'lam' is not one of them"),
+    ({"gamma": 1.5, "sigma": [0.5, 0.5]}, "gamma must be probabilities in [0, 1]; gamma is 1.5"),
+    ({"gamma": 0.9, "sigma": [0.5, np.nan]}, "sigma[1] is nan"),
+    ({"gamma": 0.9, "sigma": [0.5]}, "sigma must have shape (2,)"),
+    ({"gamma": 0.9, "sigma": [0.5, 0.5], "alpha_prior": -0.1}, "alpha_prior must be probabilities"),
+])
+def test_given_parameters_are_checked(kwargs, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        DynamicBayesianNetworkModel.from_parameters(["q", "q"], [1, 2], [0.2, 0.3], **kwargs)
+    with pytest.raises(ValueError, match=re.escape("query_ids and doc_ids must be one non-empty entry per pair")):
+        UserBrowsingModel.from_parameters(["q"], [1, 2], [0.2, 0.3], gamma=np.ones((2, 3)))
+    with pytest.raises(ValueError, match=re.escape("gamma must have shape (2, 3)")):
+        UserBrowsingModel.from_parameters(["q", "q"], [1, 2], [0.2, 0.3], gamma=np.ones((2, 2)))
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

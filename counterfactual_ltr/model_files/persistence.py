@@ -298,25 +298,27 @@ def _cascade_from_dict(spec):
     n = len(ids[0])
     if len(ids[1]) != n:
         raise ValueError(f"fields 'query_ids' and 'doc_ids' must have one entry per row ({n} and {len(ids[1])})")
-    click = classes[name]()
-    click.alpha_ = _unit_values(spec["alpha"], "alpha", n)
-    click.alpha_prior_ = _unit_values(spec["alpha_prior"], "alpha_prior")
+    given = {}
     if name in ("dbn", "sdbn"):
-        click.sigma_ = _unit_values(spec["sigma"], "sigma", n)
-        click.sigma_prior_ = _unit_values(spec["sigma_prior"], "sigma_prior")
-        click.gamma_ = _unit_values(spec["gamma"], "gamma")
+        given["sigma"] = _unit_values(spec["sigma"], "sigma", n)
+        given["sigma_prior"] = _unit_values(spec["sigma_prior"], "sigma_prior")
+        gamma = _unit_values(spec["gamma"], "gamma")
+        if name == "dbn":
+            given["gamma"] = gamma
+        elif gamma != 1.0:
+            raise ValueError(f"field 'gamma' of an 'sdbn' model must be 1 (the SDBN's definition), got {gamma}")
     if name == "ubm":
         rows = spec["gamma"]
         if not isinstance(rows, list) or not rows or not all(isinstance(r, list) and len(r) == len(rows) + 1
                                                              for r in rows):
             raise ValueError("field 'gamma' of a 'ubm' model must be K lists of K + 1 numbers")
         K = len(rows)
-        click.gamma_ = _unit_values([v for r in rows for v in r], "gamma", K * (K + 1)).reshape(K, K + 1)
+        given["gamma"] = _unit_values([v for r in rows for v in r], "gamma", K * (K + 1)).reshape(K, K + 1)
     if name == "dcm":
         lam = spec["lambda"]
-        click.lambda_ = _unit_values(lam, "lambda", len(lam) if isinstance(lam, list) and lam else 1)
-    click.row_keys_ = tuple(ids)
-    click.n_iter_, click.converged_ = 0, True
+        given["lambda"] = _unit_values(lam, "lambda", len(lam) if isinstance(lam, list) and lam else 1)
+    click = classes[name].from_parameters(*ids, _unit_values(spec["alpha"], "alpha", n),
+                                          alpha_prior=_unit_values(spec["alpha_prior"], "alpha_prior"), **given)
     return CascadePropensity(click, spec["min_propensity"])
 
 

@@ -134,6 +134,22 @@ def _warn_unidentified(row, k, c, K) -> None:
                       IdentificationWarning, stacklevel=3)
 
 
+def _probabilities(value, name: str, owner: str, shape: tuple) -> np.ndarray:
+    """``value`` as float64 of ``shape``, every entry a probability, or a ValueError naming it."""
+    try:
+        values = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{owner}.from_parameters: {name} must be numbers, got {value!r:.80}") from None
+    if values.shape != shape or 0 in shape:
+        raise ValueError(f"{owner}.from_parameters: {name} must have shape {shape} (non-empty), got {values.shape}")
+    bad = ~(np.isfinite(values) & (values >= 0) & (values <= 1))
+    if bad.any():
+        at = np.argwhere(bad)[0] if values.ndim else ()
+        raise ValueError(f"{owner}.from_parameters: {name} must be probabilities in [0, 1]; "
+                         f"{name}{list(map(int, at)) if len(at) else ''} is {float(values[tuple(at)])}")
+    return values
+
+
 class _ClickModel(BaseEstimator):
     """The shared held-out checks: every model gives ``P(click)`` per shown result of a log."""
 
@@ -533,6 +549,92 @@ class _CascadeModel(_ClickModel):
     def _params(self):   # pragma: no cover - each model defines it
         raise NotImplementedError
 
+    #: What :meth:`from_parameters` takes besides ``alpha``: name -> shape ("pairs", "scalar", "K", "K x K+1").
+    _given: dict = {}
+
+    @classmethod
+    def from_parameters(cls, query_ids, doc_ids, alpha, *, alpha_prior=None, **parameters):
+        """The model with given parameters instead of fitted ones.
+
+        For parameters that come from elsewhere: the true users of a simulation (what a fitted
+        model would give with no estimation error), another system's estimates, or a fitted model's
+        parameters edited. The model predicts clicks, scores logs and gives cascade-aware
+        propensities (:class:`CascadePropensity`) as a fitted one does; a log's results are matched
+        to the given pairs by their ids, and a pair not given gets ``alpha_prior``.
+
+        Parameters
+        ----------
+        query_ids, doc_ids : array-like (n_pairs,)
+            The (query id, document id) of every pair, e.g. ``log.row_keys()`` of a log joined to a
+            data set (one pair per row of the data set).
+        alpha : array-like (n_pairs,) of probabilities
+            Attractiveness of each pair.
+        alpha_prior : float in [0, 1], optional
+            Attractiveness of a pair not given (default: the mean of ``alpha``).
+        **parameters
+            The model's other parameters, named as its fitted attributes without the trailing
+            underscore: UBM ``gamma`` (K, K + 1); DCM ``lambda`` (K,), passed as
+            ``**{"lambda": ...}`` or ``lambda_=``; DBN ``sigma`` (n_pairs,) and ``gamma`` (a float);
+            SDBN ``sigma``; DBN and SDBN take ``sigma_prior`` (default: the mean of ``sigma``).
+
+        Returns
+        -------
+        model
+            Ready to use, with ``n_iter_ = 0`` (nothing was fitted).
+
+        Notes
+        -----
+        In the example, the result below the skip is examined with ``0.9 P(E_2 = 1 | C_2 = 0) =
+        0.9 (0.36 x 0.5) / (0.36 x 0.5 + 0.64) = 0.198``: a skip is also evidence that the user had
+        stopped.
+
+        Examples
+        --------
+        >>> from counterfactual_ltr import ClickLog
+        >>> log = ClickLog.from_events({"query": ["q"] * 3, "doc": ["a", "b", "c"], "position": [1, 2, 3],
+        ...                             "click": [1, 0, 0]})
+        >>> users = DynamicBayesianNetworkModel.from_parameters(["q", "q", "q"], ["a", "b", "c"], [0.5, 0.5, 0.5],
+        ...                                                     sigma=[0.6, 0.6, 0.6], gamma=0.9)
+        >>> users.predict_examination_proba(log).round(3).tolist()   # (1 - 0.6) 0.9 after the click; the skip
+        [1.0, 0.36, 0.198]
+        """
+        name = cls.__name__
+        given = {("lambda" if key == "lambda_" else key): value for key, value in parameters.items()}
+        allowed = dict(cls._given, **({"sigma_prior": "scalar"} if "sigma" in cls._given else {}))
+        unknown = sorted(set(given) - set(allowed))
+        missing = sorted(set(cls._given) - set(given))
+        if unknown or missing:
+            raise ValueError(f"{name}.from_parameters takes alpha" + "".join(f", {k}" for k in allowed)
+                             + (f"; {unknown[0]!r} is not one of them" if unknown else f"; {missing[0]!r} is missing"))
+        keys = tuple(np.asarray(ids).ravel() for ids in (query_ids, doc_ids))
+        n = len(keys[0])
+        if len(keys[1]) != n or n == 0:
+            raise ValueError(f"{name}.from_parameters: query_ids and doc_ids must be one non-empty entry per pair "
+                             f"(got {n} and {len(keys[1])})")
+        model = cls()
+        model.row_keys_ = keys
+        model.alpha_ = _probabilities(alpha, "alpha", name, (n,))
+        model.alpha_prior_ = float(_probabilities(model.alpha_.mean() if alpha_prior is None else alpha_prior,
+                                                  "alpha_prior", name, ()))
+        K = None
+        for key, shape in cls._given.items():
+            want = {"pairs": (n,), "scalar": ()}.get(shape)
+            if shape == "K":
+                K = np.size(given[key])
+                want = (K,)
+            if shape == "K x K+1":
+                K = np.shape(given[key])[0] if np.ndim(given[key]) == 2 else 0
+                want = (K, K + 1)
+            value = _probabilities(given[key], key, name, want)
+            setattr(model, key + "_", float(value) if shape == "scalar" else value)
+        if "sigma" in cls._given:
+            prior = given.get("sigma_prior", model.sigma_.mean())
+            model.sigma_prior_ = float(_probabilities(prior, "sigma_prior", name, ()))
+        if getattr(cls, "_fixed_gamma", None) is not None:     # SDBN: gamma is 1 by definition
+            model.gamma_ = cls._fixed_gamma
+        model.n_iter_, model.converged_, model.loglik_history_ = 0, True, np.zeros(0)
+        return model
+
     def _tables(self, log):
         log = _check_log(log, type(self).__name__)
         if not hasattr(self, "alpha_"):
@@ -649,6 +751,7 @@ class UserBrowsingModel(_CascadeModel):
     """
 
     _name = "ubm"
+    _given = {"gamma": "K x K+1"}
 
     def _fit_grid(self, em, R, C, mask, pos, n_rows, K, s, max_iter, tol):
         fit = em.ubm_em(R, C, mask, pos, n_rows, K, s, max_iter, tol)
@@ -700,6 +803,7 @@ class DependentClickModel(_CascadeModel):
     """
 
     _name = "dcm"
+    _given = {"lambda": "K"}
 
     def __init__(self, prior_strength: float = 5.0, max_iter: int = 1000, tol: float = 1e-7,
                  method: str = "counting"):
@@ -754,6 +858,7 @@ class DynamicBayesianNetworkModel(_CascadeModel):
 
     _name = "dbn"
     _fixed_gamma = None
+    _given = {"sigma": "pairs", "gamma": "scalar"}
 
     def _fit_grid(self, em, R, C, mask, pos, n_rows, K, s, max_iter, tol):
         fit = em.dbn_em(R, C, mask, n_rows, s, max_iter, tol, fix_gamma=self._fixed_gamma)
@@ -806,6 +911,7 @@ class SimplifiedDBNModel(DynamicBayesianNetworkModel):
 
     _name = "sdbn"
     _fixed_gamma = 1.0
+    _given = {"sigma": "pairs"}
 
     def __init__(self, prior_strength: float = 5.0, max_iter: int = 1000, tol: float = 1e-7,
                  method: str = "counting"):

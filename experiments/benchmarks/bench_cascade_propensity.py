@@ -96,21 +96,13 @@ def data_sets(name):
     return load_letor(fold / "train.txt"), load_letor(fold / "test.txt")
 
 
-class TrueDBN:
-    """The DBN that drew the clicks, as a click model: ``P(E_r = 1 | C_<r)`` from its true parameters."""
+def true_dbn(train, log, sigma, gamma):
+    """The DBN that drew the clicks, as a click model: its true attractiveness (by label), ``sigma`` and ``gamma``."""
+    from counterfactual_ltr.click_models import DynamicBayesianNetworkModel
 
-    def __init__(self, data, sigma, gamma):
-        self.data, self.sigma, self.gamma = data, sigma, gamma
-
-    def predict_examination_proba(self, log):
-        """The true examination of every shown result of ``log`` given the clicks above it (the DBN's recursion)."""
-        from counterfactual_ltr.propensity import _cascade_em as em
-
-        g = em.grid(log.session_offsets, log.positions)
-        A = em._spread(g, ATTRACTIVENESS[np.minimum(self.data.y[log.docs], 2)])
-        C = em._spread(g, log.clicks.astype(np.float64))
-        E, _ = em.conditional("dbn", A, C, g["mask"], g["pos"], Sg=np.full_like(A, self.sigma), gamma=self.gamma)
-        return E[g["at"]]
+    alpha = ATTRACTIVENESS[np.minimum(train.y, 2)]          # one per row of train, as log.row_keys() lists them
+    return DynamicBayesianNetworkModel.from_parameters(*log.row_keys(), alpha, sigma=np.full(log.n_rows, sigma),
+                                                       gamma=gamma)
 
 
 def cascade_propensity(args, model, train, logger, seed, log):
@@ -139,7 +131,7 @@ def propensities(args, train, logger, seed, log):
     for model in args.cascade_model:
         props[f"{model} cascade-aware"] = cascade_propensity(args, model, train, logger, seed, log)
     if args.oracle and args.clicks == "dbn":
-        props["dbn (true parameters)"] = CascadePropensity(TrueDBN(train, args.sigma, args.gamma),
+        props["dbn (true parameters)"] = CascadePropensity(true_dbn(train, log, args.sigma, args.gamma),
                                                            min_propensity=args.min_propensity)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
