@@ -238,8 +238,10 @@ def _drop_external_aliases(app, config):
 
 
 def _skip_member(app, what, name, obj, skip, options):
-    """scikit-learn adds ``set_fit_request``-style methods to every estimator: they are sklearn's."""
-    if name.startswith("set_") and name.endswith("_request"):
+    """scikit-learn adds ``set_fit_request``-style methods and ``get_metadata_routing`` to every
+    estimator: they are sklearn's (the class template lists inherited members, down to sklearn's
+    ``BaseEstimator``, whose own ``get_params``/``set_params`` are left out the same way)."""
+    if (name.startswith("set_") and name.endswith("_request")) or name == "get_metadata_routing":
         return True
     return None
 
