@@ -616,15 +616,9 @@ class _CascadeModel(_ClickModel):
         model.alpha_ = _probabilities(alpha, "alpha", name, (n,))
         model.alpha_prior_ = float(_probabilities(model.alpha_.mean() if alpha_prior is None else alpha_prior,
                                                   "alpha_prior", name, ()))
-        K = None
         for key, shape in cls._given.items():
-            want = {"pairs": (n,), "scalar": ()}.get(shape)
-            if shape == "K":
-                K = np.size(given[key])
-                want = (K,)
-            if shape == "K x K+1":
-                K = np.shape(given[key])[0] if np.ndim(given[key]) == 2 else 0
-                want = (K, K + 1)
+            K = np.shape(given[key])[0] if np.ndim(given[key]) >= 1 else 0      # positions, for "K" shapes
+            want = {"pairs": (n,), "scalar": (), "K": (K,), "K x K+1": (K, K + 1)}[shape]
             value = _probabilities(given[key], key, name, want)
             setattr(model, key + "_", float(value) if shape == "scalar" else value)
         if "sigma" in cls._given:
