@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 # Modules whose tests run in one pytest-xdist worker, in order: the code blocks of the README and the
 # user guide share one folder (a fresh clone) and run each block once (later blocks read what earlier ones wrote); test_distributed shares one
-# Dask cluster; test_online_learners shares module fixtures of 8 s that each worker would compute anew.
+# Dask cluster; test_online_learners shares costly module fixtures that each worker would compute anew.
 # (xdist_group marks are not applied under pytest 9 with pytest-xdist 3.8: the group
 # suffix it adds to item._nodeid never reaches the scheduler, so the grouping is done here.)
 ONE_WORKER_MODULES = ("tests/test_readme.py", "tests/test_distributed.py", "tests/test_online_learners.py")

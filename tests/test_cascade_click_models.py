@@ -163,21 +163,19 @@ def test_given_parameters_score_as_the_sum_over_hidden_states_and_as_the_fitted_
     np.testing.assert_array_equal(copy.predict_click_proba(other), fitted.predict_click_proba(other))
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"gamma": 0.9}, "'sigma' is missing"),
-    ({"gamma": 0.9, "sigma": [0.5, 0.5], "lam": [0.5]}, "'lam' is not one of them"),
-    ({"gamma": 1.5, "sigma": [0.5, 0.5]}, "gamma must be probabilities in [0, 1]; gamma is 1.5"),
-    ({"gamma": 0.9, "sigma": [0.5, np.nan]}, "sigma[1] is nan"),
-    ({"gamma": 0.9, "sigma": [0.5]}, "sigma must have shape (2,)"),
-    ({"gamma": 0.9, "sigma": [0.5, 0.5], "alpha_prior": -0.1}, "alpha_prior must be probabilities"),
+@pytest.mark.parametrize("model, ids, kwargs, message", [
+    ("dbn", 2, {"gamma": 0.9}, "'sigma' is missing"),
+    ("dbn", 2, {"gamma": 0.9, "sigma": [0.5, 0.5], "lam": [0.5]}, "'lam' is not one of them"),
+    ("dbn", 2, {"gamma": 1.5, "sigma": [0.5, 0.5]}, "gamma must be probabilities in [0, 1]; gamma is 1.5"),
+    ("dbn", 2, {"gamma": 0.9, "sigma": [0.5, np.nan]}, "sigma[1] is nan"),
+    ("dbn", 2, {"gamma": 0.9, "sigma": [0.5]}, "sigma must have shape (2,)"),
+    ("dbn", 2, {"gamma": 0.9, "sigma": [0.5, 0.5], "alpha_prior": -0.1}, "alpha_prior must be probabilities"),
+    ("ubm", 1, {"gamma": np.ones((2, 3))}, "query_ids and doc_ids must be one non-empty entry per pair"),
+    ("ubm", 2, {"gamma": np.ones((2, 2))}, "gamma must have shape (2, 3)"),
 ])
-def test_given_parameters_are_checked(kwargs, message):
+def test_given_parameters_are_checked(model, ids, kwargs, message):
     with pytest.raises(ValueError, match=re.escape(message)):
-        DynamicBayesianNetworkModel.from_parameters(["q", "q"], [1, 2], [0.2, 0.3], **kwargs)
-    with pytest.raises(ValueError, match=re.escape("query_ids and doc_ids must be one non-empty entry per pair")):
-        UserBrowsingModel.from_parameters(["q"], [1, 2], [0.2, 0.3], gamma=np.ones((2, 3)))
-    with pytest.raises(ValueError, match=re.escape("gamma must have shape (2, 3)")):
-        UserBrowsingModel.from_parameters(["q", "q"], [1, 2], [0.2, 0.3], gamma=np.ones((2, 2)))
+        MODELS[model].from_parameters(["q"] * ids, [1, 2], [0.2, 0.3], **kwargs)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

@@ -210,8 +210,8 @@ def test_streamed_repeats_and_repeated_rows_agree_with_the_log_in_memory(runs, t
     from counterfactual_ltr.clicklog import RepeatedDocumentWarning
     from counterfactual_ltr.raw_events import RepeatedRowWarning
 
-    # 13-row batches cost some 13 ms each in pandas' per-call overhead: a quarter of the log (230
-    # batches) cuts pages at every offset as well as the whole of it would
+    # 13-row batches are slow (pandas' fixed cost per batch): a quarter of the log, some 230 batches,
+    # cuts pages at every offset as well as the whole of it would
     frame = _with_repeats(runs if batch_size > 13 else runs.iloc[:3000], seed=batch_size)
     data = _features(frame)
     with warnings.catch_warnings(record=True) as expected:

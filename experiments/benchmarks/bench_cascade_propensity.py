@@ -7,8 +7,8 @@
 
 ``--clicks pbm`` draws position-based clicks instead (where ``1 / r`` is the truth: the cascade-aware
 propensity should lose nothing there); ``--learner gbdt-propdcg`` fits GBDTPropDCG (``--trees`` trees of 7
-leaves, default 100; a grid such as ``30,100,300`` is chosen from per arm by 3-fold CV SNIPS, as
-``C`` is) instead of SVM PropDCG; ``--data synthetic`` takes the non-linear synthetic set of
+leaves, default 100; a grid such as ``100,300,1000`` is chosen from per arm by 3-fold CV SNIPS, as
+``C`` is, but not extended at an edge) instead of SVM PropDCG; ``--data synthetic`` takes the non-linear synthetic set of
 ``experiments.papers.trees`` (80 % of its queries for training, 20 % for the test).
 
 The production ranker (a Ranking SVM on 1 % of MQ2008 Fold1's training queries, as in Agarwal et
@@ -150,10 +150,10 @@ def fit_arm(args, prop, log, seed):
     from counterfactual_ltr.model_selection import grid_search
 
     if args.learner == "gbdt-propdcg":
-        trees = GBDTPropDCG(propensity=prop, n_estimators=int(args.trees[0]), num_leaves=7, random_state=seed)
+        trees = GBDTPropDCG(propensity=prop, n_estimators=args.trees[0], num_leaves=7, random_state=seed)
         if len(args.trees) == 1:
             return trees.fit(log)
-        return grid_search(trees, log, "n_estimators", [int(t) for t in args.trees], cv=3)
+        return grid_search(trees, log, "n_estimators", args.trees, cv=3)   # not extended: 10x the trees at an edge
     if len(args.C) == 1:
         return SVMPropDCG(C=args.C[0], propensity=prop).fit(log)
     return grid_search(SVMPropDCG(propensity=prop), log, "C", args.C, cv=3, extend=True)
