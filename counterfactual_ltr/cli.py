@@ -359,9 +359,11 @@ def _parse_intervention(spec: str):
 @click.argument("data", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", default=None, type=OUTPUT_FILE, help="JSON file to write (default: print only).")
 @click.option("--method", required=True,
-              type=click.Choice(["swap", "harvest", "em", "trust_em", "pbm", "ubm", "dbn", "dcm", "auto"]),
-              help="Estimation method of estimate_propensities (auto: the candidate with the lowest held-out "
-                   "click perplexity, cross-validated over queries; the table is printed; ubm, dbn, dcm: a "
+              type=click.Choice(["swap", "harvest", "em", "trust_em", "pbm", "smooth", "ubm", "dbn", "dcm", "auto"]),
+              help="Estimation method of estimate_propensities (smooth: moving documents' clicks, weakly "
+                   "identified positions shrunk towards a fitted power law; auto: the examination estimate that "
+                   "best predicts held-out clicks, smooth unless another is ahead beyond noise; the table is "
+                   "printed; ubm, dbn, dcm: a "
                    "cascade click model whose examination of each result given the clicks above is the "
                    "propensity of a click there, Vardasbi et al. 2020).")
 @click.option("--holdout", default=None, type=click.FloatRange(0, 1, min_open=True, max_open=True),
@@ -415,11 +417,16 @@ def propensity(log, data, output, method, holdout, max_position, bootstrap, seed
                           **shape)
     payload = _estimation_payload(result, method)
     if getattr(result, "auto_table_", None) is not None:
-        _echo(quiet, "auto: held-out click perplexity by candidate (cross-validated over queries; lower is better):")
+        _echo(quiet, "auto: held-out log-likelihood per click on documents shown at several positions, by candidate "
+                     "(cross-validated over sessions; higher is better; gain over smooth in standard errors):")
         for row in result.auto_table_:
             mark = "  <- chosen" if row["candidate"] == result.auto_choice_ else ""
-            _echo(quiet, f"  {row['candidate']:<17} {row['perplexity']:.5f}{mark}")
+            score = "failed on a fold" if row["loglik_per_click"] is None else f"{row['loglik_per_click']:.5f}"
+            gain = "" if row["gain_se"] is None else f"  ({row['gain_se']:+.1f} se)"
+            _echo(quiet, f"  {row['candidate']:<17} {score}{gain}{mark}")
+        _echo(quiet, f"auto: {result.auto_reason_}")
         payload["auto_table"] = result.auto_table_
+        payload["auto_reason"] = result.auto_reason_
     for line in _curve_lines(result):
         _echo(quiet, line)
     if holdout is not None:
@@ -446,6 +453,10 @@ def _curve_lines(result) -> list[str]:
         interval = "" if lower is None else f"  [{lower[k]:.4f}, {upper[k]:.4f}]"
         pairs = "" if support is None else f"  ({support[k]} (query, document) pairs shown here and elsewhere)"
         lines.append(f"  position {k + 1:>2}: {value:.4f}{interval}{pairs}")
+    rises = np.flatnonzero(np.diff(np.asarray(relative)) > 0) + 2
+    lines.append("  non-increasing" if rises.size == 0 else
+                 f"  not non-increasing: it rises at position{'s' if rises.size > 1 else ''} "
+                 f"{', '.join(map(str, rises))}")
     return lines
 
 

@@ -1,5 +1,6 @@
 """Monotone estimates and the "auto" choice among propensity candidates."""
 
+import json
 import warnings
 
 import numpy as np
@@ -54,16 +55,32 @@ def test_monotone_estimate_is_non_increasing_and_equal_where_already_monotone():
         estimate_propensities(log, "swap", monotone=True)
 
 
-def test_auto_picks_the_position_based_family_where_rank_only_is_wrong():
+def test_auto_chooses_an_examination_estimate_never_the_click_rate_by_position():
+    from counterfactual_ltr.propensity.estimation import AUTO_CANDIDATES
+
+    assert {method for _, method, _ in AUTO_CANDIDATES} <= {"smooth", "pbm", "harvest"}
     _, log = _pbm_world(1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = estimate_propensities(log, "auto", max_position=5, n_bootstrap=0, random_state=0)
-    table = {row["candidate"]: row["perplexity"] for row in model.auto_table_}
-    assert model.auto_choice_ != "rank-only"
-    assert table["rank-only"] > min(table.values())
+        model = estimate_propensities(log, "auto", max_position=5, n_bootstrap=20, random_state=0)
+    names = [row["candidate"] for row in model.auto_table_]
+    assert "rank-only" not in names and "document-only" not in names
+    assert model.auto_choice_ in names and model.recipe_["method"] in ("smooth", "pbm", "harvest")
+    assert model.bootstrap_.shape == (20, 5)          # replicates and a recipe, whichever is chosen
     truth = np.arange(1, 6) ** -1.0
     assert np.max(np.abs(model.relative_ / truth - 1)) < 0.25
+    json.dumps(model.auto_table_, allow_nan=False)     # a JSON file can hold it
+
+
+def test_auto_keeps_smooth_within_noise_and_says_why():
+    _, log = _pbm_world(3, pages=600)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = estimate_propensities(log, "auto", max_position=5, n_bootstrap=0, random_state=0)
+    gains = {row["candidate"]: row["gain_se"] for row in model.auto_table_}
+    if max(gains.values()) <= 2.0:
+        assert model.auto_choice_ == "smooth"
+    assert model.auto_choice_ in model.auto_reason_
 
 
 def test_cli_prints_the_table_auto_chose_from(tmp_path, capsys):
@@ -76,9 +93,10 @@ def test_cli_prints_the_table_auto_chose_from(tmp_path, capsys):
         assert main(["propensity", str(tmp_path / "raw.csv"), "--method", "auto", "--session", "page",
                      "--max-position", "5", "--bootstrap", "0"]) == 0
     out = capsys.readouterr().out
-    assert "auto: held-out click perplexity by candidate" in out
-    for name in ("pbm monotone", "harvest monotone", "rank-only"):
+    assert "auto: held-out log-likelihood" in out
+    for name in ("smooth", "pbm monotone", "harvest monotone"):
         assert name in out
+    assert "rank-only" not in out
     assert out.count("<- chosen") == 1
 
 

@@ -539,6 +539,7 @@ class _Paired:
     unpaired: float
     n_queries: int
     known: float | None = None        # the standard error with the propensity treated as known, when stderr is not
+    replicated: tuple | None = None   # the percentile interval over resamples that re-draw the propensity
 
 
 def _differences(Ac, Ab):
@@ -568,8 +569,13 @@ def _t_inference(p: _Paired, confidence: float, m: int, higher_is_better: bool):
         return p.difference, p.difference, min(1.0, m * p_raw), sign * p.difference
     half = stats.t.ppf(1 - alpha / 2, df) * p.stderr
     p_raw = 2 * stats.t.sf(abs(p.difference) / p.stderr, df)
-    lower = sign * p.difference - stats.t.ppf(1 - alpha / 2, df) * p.stderr     # the interval's end: one statement
-    return p.difference - half, p.difference + half, float(min(1.0, m * p_raw)), float(lower)
+    low, high = p.difference - half, p.difference + half
+    if p.replicated is not None:       # skewed or failing propensity replicates: the interval holds theirs too
+        low, high = min(low, p.replicated[0]), max(high, p.replicated[1])
+        if low <= 0 <= high:           # and the p-value agrees with it
+            p_raw = max(p_raw, (1.0 - confidence) / m)
+    lower = sign * p.difference - (p.difference - low if sign > 0 else high - p.difference)   # the interval's end
+    return low, high, float(min(1.0, m * p_raw)), float(lower)
 
 
 # ----------------------------------------------------------------------------- the comparison
@@ -773,10 +779,14 @@ def _compare(log, candidates: dict, baseline, baseline_name: str, *, estimator, 
         if spread:
             boot = boot_prop
             paired = {name: (_Paired(p.difference, max(p.stderr, spread[name]), p.unpaired, p.n_queries,
-                                     known=p.stderr), est) for name, (p, est) in paired.items()}
+                                     known=p.stderr, replicated=boot_prop[name]), est)
+                      for name, (p, est) in paired.items()}
     (W_q,) = _by_query(log, W)
     query_share = float(np.abs(W_q).max() / np.abs(W_q).sum()) if np.abs(W_q).sum() > 0 else 0.0
-    thin = _thin_positions(log, setup.model, rules.min_position_clicks)
+    # Thinly clicked positions are a doubt about a propensity treated as known; once its replicates are in
+    # the interval, the interval already says how much they move the answer.
+    propagated = how != "treated as known" and not how.startswith("treated as known")
+    thin = (0.0, []) if propagated else _thin_positions(log, setup.model, rules.min_position_clicks)
     out = {}
     for name, (p, cand_est) in paired.items():
         ci_low, ci_high, p_value, lower = _t_inference(p, confidence, m, higher)
@@ -858,18 +868,19 @@ def _bootstrap_bounds(log, terms, Ab, B, confidence, m, n_bootstrap, random_stat
 
 def _propagated(setup, log, candidates, baseline, metric, metric_params, value, ratio, confidence, m, n_bootstrap,
                 random_state):
-    """``(spread, how, boot)``: the differences' spread over resamples that re-draw the propensity too.
+    """``(spread, how, boot)``: the differences over resamples that re-draw the propensity too.
 
-    ``spread`` maps each candidate to the standard deviation of its difference over
-    ``min(n_bootstrap, PROPAGATED_REPLICATES)`` resamples of the queries, each with its own
-    replicate of the estimated propensity (:func:`~counterfactual_ltr.propensity.estimation.replicate_curves`);
-    ``boot`` their percentile intervals at the corrected level. Empty ``spread`` when the propensity
-    is given or cannot be replicated (``how`` says why). DR's relevance model and the policy-aware
-    expected examination stay those of the full fit.
+    Each of ``min(n_bootstrap, PROPAGATED_REPLICATES)`` resamples of the queries gets its own
+    replicate of the estimated propensity (:func:`~counterfactual_ltr.propensity.uncertainty.replicate_models`).
+    ``boot`` maps each candidate to the percentile interval of its difference at the corrected
+    level, ``spread`` to the standard deviation its central replicates imply; a failed replicate
+    counts beyond both ends (:func:`~counterfactual_ltr.propensity.uncertainty.percentile_interval`).
+    Empty ``spread`` when the propensity is given or cannot be replicated (``how`` says why). DR's
+    relevance model and the policy-aware expected examination stay those of the full fit.
     """
     from dataclasses import replace
 
-    from ..propensity.estimation import EstimatedPropensity, replicate_curves
+    from ..propensity.uncertainty import percentile_interval, percentile_spread, replicate_models
 
     queries, codes = np.unique(log.session_query, return_inverse=True)
     G = queries.size
@@ -878,15 +889,14 @@ def _propagated(setup, log, candidates, baseline, metric, metric_params, value, 
     counts = _resample_counts(G, n_rep, rng)                       # (n_rep, G)
     weights = np.zeros((n_rep, log.n_queries))
     weights[:, queries] = counts
-    curves, how = replicate_curves(setup.model, log, weights)
-    if curves is None:
-        return {}, f"treated as known ({how})", {}
-    diffs = {name: np.empty(n_rep) for name in candidates}
-    for b in range(n_rep):
-        curve = np.asarray(curves[b], dtype=np.float64)
-        if not np.all(np.isfinite(curve) & (curve > 0)):
-            curve = np.asarray(setup.model.relative_, dtype=np.float64)     # a replicate without data there
-        setup_b = replace(setup, model=EstimatedPropensity(curve))
+    replicates = replicate_models(setup.model, log, weights, random_state=rng)
+    if replicates.models is None:
+        return {}, f"treated as known ({replicates.how})", {}
+    diffs = {name: np.full(n_rep, np.nan) for name in candidates}
+    for b, model_b in enumerate(replicates.models):
+        if model_b is None:
+            continue
+        setup_b = replace(setup, model=model_b)
         terms = {name: _ranker_terms(setup_b, log, r, metric, metric_params, value) for name, r in candidates.items()}
         W = next(iter(terms.values()))[1]
         if baseline is None and value == "clicks":
@@ -901,11 +911,14 @@ def _propagated(setup, log, candidates, baseline, metric, metric_params, value, 
             D = _differences(_by_query(log, X)[0], Ab)
             diffs[name][b] = (counts[b] @ D) / den if den != 0 else np.nan
     alpha = (1.0 - confidence) / m
-    spread, boot = {}, {}
-    for name, d in diffs.items():
-        d = d[np.isfinite(d)]
-        spread[name] = float(np.std(d, ddof=1)) if d.size > 1 else np.inf
-        boot[name] = tuple(float(x) for x in np.quantile(d, [alpha / 2, 1 - alpha / 2])) if d.size else (None, None)
-    how = (f"propensity re-estimated on each of {n_rep} resamples of the queries" if how == "re-estimated"
-           else f"propensity drawn from its replicates on its own log, for each of {n_rep} resamples of the queries")
+    spread = {name: percentile_spread(d) for name, d in diffs.items()}
+    boot = {name: percentile_interval(d, 1.0 - alpha) for name, d in diffs.items()}
+    failed = {name: int(np.sum(~np.isfinite(d))) for name, d in diffs.items()}
+    source = ("re-estimated on each" if replicates.how == "re-estimated"
+              else "drawn from its replicates on its own log, for each")
+    how = f"propensity {source} of {n_rep} resamples of the queries"
+    worst = max(failed.values())
+    if worst:
+        how += (f" ({worst} of {n_rep} replicates failed: the log does not pin the propensity down there; they count "
+                "beyond both ends of the interval)")
     return spread, how, boot

@@ -38,6 +38,8 @@ FORMAT_VERSION = 1
 _META = "__meta__"
 # Longest JSON a model file's header or a propensity file may hold (both are far smaller).
 _MAX_JSON_BYTES = 1_000_000
+#: A propensity file holds a cascade model's parameter per (query, document): a real log's is megabytes.
+_MAX_PROPENSITY_BYTES = 256_000_000
 # dtypes a parameter may name (DeepPropDCG's dtype).
 _DTYPES = ("float32", "float64")
 #: scikit-learn transformers a model file may hold as ``preprocessor`` (numeric fitted state only).
@@ -163,8 +165,8 @@ def _restore_uncertainty(model, spec) -> None:
         if not isinstance(rows, list) or not all(isinstance(r, list) and len(r) == K for r in rows):
             raise ValueError(f"field 'bootstrap' must be a list of replicates of {K} numbers each")
         boot = np.array([_number_list(r, "bootstrap") for r in rows]).reshape(len(rows), K)
-        if not np.all(np.isfinite(boot)):
-            raise ValueError("field 'bootstrap' must hold finite numbers")
+        if not np.all(np.isfinite(boot) & (boot > 0)):
+            raise ValueError("field 'bootstrap' must hold finite positive numbers (replicates of theta_r / theta_1)")
         converged = spec.get("bootstrap_converged", [True] * len(boot))
         if not isinstance(converged, list) or len(converged) != len(boot) or \
                 not all(isinstance(v, bool) for v in converged):
@@ -367,8 +369,9 @@ def _estimated_from_dict(spec):
     eta = check_real(spec["eta"], "eta")
     # The stored numbers define the function (so it is the same on every machine); they must follow
     # from the estimate, up to rounding, or the description was edited inconsistently.
+    # (``"smooth"`` continues its table by the power law it fitted, not by one fitted to the table.)
     if values.shape != model.values.shape or not np.allclose(values, model.values, rtol=1e-9, atol=0) \
-            or not np.isclose(eta, model.eta_, rtol=1e-9, atol=1e-12):
+            or not (method == "smooth" or np.isclose(eta, model.eta_, rtol=1e-9, atol=1e-12)):
         raise ValueError("the 'estimated' propensity description is inconsistent: its 'values' and 'eta' must be "
                          "the estimate 'relative' divided by its maximum and the power law fitted to it")
     model.values = check_propensities(values, "field 'values'")
@@ -431,11 +434,11 @@ def load_propensity(spec):
             raise ValueError(f"propensity {text!r} is a number but not a valid eta: {err}") from None
     if not os.path.isfile(text):
         raise ValueError(f"propensity {text!r} is neither a number (eta) nor an existing JSON file")
-    if os.path.getsize(text) > _MAX_JSON_BYTES:
-        raise ValueError(f"{text}: larger than {_MAX_JSON_BYTES} bytes, not a propensity file")
+    if os.path.getsize(text) > _MAX_PROPENSITY_BYTES:
+        raise ValueError(f"{text}: larger than {_MAX_PROPENSITY_BYTES} bytes, not a propensity file")
     try:
         with open(text, encoding="utf-8") as fh:
-            payload = loads_json(fh.read(), max_chars=_MAX_JSON_BYTES)
+            payload = loads_json(fh.read(), max_chars=_MAX_PROPENSITY_BYTES)
     except (UnicodeDecodeError, ValueError) as err:
         raise ValueError(f"{text}: not a JSON file ({err})") from None
     try:

@@ -112,6 +112,9 @@ class EstimatedPropensity(TabularPropensity):
     at_cap_ : bool array (K,) or None
         ``"pbm"``: positions whose ``theta`` sits at its bound 1 in the fit on the whole log (there
         the bound, not the log, sets the value; a warning says so).
+    borrowed_ : array (K,) or None
+        ``"smooth"``: per position, the share of its deviation from the power law that the fit shrinks
+        away (0: the log sets it; near 1: it is borrowed from the power law, and its interval is wide).
     recipe_ : dict or None
         ``{"method", "max_position", "options"}`` as given to :func:`estimate_propensities`: what
         :func:`reestimate` refits on a replicate of the log.
@@ -142,7 +145,7 @@ class EstimatedPropensity(TabularPropensity):
         self.method_ = method
         self.n_sessions_ = n_sessions
         self.support_ = self.pair_support_ = None
-        self.recipe_ = self.at_cap_ = None
+        self.recipe_ = self.at_cap_ = self.borrowed_ = None
         self.log_fingerprint_ = None      # which log it was made from (estimation.log_fingerprint)
         self.bootstrap_converged_ = np.ones(len(self.bootstrap_), dtype=bool)
 

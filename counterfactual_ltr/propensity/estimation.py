@@ -71,12 +71,15 @@ from .._validation import check_int, check_probability, check_real
 from ..logs.clicklog import ClickLog
 from ..examination.propensity_models import is_session_dependent
 from ._methods import _BootstrapWeights, _em, _harvest, _pbm, _swap, _trust_em
+from ._smooth import _smooth
 from ._results import EstimatedPropensity, EstimatedTrustBias, IdentificationWarning
 
 __all__ = ["estimate_propensities", "reestimate", "non_increasing", "EstimatedPropensity", "EstimatedTrustBias", "IdentificationWarning",
            "METHODS"]
 
-METHODS = ("swap", "harvest", "em", "trust_em", "pbm")
+METHODS = ("swap", "harvest", "em", "trust_em", "pbm", "smooth")
+#: The position-only methods that can be refitted on a resample of the log (all but ``"trust_em"``).
+_FITS = {"swap": _swap, "harvest": _harvest, "em": _em, "pbm": _pbm, "smooth": _smooth}
 #: Methods that fit a cascade click model and give a session-dependent propensity per shown result.
 CASCADE_METHODS = ("ubm", "dbn", "dcm")
 
@@ -195,14 +198,12 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
     B = check_int(n_bootstrap, "n_bootstrap", min_value=0)
     opts = _check_options(method, K, options)
     _check_log_shows(log, method, K)
-    estimate, n_sessions = {"swap": _swap, "harvest": _harvest, "em": _em, "trust_em": _trust_em, "pbm": _pbm}[method](
-        log, K, opts)
+    estimate, n_sessions = {**_FITS, "trust_em": _trust_em}[method](log, K, opts)
     Q = log.n_queries
     present = np.bincount(log.session_query, minlength=Q) > 0
     if opts["monotone"]:
         estimate = _monotone(estimate)
-    point = estimate(present[None, :].astype(np.float64))
-    point_converged = getattr(estimate, "converged", np.ones(1, dtype=bool))
+    point, point_converged = _point(estimate, present)
     if not point_converged.all():
         warnings.warn(f"{method!r}: the fit on the whole log did not converge in max_iter={opts['max_iter']} steps",
                       ConvergenceWarning, stacklevel=2)
@@ -211,6 +212,13 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
         return _trust_bias_model(point, boot, opts["confidence"], n_sessions)
     model = _propensity_model(method, point, boot, opts["confidence"], n_sessions, converged)
     return _with_provenance(model, method, K, opts, options, log, estimate, at_cap)
+
+
+def _point(estimate, present):
+    """The estimate on the whole log (one row) and whether its fit converged."""
+    if hasattr(estimate, "point"):          # "smooth": its replicates are random draws, its point the averaged fit
+        return estimate.point[None, :], np.array([estimate.point_converged])
+    return estimate(present[None, :].astype(np.float64)), getattr(estimate, "converged", np.ones(1, dtype=bool))
 
 
 def _check_log_shows(log, method: str, K: int) -> None:
@@ -233,6 +241,8 @@ def _with_provenance(model, method, K, opts, options, log, estimate, at_cap):
     model.log_fingerprint_ = log_fingerprint(log)
     model._full_fit = getattr(estimate, "full_fit", None)
     model.at_cap_ = at_cap
+    if hasattr(estimate, "borrowed"):       # "smooth": its fitted power law continues the table beyond K
+        model.eta_, model.borrowed_ = estimate.eta, estimate.borrowed
     return model
 
 
@@ -291,13 +301,18 @@ def reestimate(estimate, log: ClickLog, query_weights) -> "EstimatedPropensity":
         opts["start"] = estimate._full_fit
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IdentificationWarning)   # said when the estimate was made
-        fit, n_sessions = {"swap": _swap, "harvest": _harvest, "em": _em, "pbm": _pbm}[method](log, K, opts)
+        fit, n_sessions = _FITS[method](log, K, opts)
     if opts["monotone"]:
         fit = _monotone(fit)
-    values = fit(w[None, :])
+    if method == "smooth":
+        values, converged = fit.point_for(w)
+        values = values[None, :]
+    else:
+        values = fit(w[None, :])
+        converged = bool(getattr(fit, "converged", np.ones(1, dtype=bool)).all())
     model = _propensity_model(method, values, None, opts["confidence"], n_sessions)
     model.recipe_ = recipe
-    model.converged_ = bool(getattr(fit, "converged", np.ones(1, dtype=bool)).all())
+    model.converged_ = converged
     return model
 
 
@@ -316,7 +331,9 @@ def _replicates_checked(method, estimate, opts, B, Q, present, random_state):
     boot = None
     converged = None
     if B:
-        boot = estimate(_BootstrapWeights(np.random.default_rng(random_state), B, Q, np.flatnonzero(present)))
+        rng = np.random.default_rng(random_state)
+        weights = _BootstrapWeights(rng, B, Q, np.flatnonzero(present))
+        boot = estimate(weights, rng=rng) if method == "smooth" else estimate(weights)
         converged = getattr(estimate, "converged", None)
         if converged is not None and not converged.all():
             warnings.warn(f"{method!r}: {int((~converged).sum())} of {B} bootstrap replicates did not converge (no "
@@ -341,8 +358,8 @@ def _check_options(method, K, options) -> dict:
         raise TypeError("prior_strength is an option of methods 'pbm' and 'harvest' only")
     if options.get("monotone") and method not in ("pbm", "harvest"):
         raise TypeError("monotone is an option of methods 'pbm' and 'harvest' only")
-    if "min_support" in options and method not in ("pbm", "harvest"):
-        raise TypeError("min_support is an option of methods 'pbm' and 'harvest' only")
+    if "min_support" in options and method not in ("pbm", "harvest", "smooth"):
+        raise TypeError("min_support is an option of methods 'pbm', 'harvest' and 'smooth' only")
     opts = {
         "confidence": check_probability(options.get("confidence", 0.95), "confidence", include_zero=False,
                                         include_one=False),
@@ -423,6 +440,8 @@ def _propensity_model(method, point, boot, confidence, n_sessions, converged=Non
                              "for an interval (log more sessions, lower max_position or use n_bootstrap=0)")
         used = boot if converged is None or not converged.any() else boot[converged]
         lower, upper = _percentiles(used, confidence)
+        # A percentile interval need not hold its estimate (a bound, a skewed or biased bootstrap): widened to it.
+        lower, upper = np.minimum(lower, relative), np.maximum(upper, relative)
     model = EstimatedPropensity(relative, lower, upper, bootstrap=boot, method=method, confidence=confidence,
                                 n_sessions=n_sessions)
     if boot is not None:
@@ -493,54 +512,25 @@ def _monotone(estimate):
     return shaped
 
 
-#: The candidates of ``"auto"``: (name, method, options); a tie goes to the earlier (monotone first).
-AUTO_CANDIDATES = (("pbm monotone", "pbm", {"monotone": True}), ("pbm", "pbm", {"monotone": False}),
-                   ("harvest monotone", "harvest", {"monotone": True}), ("harvest", "harvest", {"monotone": False}),
-                   ("rank-only", "rank-only", {}))
+#: The candidates of ``"auto"``: (name, method, options), examination estimates only. The first is the one
+#: preferred when the others do not predict held-out clicks better beyond their noise: its intervals say
+#: how little the log tells at the positions it does not identify.
+AUTO_CANDIDATES = (("smooth", "smooth", {}), ("pbm monotone", "pbm", {"monotone": True}),
+                   ("pbm", "pbm", {"monotone": False}), ("harvest monotone", "harvest", {"monotone": True}),
+                   ("harvest", "harvest", {"monotone": False}))
+#: "auto" takes another candidate over the first only if its held-out log-likelihood per query is higher by
+#: more than this many standard errors (paired over queries).
+AUTO_MARGIN_SE = 2.0
 
 
-def _rank_only(log, K) -> EstimatedPropensity:
-    """The click rate by position as a curve (no document effect): the rank-only model's theta."""
-    k = log.positions.astype(np.int64)
-    keep = k <= K
-    shown = np.bincount(k[keep] - 1, minlength=K)
-    clicks = np.bincount(k[keep] - 1, weights=log.clicks[keep], minlength=K)
-    ctr = (clicks + 1.0 * log.n_clicks / max(log.n_items, 1)) / (shown + 1.0)   # one pseudo-impression
-    return EstimatedPropensity(ctr / ctr[0], method="rank-only", n_sessions=len(log))
+def _auto_folds(log, n_folds, rng) -> np.ndarray:
+    """A fold per session: each query's sessions, in random order, dealt to the folds in turn.
 
-
-def _auto(log, max_position, n_bootstrap, random_state, options) -> EstimatedPropensity:
-    """``method="auto"``: the candidate whose theta best predicts held-out clicks, cross-validated over queries.
-
-    Every candidate of ``AUTO_CANDIDATES`` is estimated on all sessions but one fold (``n_folds``,
-    default 3; every query's sessions are dealt to the folds in random order, ``random_state``, so
-    each fold holds a share of every query and its pairs are seen in training) and scored by the
-    held-out click perplexity of the position-based click model with ``theta`` kept at that
-    estimate and the attractiveness fitted on the same training sessions (the check of
-    :mod:`~counterfactual_ltr.propensity.click_models`; lower is better). The candidate with the
-    lowest mean over folds wins, monotone variants first on ties; it is refitted on the whole log
-    with ``n_bootstrap`` replicates. ``auto_table_`` of the result holds every candidate's
-    perplexity per fold (NaN where it could not be estimated).
+    With whole queries held out every held-out pair is unseen, the prediction is ``theta_r`` times the
+    placement prior, and the score rewards the marginal click rate by position, which is not an
+    examination estimate.
     """
-    from .click_models import PositionBasedModel
-
-    if not isinstance(log, ClickLog):
-        raise TypeError(f"log must be a ClickLog, got {type(log).__name__}")
-    options = dict(options)
-    n_folds = check_int(options.pop("n_folds", 3), "n_folds", min_value=2)
-    unknown = set(options) - {"confidence", "min_clicks", "tol", "min_support"}
-    if unknown:
-        raise TypeError(f"method 'auto' takes the options confidence, min_clicks, tol, min_support and n_folds, "
-                        f"got {sorted(unknown)}")
-    K = check_int(max_position, "max_position", min_value=2)
-    rng = np.random.default_rng(random_state)
-    # Folds within queries: each query's sessions, in random order, dealt to the folds in turn. (With
-    # whole queries held out every held-out pair is unseen, the prediction is theta_r times the
-    # placement prior, and the score rewards the marginal click rate by position, rank-only, by
-    # construction: it won on simulated position-based logs.)
     n = len(log)
-    if n < n_folds:
-        raise ValueError(f"method 'auto': the log has {n} sessions, fewer than n_folds={n_folds}")
     order = rng.permutation(n)
     order = order[np.argsort(log.session_query[order], kind="stable")]
     query_sorted = log.session_query[order]
@@ -548,31 +538,99 @@ def _auto(log, max_position, n_bootstrap, random_state, options) -> EstimatedPro
     rank = np.arange(n) - np.repeat(first, np.diff(np.r_[first, n]))
     fold = np.empty(n, dtype=np.int64)
     fold[order] = (rank + rng.integers(0, n_folds, first.size).repeat(np.diff(np.r_[first, n]))) % n_folds
-    table = np.full((len(AUTO_CANDIDATES), n_folds), np.nan)
+    return fold
+
+
+def _auto(log, max_position, n_bootstrap, random_state, options) -> EstimatedPropensity:
+    """``method="auto"``: the examination estimate that best predicts held-out clicks, cross-validated over sessions.
+
+    Every candidate of ``AUTO_CANDIDATES`` is estimated on all sessions but one fold (``n_folds``,
+    default 3; see ``_auto_folds``) and scored on the held-out fold by where its moving documents
+    were clicked given their clicks (``held_out_conditional_loglik``: the part of the clicks that
+    only examination predicts; a click model's perplexity is mostly its attractiveness, whose prior
+    can carry the fall of the click rate). The candidate with the highest held-out log-likelihood
+    is the best; the first candidate (``"smooth"``) is kept unless the best is ahead by more than
+    ``AUTO_MARGIN_SE`` standard errors of the paired per-query difference (within that noise the
+    candidates cannot be told apart, and the first one's intervals are the honest ones). The choice
+    is refitted on the whole log with ``n_bootstrap`` replicates. ``auto_table_`` holds every
+    candidate's held-out log-likelihood per click, per fold and in all, and its gain over the first
+    in standard errors (``None`` where it could not be estimated on every fold); ``auto_choice_``
+    the chosen name and ``auto_reason_`` why.
+    """
+    from ._smooth import held_out_conditional_loglik
+
+    options = dict(options)
+    n_folds = check_int(options.pop("n_folds", 3), "n_folds", min_value=2)
+    unknown = set(options) - {"confidence", "min_clicks", "tol", "min_support"}
+    if unknown:
+        raise TypeError(f"method 'auto' takes the options confidence, min_clicks, tol, min_support and n_folds, "
+                        f"got {sorted(unknown)}")
+    K = check_int(max_position, "max_position", min_value=2)
+    B = check_int(n_bootstrap, "n_bootstrap", min_value=0)
+    _check_log_shows(log, "auto", K)
+    rng = np.random.default_rng(random_state)
+    if len(log) < n_folds:
+        raise ValueError(f"method 'auto': the log has {len(log)} sessions, fewer than n_folds={n_folds}")
+    fold = _auto_folds(log, n_folds, rng)
+    n_cand = len(AUTO_CANDIDATES)
+    per_fold = np.full((n_cand, n_folds), np.nan)                 # held-out log-likelihood per scored click
+    loglik = np.zeros((n_cand, log.n_queries))                   # held-out, summed over the folds
+    scored = 0.0
+    failures = [[] for _ in AUTO_CANDIDATES]
     for f in range(n_folds):
-        train, test = log[np.flatnonzero(fold != f)], log[np.flatnonzero(fold == f)]
+        train, test = log[np.flatnonzero(fold != f)], log[np.flatnonzero(fold == f)]   # query codes kept
         for i, (_, method, extra) in enumerate(AUTO_CANDIDATES):
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
+                warnings.simplefilter("ignore")   # each candidate's own warnings come with the refit on the whole log
                 try:
-                    curve = _rank_only(train, K) if method == "rank-only" else estimate_propensities(
-                        train, method, max_position=K, n_bootstrap=0, **extra, **options)
-                    table[i, f] = PositionBasedModel(propensity=curve).fit(train).perplexity(test)
-                except ValueError:
+                    curve = estimate_propensities(train, method, max_position=K, n_bootstrap=0, **extra, **options)
+                except ValueError as err:
+                    failures[i].append(str(err))
                     continue
-    mean = np.where(np.isfinite(table).all(1), table.mean(1), np.inf)   # a candidate failing a fold is out
-    if not np.isfinite(mean).any():
-        raise ValueError("method 'auto': no candidate could be estimated on every fold")
-    best = int(np.argmin(mean))
-    name, method, extra = AUTO_CANDIDATES[best]
-    if method == "rank-only":
-        model = _rank_only(log, K)
+            ll, clicks = held_out_conditional_loglik(test, K, curve.relative_)
+            per_fold[i, f] = ll.sum() / clicks if clicks else 0.0
+            loglik[i] += ll
+        scored += held_out_conditional_loglik(test, K, np.ones(K))[1]
+    complete = np.isfinite(per_fold).all(1)
+    if not complete.any():
+        raise ValueError("method 'auto': no candidate could be estimated on every fold: "
+                         + "; ".join(f"{c[0]}: {fails[0]}" for c, fails in zip(AUTO_CANDIDATES, failures) if fails))
+    total = np.where(complete, loglik.sum(1), -np.inf)
+    best = int(np.argmax(total))
+    queries = np.flatnonzero(np.bincount(log.session_query, minlength=log.n_queries) > 0)
+    gain = np.full(n_cand, np.nan)     # held-out log-likelihood gain over the first, in standard errors
+    for i in np.flatnonzero(complete):
+        if complete[0]:
+            d = loglik[i, queries] - loglik[0, queries]
+            se = d.std(ddof=1) * np.sqrt(d.size) if d.size > 1 else np.inf
+            gain[i] = d.sum() / se if se > 0 else 0.0
+    chosen = best
+    first, top = AUTO_CANDIDATES[0][0], AUTO_CANDIDATES[best][0]
+    if not complete[0]:
+        reason = f"{first} could not be estimated on every fold ({failures[0][0]}); {top} predicts best"
+    elif best == 0:
+        reason = f"{first} predicts the held-out clicks best"
+    elif gain[best] > AUTO_MARGIN_SE:
+        reason = f"{top} predicts the held-out clicks better than {first} by {gain[best]:.1f} standard errors"
     else:
-        model = estimate_propensities(log, method, max_position=K, n_bootstrap=n_bootstrap,
-                                      random_state=random_state, **extra, **options)
-    model.auto_table_ = [{"candidate": c[0], "perplexity": float(m), "folds": table[i].tolist()}
-                         for i, (c, m) in enumerate(zip(AUTO_CANDIDATES, mean))]
+        chosen = 0
+        reason = (f"{top} predicts the held-out clicks best, but within the noise of {first} ({gain[best]:+.1f} "
+                  f"standard errors of the per-query difference, <= {AUTO_MARGIN_SE:g}): kept {first}, whose "
+                  "intervals say where the log is silent")
+    if scored == 0:
+        reason += "; no held-out click was on a document shown at two positions, so the folds told nothing"
+    name, method, extra = AUTO_CANDIDATES[chosen]
+    model = estimate_propensities(log, method, max_position=K, n_bootstrap=B, random_state=random_state,
+                                  **extra, **options)
+
+    def number(x):
+        return float(x) if np.isfinite(x) else None
+
+    model.auto_table_ = [{"candidate": c[0], "loglik_per_click": number(total[i] / scored) if scored else None,
+                          "folds": [number(v) for v in per_fold[i]], "gain_se": number(gain[i])}
+                         for i, c in enumerate(AUTO_CANDIDATES)]
     model.auto_choice_ = name
+    model.auto_reason_ = reason
     return model
 
 
@@ -593,7 +651,7 @@ def log_fingerprint(log: ClickLog) -> str:
     return digest.hexdigest()
 
 
-def replicate_curves(model, log: ClickLog, query_weights: np.ndarray):
+def replicate_curves(model, log: ClickLog, query_weights: np.ndarray, random_state=None):
     """Replicates of an estimated propensity for resampled queries of ``log``: ``(curves, how)``.
 
     * ``model`` was estimated on ``log`` (same :func:`log_fingerprint`): re-estimated with the
@@ -618,10 +676,12 @@ def replicate_curves(model, log: ClickLog, query_weights: np.ndarray):
         opts = _check_options(recipe["method"], K, recipe["options"])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")           # the point estimate has said its warnings already
-            estimate, _ = {"swap": _swap, "harvest": _harvest, "em": _em, "pbm": _pbm}[recipe["method"]](log, K, opts)
+            estimate, _ = _FITS[recipe["method"]](log, K, opts)
             if opts["monotone"]:                      # the shape of the point estimate, on every replicate
                 estimate = _monotone(estimate)
-            curves = np.asarray(estimate(np.asarray(query_weights, dtype=np.float64)))
+            W = np.asarray(query_weights, dtype=np.float64)
+            curves = np.asarray(estimate(W, rng=np.random.default_rng(random_state)) if recipe["method"] == "smooth"
+                                else estimate(W))
         return curves, "re-estimated"
     if model.bootstrap_.shape[0] == 0:
         return None, "an estimate from another log, without bootstrap replicates"

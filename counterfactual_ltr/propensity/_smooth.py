@@ -1,0 +1,217 @@
+"""``"smooth"``: position-based examination from documents shown at several positions, shrunk towards a power law.
+
+The likelihood. Under the position-based model ``P(click at k) = theta_k a_d``, the clicks of a
+(query, document) ``d`` shown ``n_dk`` times at positions ``k`` are, given their total ``C_d``,
+spread over its positions in proportion to ``n_dk theta_k`` (exactly so for Poisson counts; for
+Bernoulli clicks the estimating equation
+``sum_d [c_dk - C_d n_dk theta_k / sum_j n_dj theta_j] = 0`` still has expectation 0 at the true
+``theta``). So the conditional log-likelihood
+
+``l(u) = sum_d [sum_k c_dk u_k - C_d log sum_k n_dk exp(u_k)]``, ``u_k = log theta_k``, ``u_1 = 0``,
+
+holds no attractiveness at all: no prior on ``a_d`` can carry the fall of the click rate (as the
+position-based model's prior by placement can, which puts ``theta`` at its bound on logs where
+few documents move), and a document shown at one position only says nothing, as it should.
+
+The shrinkage. Each ``u_k`` is a power law plus a deviation, ``u_k = -eta log k + delta_k`` with
+``delta_k ~ N(0, tau^2)`` and a weak prior ``eta ~ N(1, 2^2)``. A position that many moving
+documents link to the others is set by its clicks (``delta_k`` free); one that few link borrows
+``-eta log k`` from the positions the log does identify. The strength ``tau`` is the data's:
+the marginal likelihood (Laplace) of every ``tau`` of ``TAU_GRID`` weighs the grid (a uniform
+prior on ``log tau``), and the estimate averages the fits of ``u`` over those weights.
+
+The interval. A replicate (queries resampled with replacement) draws ``tau`` from those weights,
+refits on the resample, and adds the shrinkage's own error: where the fit shrinks ``delta`` by
+``S = Sigma / tau^2`` (``Sigma = (H + I / tau^2)^{-1}``, ``H`` the likelihood's information in
+``u``), the estimate misses the unknown ``delta ~ N(0, tau^2 I)`` by ``-S delta``, so the replicate
+adds a draw of ``N(0, Sigma Sigma / tau^2)``. At a well identified position ``S`` is near 0 and
+the bootstrap's spread is the interval; at a position the log does not identify the draw has
+standard deviation near ``tau``, and the interval says how little the log tells there.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ._results import IdentificationWarning
+
+#: The strengths weighed by their marginal likelihood (standard deviation of ``log theta_k`` about the power law).
+TAU_GRID = (0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5)
+#: The weak prior on the power law's exponent: mean and standard deviation.
+ETA_PRIOR = (1.0, 2.0)
+#: A position whose deviation the fit shrinks by more than this share borrows its value from the power law (warned).
+BORROWED = 0.5
+
+
+class _MovingDocuments:
+    """The (document, position) cells of documents shown at two positions or more, documents renumbered."""
+
+    def __init__(self, imp):
+        shown_at = np.bincount(imp.doc)
+        keep = shown_at[imp.doc] > 1
+        docs, self.doc = np.unique(imp.doc[keep], return_inverse=True)
+        self.k, self.n, self.c = imp.k[keep], imp.n[keep], imp.c[keep]
+        self.log_n = np.log(self.n)
+        self.n_docs = docs.size
+        self.doc_query = imp.query[np.searchsorted(imp.doc, docs)]
+        self.K = imp.K
+        self.log_k = np.log(np.arange(1, imp.K + 1, dtype=np.float64))
+
+    def objective(self, x, doc_weight, tau):
+        """Negative log posterior ``f`` of ``x = (u_2..u_K, eta)``, its gradient and Hessian, and the likelihood's ``H`` in ``u``."""
+        K, d, k = self.K, self.doc, self.k
+        u = np.r_[0.0, x[:-1]]
+        eta = x[-1]
+        z = self.log_n + u[k - 1]
+        top = np.full(self.n_docs, -np.inf)
+        np.maximum.at(top, d, z)
+        e = np.exp(z - top[d])
+        total = np.bincount(d, weights=e, minlength=self.n_docs)
+        share = e / total[d]
+        C = np.bincount(d, weights=self.c, minlength=self.n_docs) * doc_weight
+        clicks_at = np.bincount(k - 1, weights=self.c * doc_weight[d], minlength=K)
+        expected = C[d] * share
+        loglik = clicks_at @ u - C @ (np.log(total) + top)
+        grad_u = np.bincount(k - 1, weights=expected, minlength=K) - clicks_at
+        P = np.zeros((self.n_docs, K))
+        P[d, k - 1] = share
+        H = np.diag(np.bincount(k - 1, weights=expected, minlength=K)) - (P * C[:, None]).T @ P
+        r = u[1:] + eta * self.log_k[1:]
+        mean, sd = ETA_PRIOR
+        f = -loglik + 0.5 * (r @ r) / tau ** 2 + 0.5 * ((eta - mean) / sd) ** 2
+        g = np.r_[grad_u[1:] + r / tau ** 2, (r @ self.log_k[1:]) / tau ** 2 + (eta - mean) / sd ** 2]
+        hess = np.empty((K, K))
+        hess[:-1, :-1] = H[1:, 1:] + np.eye(K - 1) / tau ** 2
+        hess[:-1, -1] = hess[-1, :-1] = self.log_k[1:] / tau ** 2
+        hess[-1, -1] = self.log_k[1:] @ self.log_k[1:] / tau ** 2 + 1.0 / sd ** 2
+        return f, g, hess, H[1:, 1:]
+
+    def fit(self, doc_weight, tau, start=None, max_iter=100, tol=1e-10):
+        """Newton's method with backtracking on the convex ``f``: ``(x, f, hess, H, converged)``."""
+        x = np.r_[-self.log_k[1:], ETA_PRIOR[0]] if start is None else np.array(start, dtype=np.float64)
+        f, g, hess, H = self.objective(x, doc_weight, tau)
+        for _ in range(max_iter):
+            step = np.linalg.solve(hess, g)
+            decrease = g @ step
+            if decrease < tol:
+                return x, f, hess, H, True
+            t = 1.0
+            while True:
+                trial = x - t * step
+                f_new, g_new, hess_new, H_new = self.objective(trial, doc_weight, tau)
+                if f_new <= f - 1e-4 * t * decrease or t < 1e-10:
+                    break
+                t *= 0.5
+            x, f, g, hess, H = trial, f_new, g_new, hess_new, H_new
+        return x, f, hess, H, False
+
+
+def _tau_weights(fits, K):
+    """Posterior weights of ``TAU_GRID`` (Laplace marginal likelihood, uniform prior on ``log tau``)."""
+    evidence = np.array([-f - (K - 1) * np.log(tau) - 0.5 * np.linalg.slogdet(hess)[1]
+                         for tau, (_, f, hess, _, _) in zip(TAU_GRID, fits)])
+    w = np.exp(evidence - evidence.max())
+    return w / w.sum()
+
+
+def _shrinkage_noise(H, tau):
+    """The matrix ``Sigma / tau`` whose product with standard normals has covariance ``Sigma Sigma / tau^2``."""
+    sigma = np.linalg.inv(H + np.eye(H.shape[0]) / tau ** 2)
+    return sigma / tau
+
+
+def _smooth(log, K, options):
+    from ._methods import _Impressions, _position_support, _warn_if_weak
+
+    plain = log.intervention == 0
+    imp = _Impressions(log, K, plain)
+    imp.check_positions("smooth", 0, "in sessions without intervention")   # a position without clicks borrows
+    moving = _MovingDocuments(imp)
+    if moving.n_docs == 0 or moving.c.sum() == 0:
+        raise ValueError("'smooth': no (query, document) was shown at two positions and clicked: the log cannot "
+                         "tell position from relevance at any position (a logger whose rankings vary, or swap "
+                         "interventions, give it documents that move)")
+    options["support"] = _position_support(imp)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdentificationWarning)
+        _warn_if_weak("smooth", options["support"], options["min_support"])   # said below, in terms of borrowing
+    def averaged(query_weight):
+        """The fits over ``TAU_GRID`` on queries weighted ``query_weight``, their weights, and the averaged ``x``."""
+        doc_weight = query_weight[moving.doc_query]
+        fits, start = [], None
+        for tau in TAU_GRID:
+            fits.append(moving.fit(doc_weight, tau, start=start, max_iter=options["max_iter"]))
+            start = fits[-1][0]
+        weights = _tau_weights(fits, K)
+        return fits, weights, sum(w * fit[0] for w, fit in zip(weights, fits))
+
+    fits, weights, x_point = averaged(np.ones(log.n_queries))
+    point = np.exp(np.r_[0.0, x_point[:-1]])
+    # Share of each position's deviation that the fit shrinks away, averaged over the strengths.
+    borrowed = np.r_[0.0, sum(w * np.diag(np.linalg.inv(fit[3] + np.eye(K - 1) / tau ** 2)) / tau ** 2
+                              for w, fit, tau in zip(weights, fits, TAU_GRID))]
+    weak = np.flatnonzero(borrowed > BORROWED)
+    if weak.size:
+        warnings.warn(f"'smooth': positions {', '.join(str(k + 1) for k in weak)} are weakly identified by this log "
+                      f"(few moving documents clicked there): their estimates borrow from the power law "
+                      f"(1/r)^{x_point[-1]:.2f} fitted to the positions it identifies, and their intervals are wide "
+                      "(see borrowed_)", IdentificationWarning, stacklevel=3)
+    converged_point = all(fit[4] for fit in fits)
+
+    def estimate(W, rng=None):
+        """Replicates for rows of query weights ``W``: ``tau`` drawn, refit, and the shrinkage's error added."""
+        rng = np.random.default_rng(0) if rng is None else rng
+        from ._methods import _BootstrapWeights
+
+        rows = W if isinstance(W, _BootstrapWeights) else np.atleast_2d(W)
+        out, ok = [], []
+        for query_weight in rows:
+            j = int(rng.choice(len(TAU_GRID), p=weights))
+            tau = TAU_GRID[j]
+            x, _, _, H, good = moving.fit(query_weight[moving.doc_query], tau, start=fits[j][0],
+                                          max_iter=options["max_iter"])
+            u = np.r_[0.0, x[:-1] + _shrinkage_noise(H, tau) @ rng.standard_normal(K - 1)]
+            out.append(np.exp(u))
+            ok.append(good)
+        estimate.converged = np.array(ok, dtype=bool)
+        return np.array(out).reshape(-1, K)
+
+    def point_for(query_weight):
+        """The estimate (no replicate) on queries weighted ``query_weight``, and whether every fit converged."""
+        fits_w, _, x = averaged(np.asarray(query_weight, dtype=np.float64))
+        return np.exp(np.r_[0.0, x[:-1]]), all(fit[4] for fit in fits_w)
+
+    estimate.point = point
+    estimate.point_for = point_for
+    estimate.eta = float(x_point[-1])
+    estimate.borrowed = borrowed
+    estimate.tau_weights = weights
+    estimate.point_converged = converged_point
+    return estimate, int(plain.sum())
+
+
+def held_out_conditional_loglik(log, K, curve) -> tuple:
+    """Per query: the log-likelihood of where ``log``'s moving documents were clicked, given their clicks and ``curve``.
+
+    For every (query, document) shown at two positions or more in ``log`` (sessions without
+    intervention, positions ``1..K``), ``sum_k c_dk log(n_dk theta_k / sum_j n_dj theta_j)``: how well
+    ``theta`` says at which of its positions a document is clicked, whatever its attractiveness.
+    This is the part of the clicks that only examination predicts, so it scores an examination
+    estimate on held-out sessions without a model of attractiveness (whose prior could carry the
+    fall of the click rate instead). Returns ``(per_query, clicks)``: an array ``(log.n_queries,)`` and
+    the number of clicks scored.
+    """
+    from ._methods import _Impressions
+
+    imp = _Impressions(log, K, log.intervention == 0)
+    moving = _MovingDocuments(imp)
+    if moving.n_docs == 0:
+        return np.zeros(log.n_queries), 0.0
+    theta = np.asarray(curve, dtype=np.float64)[:K]
+    z = moving.log_n + np.log(theta[moving.k - 1])
+    total = np.bincount(moving.doc, weights=np.exp(z), minlength=moving.n_docs)
+    per_cell = moving.c * (z - np.log(total[moving.doc]))
+    per_doc = np.bincount(moving.doc, weights=per_cell, minlength=moving.n_docs)
+    return np.bincount(moving.doc_query, weights=per_doc, minlength=log.n_queries), float(moving.c.sum())
