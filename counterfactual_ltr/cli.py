@@ -539,14 +539,21 @@ def _estimation_payload(result, method) -> dict:
 @click.option("--objective", "objective", default=None,
               help="Comma-separated objectives to choose from: propdcg, ips_lambdarank (gbdt-propdcg only)  "
                    "[default: propdcg,ips_lambdarank, GBDT_GRID]")
+@click.option("--tempering", default=None,
+              help="Comma-separated strengths in [0, 1] to choose from by the same cross-validation: the click "
+                   "weights of positions the estimated --propensity barely identifies moved towards the smallest "
+                   "its interval supports (EstimatedPropensity.tempered)  [default: 0,0.5,1 with an estimate that "
+                   "has an interval, else 0]")
 @_quiet_option
 def fit(log, data, output, features, label, repeated, model_name, C, alpha, epochs, hidden, cv, scoring, propensity,
-        scale, seed, quiet, **options):
+        scale, seed, tempering, quiet, **options):
     """Fit a ranker on the click LOG over DATA (or a raw LOG and --features), choosing hyper-parameters by grid search.
 
-    Calls counterfactual_ltr.model_selection.grid_search: GroupKFold(--cv) over
-    the sessions grouped by query, each value scored by its IPS/SNIPS estimate
-    on the held-out fold's clicks. A choice at an end of the grid whose score is
+    Calls counterfactual_ltr.model_selection.tempered_grid_search (grid_search
+    once per --tempering strength): GroupKFold(--cv) over the sessions grouped by
+    query, each value scored by its IPS/SNIPS estimate on the held-out fold's
+    clicks (with an estimated propensity: the improvement over the logged
+    rankings that holds in all but a tenth of its replicates). A choice at an end of the grid whose score is
     still above its neighbour's extends the grid by factors of 10 (at most
     3 values) until it is interior. The best is refitted on the
     whole log; the chosen value, the grid and the cross-validated scores are
@@ -564,7 +571,7 @@ def fit(log, data, output, features, label, repeated, model_name, C, alpha, epoc
       cltr fit clicks.csv --features features.csv --session page --propensity pbm.json -o model.npz
     """
     from ._progress import progress, show_progress
-    from .model_selection import grid_search, selection_lines
+    from .model_selection import selection_lines, tempered_grid_search
     from .model_files.persistence import save_model
 
     raw = _unprefixed({k: v for k, v in options.items() if k.startswith("raw_")})
@@ -572,17 +579,21 @@ def fit(log, data, output, features, label, repeated, model_name, C, alpha, epoc
     prop = _propensity(propensity)
     scorer = _scorer(scoring, prop)
     estimator, grid = _make_estimator(model_name, C, alpha, epochs, hidden, prop, scale, seed, tree_grid)
+    strengths = _tempering_values(tempering, prop, model_name)
     dataset, click_log = _log_and_data(log, data, features, label, raw, repeated)
     if len(grid) > 1:
-        return _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, output, quiet, dataset)
+        return _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, output, quiet, dataset,
+                              prop, strengths)
     (parameter, values), = grid.items()
     with show_progress(_progress_setting(quiet)):
-        bar = progress(total=len(values) * cv, desc=f"grid search {model_name}", unit="fit")
+        bar = progress(total=len(values) * cv * len(strengths), desc=f"grid search {model_name}", unit="fit")
         try:
-            model = grid_search(estimator, click_log, parameter, values, cv=cv, scoring=_CountingScorer(scorer, bar),
-                                scoring_name=scoring, extend=True, max_extensions=MAX_GRID_EXTENSIONS)
+            model = tempered_grid_search(estimator, click_log, parameter, values, strengths=strengths, cv=cv,
+                                         scoring=_CountingScorer(scorer, bar), scoring_name=scoring, extend=True,
+                                         max_extensions=MAX_GRID_EXTENSIONS)
         finally:
             bar.close()
+    _echo_tempering(model.selection_, quiet)
     record = model.selection_
     if _ranks_everything_equal(model, dataset):
         raise InputError(_degenerate_message(model, model_name, record))
@@ -594,7 +605,41 @@ def fit(log, data, output, features, label, repeated, model_name, C, alpha, epoc
         _echo(quiet, line)
 
 
-def _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, output, quiet, dataset):
+def _tempering_values(text, prop, model_name) -> list:
+    """The strengths of ``--tempering``: given, or 0, 0.5, 1 for an estimate with an interval, else 0."""
+    from .propensity import EstimatedPropensity
+
+    estimated = isinstance(prop, EstimatedPropensity) and prop.upper_ is not None
+    if text is None:
+        return [0.0, 0.5, 1.0] if estimated and model_name != "svm-rank" else [0.0]
+    values = _floats(text, "--tempering")
+    if any(not 0 <= v <= 1 for v in values):
+        raise click.BadParameter("strengths must lie in [0, 1]", param_hint="--tempering")
+    if any(v > 0 for v in values) and (model_name == "svm-rank" or not estimated):
+        raise click.BadParameter("tempering moves an estimated --propensity towards its interval's upper end: give "
+                                 "a propensity file of 'cltr propensity' with --bootstrap > 0 (and a propensity "
+                                 "model, not svm-rank)", param_hint="--tempering")
+    return sorted(set(values))
+
+
+def _tempered(estimator, prop, strength):
+    """``estimator`` with its propensity tempered by ``strength`` (itself for 0)."""
+    from sklearn.base import clone
+
+    return estimator if strength == 0 else clone(estimator).set_params(propensity=prop.tempered(strength))
+
+
+def _echo_tempering(record, quiet) -> None:
+    """The tempering strengths' best scores, the choice marked (when more than one was tried)."""
+    tempering = record.get("tempering")
+    if tempering:
+        _echo(quiet, "tempering of the propensity's weakly identified positions (best cross-validated score each): "
+                     + ", ".join(f"{v:g}: {sc:.5f}{' <- chosen' if v == tempering['chosen'] else ''}"
+                                 for v, sc in zip(tempering["strengths"], tempering["best_scores"])))
+
+
+def _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, output, quiet, dataset, prop=None,
+                   strengths=(0.0,)):
     """``cltr fit`` over a grid of several parameters (the tree options): GridSearchCV, its table printed and
     stored as the model's ``selection_``, binding edges warned with values the options accept (no extension)."""
     from sklearn.model_selection import GridSearchCV, GroupKFold
@@ -604,16 +649,21 @@ def _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, 
     from .model_files.persistence import save_model
 
     n_fits = int(np.prod([len(v) for v in grid.values()])) * cv
-    with show_progress(_progress_setting(quiet)):
-        bar = progress(total=n_fits, desc=f"grid search {model_name}", unit="fit")
-        search = GridSearchCV(estimator, grid, cv=GroupKFold(cv), scoring=_CountingScorer(scorer, bar),
-                              error_score="raise")
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                search.fit(click_log, groups=click_log.groups)
-        finally:
-            bar.close()
+    searches = []
+    for strength in strengths:
+        with show_progress(_progress_setting(quiet)):
+            bar = progress(total=n_fits, desc=f"grid search {model_name}", unit="fit")
+            search = GridSearchCV(_tempered(estimator, prop, strength), grid, cv=GroupKFold(cv),
+                                  scoring=_CountingScorer(scorer, bar), error_score="raise")
+            try:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    search.fit(click_log, groups=click_log.groups)
+            finally:
+                bar.close()
+        searches.append(search)
+    scores = [sr.best_score_ for sr in searches]
+    search = searches[int(np.argmax(scores))]
     _warn_once_per_cause(caught, n_fits)
     least = {name: low for name, whole, low in TREE_OPTIONS.values() if whole}
     edges = check_grid_edge(search, limits=least)
@@ -622,6 +672,10 @@ def _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, 
         raise InputError(_degenerate_tree_message(search, chosen, click_log))
     model = search.best_estimator_
     model.selection_ = search_record(search, scoring_name=scoring, edges=edges)
+    if len(strengths) > 1:
+        model.selection_["tempering"] = {"strengths": list(strengths), "best_scores": [float(v) for v in scores],
+                                         "chosen": strengths[int(np.argmax(scores))]}
+        _echo_tempering(model.selection_, quiet)
     save_model(model, output)
     _echo(quiet, f"chose {chosen} (cross-validated {scoring} {search.best_score_:.5f}); wrote {output}")
     for line in selection_lines(model.selection_):

@@ -273,8 +273,27 @@ def test_swap_simulation_and_propensity_estimation_match_the_api(small_files, mo
     assert payload["eta_"] == pytest.approx(model.eta_, rel=1e-12)
     assert main(["fit", "swap.parquet", "data.txt", "--C", "1", "--cv", "2", "--propensity", "swap.json", "-q",
                  "-o", "swap_model.npz"]) == 0
-    fitted = load_model(small_files / "swap_model.npz").propensity
-    np.testing.assert_allclose(fitted([1, 2, 3, 4]), model([1, 2, 3, 4]), rtol=1e-12)
+    fitted = load_model(small_files / "swap_model.npz")
+    chosen = fitted.selection_["tempering"]["chosen"]          # an estimate with an interval: tempering chosen too
+    assert fitted.selection_["tempering"]["strengths"] == [0.0, 0.5, 1.0]
+    np.testing.assert_allclose(fitted.propensity([1, 2, 3, 4]), model.tempered(chosen)([1, 2, 3, 4]), rtol=1e-12)
+    assert main(["fit", "swap.parquet", "data.txt", "--C", "1", "--cv", "2", "--propensity", "swap.json", "-q",
+                 "--tempering", "0", "-o", "plain.npz"]) == 0
+    plain = load_model(small_files / "plain.npz")
+    np.testing.assert_allclose(plain.propensity([1, 2, 3, 4]), model([1, 2, 3, 4]), rtol=1e-12)
+    assert "tempering" not in plain.selection_
+
+
+@pytest.mark.parametrize("args, expected", [
+    (("--tempering", "0.5"), "--tempering"),                                      # eta, not an estimate
+    (("--tempering", "2", "--propensity", "swap.json"), "--tempering"),           # out of [0, 1]
+    (("--tempering", "0.5", "--model", "svm-rank", "--propensity", "swap.json"), "--tempering"),
+])
+def test_bad_tempering_exits_2(args, expected, small_files, capsys):
+    if not (small_files / "swap.json").exists():
+        pytest.skip("needs the swap estimate written by test_swap_simulation_and_propensity_estimation_match_the_api")
+    _bad(("fit", "log.parquet", "data.txt", "--C", "1", "--cv", "2", "-o", "t.npz") + args, capsys, small_files,
+         expected)
 
 
 @pytest.mark.parametrize("spec", ["swap", "swap:2", "swap:0.5:1", "shuffle:x", "magic:0.5"])

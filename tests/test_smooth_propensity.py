@@ -163,3 +163,63 @@ def test_pbm_replicates_at_the_bound_count_as_failed():
     reps = replicate_models(est, log, weights, random_state=0)
     assert reps.how == "re-estimated" and len(reps.models) == 5 and reps.n_failed == 0
     assert TAU_GRID[0] < TAU_GRID[-1]
+
+
+def test_tempered_moves_each_position_towards_its_interval_upper_end():
+    from counterfactual_ltr.propensity import EstimatedPropensity
+
+    est = EstimatedPropensity([1.0, 0.5, 0.1], lower=[1.0, 0.45, 0.01], upper=[1.0, 0.55, 0.9], method="harvest")
+    np.testing.assert_allclose(est.tempered(0).relative_, est.relative_)
+    np.testing.assert_allclose(est.tempered(1).relative_, [1.0, 0.55, 0.9])
+    half = est.tempered(0.5).relative_
+    np.testing.assert_allclose(half, np.sqrt(est.relative_ * np.array([1.0, 0.55, 0.9])))
+    assert half[1] / est.relative_[1] < 1.1 < half[2] / est.relative_[2]      # the narrow position barely moves
+    with pytest.raises(ValueError, match="strength"):
+        est.tempered(1.5)
+    with pytest.raises(ValueError, match="no interval"):
+        EstimatedPropensity([1.0, 0.5]).tempered(0.5)
+
+
+def _scored_world(seed=8):
+    from counterfactual_ltr import RankingDataset
+
+    frame, sim = simulate_raw_events(1500, n_queries=80, theta=np.arange(1, 11) ** -1.2, drift=0.5,
+                                     random_state=seed)
+    raw = ClickLog.from_events(frame, session="session")
+    Q, M = sim["alpha"].shape
+    noise = np.random.default_rng(seed).gumbel(size=(Q, M))
+    data = RankingDataset.from_frame({"query": np.repeat(sim["query_ids"], M), "doc": sim["doc_ids"].ravel(),
+                                      "f0": np.log(sim["alpha"]).ravel(), "f1": noise.ravel()})
+    return raw, raw.with_data(data, missing="drop_rows"), data
+
+
+def test_quantile_scorer_is_the_paired_improvement_over_the_logged_rankings():
+    from counterfactual_ltr import snips_scorer
+    from counterfactual_ltr.evaluation import compare_rankers, snips_estimate
+    from counterfactual_ltr.propensity import EstimatedPropensity
+
+    raw, log, data = _scored_world()
+    est = _estimate(raw, n_bootstrap=40, random_state=0)
+    flat = EstimatedPropensity(est.relative_, est.lower_, est.upper_, method="smooth",
+                               bootstrap=np.repeat(est.relative_[None], 40, 0))
+    ranker = data.X[:, 0] + data.X[:, 1]
+    difference = compare_rankers(log, ranker, baseline="logging", value="relevance", propensity=flat,
+                                 n_bootstrap=0).difference
+    assert snips_scorer(propensity=flat)(_Scores(ranker), log) == pytest.approx(difference, rel=1e-9)
+    plain = snips_scorer(propensity=est, propensity_quantile=None)(_Scores(ranker), log)
+    assert plain == pytest.approx(snips_estimate(log, ranker, propensity=est, n_bootstrap=0).value)
+    spread = snips_scorer(propensity=est)(_Scores(ranker), log)
+    point = snips_scorer(propensity=est, propensity_quantile=0.5)(_Scores(ranker), log)
+    assert spread < point                         # the low quantile over replicates is below their middle
+    with pytest.raises(ValueError, match="propensity_quantile"):
+        snips_scorer(propensity=est, propensity_quantile=0.7)
+
+
+class _Scores:
+    """A fixed ranker: ``predict`` returns the given scores."""
+
+    def __init__(self, scores):
+        self.scores = scores
+
+    def predict(self, X):
+        return self.scores

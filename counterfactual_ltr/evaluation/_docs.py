@@ -52,6 +52,14 @@ propensity : None, float or propensity model, default None
     Examination model of the scored logs, as the estimators take it (a
     number: its ``eta``; ``None``: the scored estimator's own
     ``propensity``, else ``PositionBasedPropensity(1.0)``).""",
+    "propensity_quantile": """\
+propensity_quantile : float in (0, 0.5] or None, default 0.1
+    With a propensity estimated with bootstrap replicates (``bootstrap_``): the score is this
+    quantile, over the point estimate and up to ``SCORER_REPLICATES`` replicates, of the
+    estimate's improvement over the logged rankings under the same replicate (paired), so that a
+    ranker whose gain rests on weights the log does not pin down scores low; a failed replicate
+    counts as the worst. ``None``, or a propensity without replicates: the plain estimate under
+    the point propensity.""",
     "raises": """\
 Raises
 ------

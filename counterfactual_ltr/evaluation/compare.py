@@ -367,14 +367,43 @@ class Comparison:
                 f"p {_p(self.p_value)}")
         head += f"; {self.propensity_uncertainty}"
         if self.doubts:
-            return f"{head}: cannot tell, because " + "; ".join(self.doubts) + "."
+            return f"{head}: cannot tell, because " + "; ".join(self.doubts) + f". {self.what_would_tell()}"
         if self.verdict == "no difference found":
             verdict = f"no difference found at {pct}"
         else:
             verdict = self.verdict
         bound = (f"the lower bound on the improvement, {_signed(self.lower_bound)}, "
                  + ("clears 0" if self.clears_zero else "does not clear 0"))
-        return f"{head}: {verdict}; {bound}."
+        tell = f" {self.what_would_tell()}" if self.verdict == "no difference found" else ""
+        return f"{head}: {verdict}; {bound}.{tell}"
+
+    def what_would_tell(self) -> str:
+        """What would turn "cannot tell" or "no difference found" into a verdict, in one sentence.
+
+        Returns
+        -------
+        str
+            The log size :meth:`log_size_needed` gives for the estimated difference, or why the
+            log's size is not what stands in the way.
+
+        Examples
+        --------
+        >>> from click_sim import make_ranking, simulate_clicks
+        >>> data = make_ranking(n_queries=60, random_state=0)
+        >>> log = simulate_clicks(data, data.X[:, 0], n_passes=20, random_state=0)
+        >>> c = compare_rankers(log, data.X[:, 1], data.X[:, 0], estimator="ips", random_state=0)
+        >>> c.what_would_tell().startswith(("About", "This log", "No log"))
+        True
+        """
+        factor = self.log_size_needed()
+        if not np.isfinite(factor):
+            return "No log size would tell: the estimated difference is 0."
+        if factor <= 1:
+            return ("This log is large enough for a difference of this size (log_size_needed "
+                    f"{factor:.2g}): " + ("what stands in the way are the reasons above." if self.doubts
+                                          else "the interval is near 0."))
+        return (f"About {factor:.3g} times this log (log_size_needed, 80 % power) would find a difference of the "
+                "estimated size" + (", once the reasons above are met." if self.doubts else "."))
 
 
 def value_label(metric: str, value: str) -> str:

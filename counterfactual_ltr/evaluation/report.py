@@ -205,6 +205,7 @@ class ValidationReport:
                     "verdict_estimator": self.verdict_estimator,
                     "comparisons": {m: {c.candidate: json_ready({**asdict(c), "verdict": c.verdict,
                                                                  "reasons": c.reasons, "improvement": c.improvement,
+                                                                 "log_size_needed": c.log_size_needed(),
                                                                  "improvement_interval": c.improvement_interval,
                                                                  "label": value_label(c.metric, c.value)})
                                         for c in cs}

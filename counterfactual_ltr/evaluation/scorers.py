@@ -8,42 +8,90 @@ metric where lower is better (average rank) is negated.
 
 from __future__ import annotations
 
+import numpy as np
+
+from .._validation import check_real
 from ..logs.clicklog import ClickLog
 from ..metrics import LOWER_IS_BETTER
 from ._docs import doc
 from .offpolicy import _estimate
 
-__all__ = ["ips_scorer", "snips_scorer", "clipped_ips_scorer", "dr_scorer", "policy_aware_scorer"]
+__all__ = ["ips_scorer", "snips_scorer", "clipped_ips_scorer", "dr_scorer", "policy_aware_scorer",
+           "SCORER_REPLICATES"]
+
+#: At most this many of a propensity's bootstrap replicates enter a scorer's ``propensity_quantile``.
+SCORER_REPLICATES = 50
 
 
 class _LogScorer:
     """A scikit-learn scorer ``scorer(estimator, log, y=None)`` from a click log."""
 
-    def __init__(self, kind, metric, propensity, metric_params, options=None):
+    def __init__(self, kind, metric, propensity, metric_params, options=None, quantile=None):
         self.kind, self.metric, self.propensity, self.metric_params = kind, metric, propensity, metric_params
         self.options = dict(options or {})
+        if quantile is not None:
+            quantile = check_real(quantile, "propensity_quantile", min_value=0.0, max_value=0.5, include_min=False)
+        self.quantile = quantile
 
     def __call__(self, estimator, X, y=None):
         if not isinstance(X, ClickLog):
             raise ValueError(f"{self.kind} scorers need a ClickLog as X, got {type(X).__name__} (for NDCG@10 on "
                              "labelled data use the estimator's score, e.g. search.best_estimator_.score(test))")
+        replicates = self._replicates(estimator)
+        if replicates is not None:
+            return self._quantile_score(estimator, X, *replicates)
         est = _estimate(self.kind, X, estimator, self.metric, self.propensity, 0.95, self.metric_params,
                         n_bootstrap=0, **self.options)
         return -est.value if self.metric in LOWER_IS_BETTER else est.value
 
+    def _replicates(self, estimator):
+        """``(point, curves, method)`` of an estimated propensity to score over, or None for the plain score."""
+        from ..examination.propensity_models import resolve_propensity
+
+        if self.quantile is None:
+            return None
+        model = resolve_propensity(self.propensity, estimator)[0]
+        boot = getattr(model, "bootstrap_", None)
+        if not isinstance(boot, np.ndarray) or boot.ndim != 2 or boot.shape[0] == 0:
+            return None
+        converged = getattr(model, "bootstrap_converged_", np.ones(len(boot), dtype=bool))
+        return model, boot[:SCORER_REPLICATES], getattr(model, "method_", None), converged[:SCORER_REPLICATES]
+
+    def _quantile_score(self, estimator, log, model, curves, method, converged):
+        """The ``quantile`` of the improvement over the logged rankings, over the point and replicate propensities."""
+        from ..propensity.estimation import EstimatedPropensity
+        from ..propensity.uncertainty import failed_curves, percentile_interval
+        from . import click_value
+        from .offpolicy import _check_log, _omega, _session_terms
+
+        _check_log(log, self.kind)
+        omega = _omega(log, estimator, self.metric, self.metric_params)
+        failed = failed_curves(curves, method) | ~converged
+        gains = []
+        for propensity in [model] + [EstimatedPropensity(c) for c in curves[~failed]]:
+            X, W, _, _ = _session_terms(log, omega, propensity)
+            logged, _ = click_value.logged_relevance_terms(log, self.metric, self.metric_params, propensity)
+            den = W.sum() if self.kind == "snips" else log.n_sessions
+            gains.append((X.sum() - logged.sum()) / den if den > 0 else np.nan)
+        gains = np.array(gains)
+        if self.metric in LOWER_IS_BETTER:
+            gains = -gains
+        return percentile_interval(gains, 1.0 - 2 * self.quantile, n_failed=int(failed.sum()))[0]
+
     def __repr__(self):
         options = "".join(f", {k}={v!r}" for k, v in self.options.items())
-        return f"{self.kind}_scorer(metric={self.metric!r}, propensity={self.propensity!r}{options})"
+        quantile = f", propensity_quantile={self.quantile!r}" if self.kind in ("ips", "snips") else ""
+        return f"{self.kind}_scorer(metric={self.metric!r}, propensity={self.propensity!r}{options}{quantile})"
 
 
 @doc
-def ips_scorer(metric="dcg", propensity=None, **metric_params):
+def ips_scorer(metric="dcg", propensity=None, propensity_quantile=0.1, **metric_params):
     """Scorer for ``GridSearchCV``/``cross_validate`` on click logs: the IPS estimate (greater is better;
     average rank is negated).
 
     Parameters
     ----------
-    {scorer_metric, scorer_propensity, metric_params, ips_scorer_returns}
+    {scorer_metric, scorer_propensity, propensity_quantile, metric_params, ips_scorer_returns}
 
     Examples
     --------
@@ -56,7 +104,7 @@ def ips_scorer(metric="dcg", propensity=None, **metric_params):
     >>> ranker = LinearRegression().fit(data.X, data.y)
     >>> scorer = ips_scorer("dcg")
     >>> scorer
-    ips_scorer(metric='dcg', propensity=None)
+    ips_scorer(metric='dcg', propensity=None, propensity_quantile=0.1)
     >>> score = scorer(ranker, log)
     >>> bool(np.isclose(score, ips_estimate(log, ranker, n_bootstrap=0).value))
     True
@@ -64,17 +112,17 @@ def ips_scorer(metric="dcg", propensity=None, **metric_params):
     >>> bool(np.isclose(ips_scorer("avg_rank")(ranker, log), -avg_rank))
     True
     """
-    return _LogScorer("ips", metric, propensity, metric_params)
+    return _LogScorer("ips", metric, propensity, metric_params, quantile=propensity_quantile)
 
 
 @doc
-def snips_scorer(metric="dcg", propensity=None, **metric_params):
+def snips_scorer(metric="dcg", propensity=None, propensity_quantile=0.1, **metric_params):
     """Scorer for ``GridSearchCV``/``cross_validate`` on click logs: the SNIPS estimate (greater is better;
     average rank is negated).
 
     Parameters
     ----------
-    {scorer_metric, scorer_propensity, metric_params, snips_scorer_returns}
+    {scorer_metric, scorer_propensity, propensity_quantile, metric_params, snips_scorer_returns}
 
     Examples
     --------
@@ -91,7 +139,7 @@ def snips_scorer(metric="dcg", propensity=None, **metric_params):
     >>> bool(np.isclose(score, snips_estimate(log, ranker, n_bootstrap=0).value))
     True
     """
-    return _LogScorer("snips", metric, propensity, metric_params)
+    return _LogScorer("snips", metric, propensity, metric_params, quantile=propensity_quantile)
 
 
 @doc

@@ -7,6 +7,7 @@ The second step of the flow (``docs/architecture.md``). It owns:
   joins features by id);
 * :mod:`.raw_events`, :mod:`.session_checks`: raw events to a log's arrays, pages cut from rows,
   the checks every path into a log shares;
+* :mod:`.impression_features`: a feature table from a raw log's impressions, for logs without features;
 * :mod:`.files`, :mod:`.log_integrity`: Parquet/CSV log files with checksums and a content
   digest, verified on read;
 * :mod:`.aggregate`: :class:`ClickAggregate`, the learners' sufficient statistic (summed IPS
@@ -21,5 +22,7 @@ so sits above, in :mod:`counterfactual_ltr.propensity`.
 from .aggregate import ClickAggregate, aggregate_clicks
 from .clicklog import ClickLog
 from .files import read_click_log, write_click_log
+from .impression_features import impression_features
 
-__all__ = ["ClickLog", "ClickAggregate", "aggregate_clicks", "read_click_log", "write_click_log"]
+__all__ = ["ClickLog", "ClickAggregate", "aggregate_clicks", "read_click_log", "write_click_log",
+           "impression_features"]

@@ -172,10 +172,24 @@ def _edges(value):
     return {_text(k): None if v is None else _choice(v, ("low", "high")) for k, v in value.items()}
 
 
+def _tempering(value, ctx):
+    """``{"strengths", "best_scores", "chosen"}``: the tempering strengths tried, their best scores, the choice."""
+    if not isinstance(value, dict) or set(value) != {"strengths", "best_scores", "chosen"}:
+        raise _Fail("must be {'strengths', 'best_scores', 'chosen'}")
+    strengths = [_real(v, ctx, finite=True) for v in _list(value["strengths"])]
+    scores = [_real(v, ctx) for v in _list(value["best_scores"])]
+    chosen = _real(value["chosen"], ctx, finite=True)
+    if len(scores) != len(strengths) or chosen not in strengths or not all(0 <= v <= 1 for v in strengths):
+        raise _Fail("['strengths'] in [0, 1] with one best score each, ['chosen'] one of them")
+    return {"strengths": strengths, "best_scores": scores, "chosen": chosen}
+
+
 def _selection(value, ctx):
     """A grid-search record: exactly the keys of one kind (one parameter, or several), scores per value."""
     several = isinstance(value, dict) and "parameters" in value
     keys = _SEARCH if several else _SELECTION
+    if isinstance(value, dict) and "tempering" in value:     # cltr fit's choice of tempering, beside the grid
+        keys = {**keys, "tempering": _tempering}
     if not isinstance(value, dict) or set(value) != set(keys):
         got = sorted(value) if isinstance(value, dict) else type(value).__name__
         raise _Fail(f"must be a grid-search record with the keys {sorted(keys)}, got {got}")

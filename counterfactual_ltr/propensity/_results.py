@@ -159,6 +159,43 @@ class EstimatedPropensity(TabularPropensity):
             q[beyond] = self.values[-1] * (K / positions[beyond]) ** self.eta_
         return q
 
+    def tempered(self, strength: float) -> "EstimatedPropensity":
+        """The estimate moved towards the upper end of its interval, position by position: tempered click weights.
+
+        ``q_r = relative_r^(1 - s) * upper_r^s`` (geometric interpolation; ``s = strength``):
+        at a position the log pins down the interval is narrow and little changes; at one it
+        barely identifies, the weight ``1 / q_r`` falls towards the smallest the log supports, so
+        a learner fitted under it cannot be turned around by a few heavily weighted clicks
+        there. Choose ``strength`` by cross-validation as ``C`` (``cltr fit --tempering``).
+
+        Parameters
+        ----------
+        strength : float in [0, 1]
+            0: the estimate itself; 1: the upper end of its interval.
+
+        Returns
+        -------
+        EstimatedPropensity
+            Without interval or replicates (it is a weighting, not an estimate to evaluate with).
+
+        Examples
+        --------
+        >>> est = EstimatedPropensity([1.0, 0.25], lower=[1.0, 0.1], upper=[1.0, 1.0], method="harvest")
+        >>> est.tempered(0.5).relative_.tolist()
+        [1.0, 0.5]
+        """
+        from .._validation import check_real
+
+        s = check_real(strength, "strength", min_value=0.0, max_value=1.0)
+        if s > 0 and self.upper_ is None:
+            raise ValueError("tempered: the estimate has no interval (estimate it with n_bootstrap > 0)")
+        upper = self.relative_ if self.upper_ is None else np.maximum(self.upper_, self.relative_)
+        relative = np.exp((1.0 - s) * np.log(self.relative_) + s * np.log(upper))
+        model = EstimatedPropensity(relative / relative[0], method=self.method_, confidence=self.confidence_,
+                                    n_sessions=self.n_sessions_)
+        model.tempering_ = s
+        return model
+
     @_doc
     def plot(self, ax=None, truth=None):
         """Estimate against position with its interval (and ``truth``: a curve or propensity model).
