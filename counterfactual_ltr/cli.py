@@ -938,6 +938,47 @@ def predict(model, data, output, features, quiet, **raw):
     _echo(quiet, f"wrote {output}: {dataset.n_docs} scores of {dataset.n_queries} queries")
 
 
+@cli.command()
+@click.argument("logs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", required=True, type=OUTPUT_FILE, help="Feature table to write (.csv or .parquet).")
+@click.option("--query", "raw_query", default="query", show_default=True, metavar="COL", help="The query id column.")
+@click.option("--doc", "raw_doc", default="doc", show_default=True, metavar="COL", help="The document id column.")
+@click.option("--position", "raw_position", default="position", show_default=True, metavar="COL",
+              help="The position column (1 = top).")
+@click.option("--session", "raw_session", required=True, metavar="COL", help="The page (result list) id column.")
+@_quiet_option
+def features(logs, output, raw_query, raw_doc, raw_position, raw_session, quiet):
+    """A feature table from raw LOGS' impressions: per (query, document), how it was shown (never its clicks).
+
+    Calls counterfactual_ltr.logs.impression_features(*frames): log_shown (log of
+    1 + impressions), page_share (share of its query's pages showing it) and
+    neg_position (minus its mean position), pooled over every LOG given, keyed by
+    the query and document ids: the --features table of fit, evaluate and predict.
+
+    \b
+    Example:
+      cltr features train.csv test.csv --session page -o features.csv
+    """
+    from .logs import impression_features
+    from .logs.log_integrity import read_log_frame
+
+    columns = [raw_query, raw_doc, raw_position, raw_session]
+    frames = []
+    for path in logs:
+        frame = read_log_frame([path], ids=[raw_query, raw_doc])
+        missing = [c for c in columns if c not in frame.columns]
+        if missing:
+            raise InputError(f"{path}: no column {', '.join(map(repr, missing))} (it has {list(frame.columns)}); "
+                             "name the columns with --query/--doc/--position/--session")
+        frames.append(frame)
+    table = impression_features(*frames, query=raw_query, doc=raw_doc, position=raw_position, page=raw_session)
+    if str(output).endswith(".parquet"):
+        table.to_parquet(output, index=False)
+    else:
+        table.to_csv(output, index=False)
+    _echo(quiet, f"wrote {output}: {len(table)} (query, document) rows from {len(logs)} log(s)")
+
+
 @cli.command(context_settings={"ignore_unknown_options": True})
 @click.argument("name")
 @click.option("--quick", is_flag=True, help="CI-sized run; writes under results/quick unless --out is given.")

@@ -550,3 +550,21 @@ def test_quiet_silences_warnings_for_its_run_only(small_files, monkeypatch, caps
         assert warnings.filters == filters                # restored after the command
     quiet = capsys.readouterr()
     assert caught == [] and quiet.err == "" and quiet.out == ""
+
+
+def test_features_command_writes_the_impression_table(small_files, monkeypatch):
+    """cltr features equals impression_features on the same frames; a missing column exits 2 naming it."""
+    from counterfactual_ltr.logs import impression_features
+
+    monkeypatch.chdir(small_files)
+    assert main(["features", "raw.csv", "--query", "q", "--doc", "d", "--position", "pos", "--session", "page",
+                 "-o", "impressions.csv", "-q"]) == 0
+    written = pd.read_csv(small_files / "impressions.csv", dtype={"q": str, "d": str})
+    expected = impression_features(pd.read_csv(small_files / "raw.csv", dtype={"q": str, "d": str}), query="q",
+                                   doc="d", position="pos", page="page")
+    pd.testing.assert_frame_equal(written, expected, check_dtype=False)
+    assert (written["log_shown"] > 0).all() and written["page_share"].between(0, 1).all()
+
+
+def test_features_command_refuses_a_log_without_the_columns(small_files, capsys):
+    _bad(("features", "raw.csv", "--session", "page", "-o", "f.csv"), capsys, small_files, "'query'")

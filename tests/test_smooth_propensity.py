@@ -223,3 +223,23 @@ class _Scores:
 
     def predict(self, X):
         return self.scores
+
+
+def test_impression_features_by_hand_and_refusals():
+    import pandas as pd
+
+    from counterfactual_ltr.logs import impression_features
+
+    train = pd.DataFrame({"page": [1, 1, 2, 2, 3, 3], "query": ["q", "q", "q", "q", "r", "r"],
+                          "doc": ["a", "b", "b", "c", "a", "b"], "position": [1, 2, 1, 2, 1, 2]})
+    test = pd.DataFrame({"page": [1, 1], "query": ["q", "q"], "doc": ["a", "c"], "position": [2, 1]})
+    table = impression_features(train, test).set_index(["query", "doc"])
+    # q has three pages (two in train, one in test: page 1 of each file is a page of its own)
+    assert table.loc[("q", "a"), "page_share"] == pytest.approx(2 / 3)
+    assert table.loc[("q", "a"), "neg_position"] == pytest.approx(-1.5)
+    assert table.loc[("q", "b"), "log_shown"] == pytest.approx(np.log(3))
+    assert table.loc[("r", "b"), "page_share"] == 1.0
+    with pytest.raises(ValueError, match="lacks the columns \\['page'\\]"):
+        impression_features(train.drop(columns="page"))
+    with pytest.raises(ValueError, match="at least one"):
+        impression_features()

@@ -395,6 +395,9 @@ class Comparison:
         >>> c.what_would_tell().startswith(("About", "This log", "No log"))
         True
         """
+        if not np.isfinite(self.stderr):
+            return ("No log size can be named: the interval is unbounded (the propensity's replicates failed, or "
+                    "too few clicks); a propensity the log identifies would tell first.")
         factor = self.log_size_needed()
         if not np.isfinite(factor):
             return "No log size would tell: the estimated difference is 0."

@@ -2,18 +2,23 @@
 
 Prints figures; not a test. The log has no features, so a feature table is built from what a
 search engine knows of each shown (query, document) before any click: how high the logger placed
-it on average, how often and on what share of the query's pages it was shown (``features_of``;
-from every file's impressions, never from clicks). Then:
+it on average, how often and on what share of the query's pages it was shown
+(``counterfactual_ltr.logs.impression_features``; from every file's impressions, never from
+clicks). Then the default flow of the guide (``docs/guide/raw-log-decision.md``):
 
-1. propensities estimated on ``train.csv`` (``--method``; default ``harvest``);
-2. ``SVMPropDCG`` fitted on the joined training log under that estimate;
+1. propensities estimated on ``train.csv`` (``--method``; default ``auto``);
+2. ``SVMPropDCG`` fitted on the joined training log under that estimate, ``C`` and the tempering
+   of the estimate's weakly identified positions chosen by 3-fold CV SNIPS
+   (``model_selection.tempered_grid_search``; the scorer of the estimate scores the improvement
+   over the logged rankings at its replicates' 10 % quantile); ``--C`` fixes ``C`` and
+   ``--tempering 0`` turns tempering off, as ``cltr fit`` does;
 3. ``compare_rankers(test, model, baseline="logging")`` on ``test.csv`` (SNIPS, DCG of clicks,
    95 %, the propensity's error propagated): the verdict and its reasons;
 4. the check: on the pages of ``labels.csv`` (graded labels), NDCG@10 of the model's order against
    the logged order. A verdict of "better" or "worse" must agree in direction with the labels;
    "cannot tell" must give a reason.
 
-    python -m experiments.benchmarks.bench_trec_decision [--method harvest] [--data PATH]
+    python -m experiments.benchmarks.bench_trec_decision [--method auto] [--C 1] [--tempering 0] [--data PATH]
 """
 
 from __future__ import annotations
@@ -30,18 +35,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def features_of(frames):
-    """Per (query, document): mean logged position, log impressions, share of the query's pages showing it."""
-    import pandas as pd
+    """Per (query, document): the impression features of ``counterfactual_ltr.logs.impression_features``."""
+    from counterfactual_ltr.logs import impression_features
 
-    rows = pd.concat([f[["page", "query", "doc", "position"]].assign(part=k) for k, f in enumerate(frames)])
-    rows["page_key"] = rows["part"].astype(str) + ":" + rows["page"].astype(str)
-    pages = rows.groupby("query")["page_key"].nunique()
-    table = rows.groupby(["query", "doc"]).agg(mean_position=("position", "mean"), shown=("position", "size"),
-                                               pages=("page_key", "nunique")).reset_index()
-    table["log_shown"] = np.log1p(table.pop("shown"))
-    table["page_share"] = table.pop("pages") / table["query"].map(pages).to_numpy()
-    table["neg_position"] = -table.pop("mean_position")
-    return table
+    return impression_features(*frames, page="page")
 
 
 def labelled_ndcg(labels, data, scores, k=10):
@@ -65,12 +62,15 @@ def labelled_ndcg(labels, data, scores, k=10):
 def main(argv=None):
     import pandas as pd
 
-    from counterfactual_ltr import ClickLog, RankingDataset, SVMPropDCG, estimate_propensities
+    from counterfactual_ltr import ClickLog, RankingDataset, SVMPropDCG, estimate_propensities, snips_scorer
     from counterfactual_ltr.evaluation import compare_rankers
+    from counterfactual_ltr.model_selection import TEMPERING, tempered_grid_search
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--method", default="harvest")
-    p.add_argument("--C", type=float, default=1.0)
+    p.add_argument("--method", default="auto")
+    p.add_argument("--C", type=float, default=None, help="fix C (default: chosen by CV from 0.1, 1, 10, 100)")
+    p.add_argument("--tempering", type=float, nargs="*", default=None,
+                   help="strengths to choose from (default: 0 0.5 1 for an estimate with an interval)")
     p.add_argument("--data", type=Path, default=Path(os.environ.get("CLTR_DATA", ROOT.parent / "shared" / "data")))
     args = p.parse_args(argv)
     trec = args.data / "real-logs" / "trec-session-2014"
@@ -84,7 +84,12 @@ def main(argv=None):
         train = ClickLog.from_events(frames["train"], session="page")
         test = ClickLog.from_events(frames["test"], session="page")
         propensity = estimate_propensities(train, args.method, n_bootstrap=200, random_state=0)
-        model = SVMPropDCG(C=args.C, propensity=propensity).fit(train.with_data(data, missing="drop_sessions"))
+        joined_train = train.with_data(data, missing="drop_sessions")
+        strengths = args.tempering if args.tempering is not None else (
+            TEMPERING if getattr(propensity, "upper_", None) is not None else [0.0])
+        grid = [args.C] if args.C is not None else [0.1, 1, 10, 100]
+        model = tempered_grid_search(SVMPropDCG(propensity=propensity), joined_train, "C", grid, strengths=strengths,
+                                     cv=3, scoring=snips_scorer("dcg", propensity=propensity), extend=args.C is None)
         joined = test.with_data(data, missing="drop_sessions")
         c = compare_rankers(joined, model, baseline="logging", propensity=propensity, random_state=0)
     for w in caught:                     # pages that show a document twice are dropped by the join, which says so
@@ -92,7 +97,14 @@ def main(argv=None):
             print(f"warning: {w.message}")
     print(f"TREC Session 2014: {train.n_sessions} training pages, {joined.n_sessions} test pages; "
           f"propensity {args.method!r}: {np.round(propensity.relative_, 3).tolist()}")
-    print(f"model: SVMPropDCG(C={args.C:g}) on {data.n_features} features ({', '.join(c for c in table.columns if c not in ('query', 'doc'))})")
+    tempering = model.selection_.get("tempering", {}).get("chosen", 0.0)
+    print(f"auto chose {getattr(propensity, 'auto_choice_', args.method)!r}: "
+          f"{getattr(propensity, 'auto_reason_', '')}" if args.method == "auto" else "")
+    print(f"interval: lower {np.round(propensity.lower_, 3).tolist()}, upper {np.round(propensity.upper_, 3).tolist()}"
+          if getattr(propensity, "lower_", None) is not None else "no interval")
+    names = ", ".join(c for c in table.columns if c not in ("query", "doc"))
+    print(f"model: SVMPropDCG(C={model.C:g}, tempering {tempering:g}) on {data.n_features} features ({names}); "
+          f"weights {np.round(model.coef_, 3).tolist()}")
     print(c.summary())
     print(f"verdict: {c.verdict}; reasons: {'; '.join(c.reasons)}")
     ours, logged, n = labelled_ndcg(frames["labels"], data, model.predict(data))
