@@ -453,9 +453,9 @@ def _curve_lines(result) -> list[str]:
         interval = "" if lower is None else f"  [{lower[k]:.4f}, {upper[k]:.4f}]"
         pairs = "" if support is None else f"  ({support[k]} (query, document) pairs shown here and elsewhere)"
         lines.append(f"  position {k + 1:>2}: {value:.4f}{interval}{pairs}")
-    rises = np.flatnonzero(np.diff(np.asarray(relative)) > 0) + 2
-    lines.append("  non-increasing" if rises.size == 0 else
-                 f"  not non-increasing: it rises at position{'s' if rises.size > 1 else ''} "
+    rises = [int(k) + 2 for k in np.flatnonzero(np.diff(np.asarray(relative)) > 0)]
+    lines.append("  non-increasing" if not rises else
+                 f"  not non-increasing: it rises at position{'s' if len(rises) > 1 else ''} "
                  f"{', '.join(map(str, rises))}")
     return lines
 

@@ -243,3 +243,39 @@ def test_impression_features_by_hand_and_refusals():
         impression_features(train.drop(columns="page"))
     with pytest.raises(ValueError, match="at least one"):
         impression_features()
+
+
+def test_every_estimate_propagates_or_says_why():
+    """trust_em's replicates, a cascade model's reason, a file larger than a megabyte read back."""
+    from click_sim import PositionBasedClickModel, make_ranking, simulate_clicks
+    from counterfactual_ltr.evaluation import compare_rankers
+
+    data = make_ranking(n_queries=60, random_state=0)
+    rankers = [data.X[:, 0], data.X[:, 1], data.X[:, 0] + data.X[:, 2]]
+    log = simulate_clicks(data, rankers, PositionBasedClickModel(eta=1.0, eps_minus=0.1), n_passes=20,
+                          random_state=0)
+    trust = _estimate(log, "trust_em", max_position=5, n_bootstrap=40, random_state=0)
+    c = compare_rankers(log, data.X[:, 1], propensity=trust, n_bootstrap=200, random_state=0)
+    assert "replicates on its own log" in c.propensity_uncertainty and np.isfinite(c.ci_low)
+    dbn = _estimate(log, "dbn")
+    c = compare_rankers(log, data.X[:, 1], propensity=dbn, n_bootstrap=200, random_state=0, value="relevance")
+    assert c.propensity_uncertainty.startswith("treated as known (it is a cascade model")
+
+
+def test_a_propensity_file_over_a_megabyte_loads(tmp_path):
+    import json
+
+    from counterfactual_ltr.model_files.persistence import load_propensity, propensity_to_dict
+
+    est = _estimate(_raw_log(9, pages=400, queries=40)[0], n_bootstrap=20, random_state=0)
+    text = json.dumps({"propensity": propensity_to_dict(est)}, indent=1)
+    path = tmp_path / "big.json"
+    path.write_text(text + " " * 1_100_000)                  # a cascade model's table of a real log is megabytes
+    loaded = load_propensity(str(path))
+    np.testing.assert_allclose(loaded.relative_, est.relative_)
+    assert loaded.eta_ == pytest.approx(est.eta_)          # smooth's fitted power law, not refitted to the table
+    payload = json.loads(text)
+    payload["propensity"]["bootstrap"][0][3] = -0.5
+    path.write_text(json.dumps(payload))
+    with pytest.raises(ValueError, match="finite positive"):
+        load_propensity(str(path))

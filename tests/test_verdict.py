@@ -65,6 +65,22 @@ def test_clicks_at_thin_positions_of_an_estimated_propensity_cannot_be_told(data
     assert not any("thinly supported" in r for r in c.doubts)
 
 
+def test_thin_positions_do_not_veto_an_interval_that_carries_the_propensity_error(data, log):
+    """With the estimate's replicates in the interval, the thin-positions rule is not a second veto."""
+    rng = np.random.default_rng(0)
+    truth = 1.0 / np.arange(1, 21)
+    estimated = EstimatedPropensity(truth, method="harvest", bootstrap=truth * np.exp(rng.normal(0, 0.05, (60, 20))))
+    strict = TrustRules(min_position_clicks=10**6, min_ess=0)
+    known = compare_rankers(log, data.y.astype(float), propensity=estimated, n_bootstrap=60, rules=strict,
+                            random_state=0, propagate_propensity=False)
+    propagated = compare_rankers(log, data.y.astype(float), propensity=estimated, n_bootstrap=60, rules=strict,
+                                 random_state=0)
+    assert any("thinly supported" in r for r in known.doubts)
+    assert not any("thinly supported" in r for r in propagated.doubts)
+    assert "replicates" in propagated.propensity_uncertainty
+    assert propagated.ci_high - propagated.ci_low >= known.ci_high - known.ci_low
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_the_verdict_and_the_bound_never_contradict(data, seed):
     rng = np.random.default_rng(seed)

@@ -159,6 +159,17 @@ class EstimatedPropensity(TabularPropensity):
             q[beyond] = self.values[-1] * (K / positions[beyond]) ** self.eta_
         return q
 
+    @property
+    def rises_at_(self) -> list:
+        """The positions where the estimate is above the one before it (empty: it is non-increasing).
+
+        Examples
+        --------
+        >>> EstimatedPropensity([1.0, 0.4, 0.5, 0.2]).rises_at_
+        [3]
+        """
+        return [int(k) + 2 for k in np.flatnonzero(np.diff(self.relative_) > 0)]
+
     def tempered(self, strength: float) -> "EstimatedPropensity":
         """The estimate moved towards the upper end of its interval, position by position: tempered click weights.
 
