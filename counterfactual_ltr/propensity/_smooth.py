@@ -46,41 +46,52 @@ BORROWED = 0.5
 
 
 class _MovingDocuments:
-    """The (document, position) cells of documents shown at two positions or more, documents renumbered."""
+    """Impressions ``n`` and clicks ``c`` (documents x K, dense) of the documents shown at two positions or more."""
 
     def __init__(self, imp):
         shown_at = np.bincount(imp.doc)
         keep = shown_at[imp.doc] > 1
-        docs, self.doc = np.unique(imp.doc[keep], return_inverse=True)
-        self.k, self.n, self.c = imp.k[keep], imp.n[keep], imp.c[keep]
-        self.log_n = np.log(self.n)
-        self.n_docs = docs.size
+        docs, doc = np.unique(imp.doc[keep], return_inverse=True)
+        self.K, self.n_docs = imp.K, docs.size
+        self.n = np.zeros((docs.size, imp.K))
+        self.c = np.zeros((docs.size, imp.K))
+        self.n[doc, imp.k[keep] - 1] = imp.n[keep]
+        self.c[doc, imp.k[keep] - 1] = imp.c[keep]
         self.doc_query = imp.query[np.searchsorted(imp.doc, docs)]
-        self.K = imp.K
+        clicked = self.c.sum(1) > 0            # a document without clicks adds nothing to the likelihood
+        self.n, self.c, self.doc_query = self.n[clicked], self.c[clicked], self.doc_query[clicked]
+        self.n_docs = int(clicked.sum())
+        self.clicks = self.c.sum(1)
         self.log_k = np.log(np.arange(1, imp.K + 1, dtype=np.float64))
 
+    def _shares(self, u):
+        """``n_dk theta_k / sum_j n_dj theta_j`` and ``log sum_j n_dj theta_j`` of every document."""
+        scale = self.n * np.exp(u - u.max())
+        total = scale.sum(1)
+        return scale / total[:, None], np.log(total) + u.max()
+
+    def value(self, x, doc_weight, tau, _log_total=None):
+        """The negative log posterior ``f`` of ``x = (u_2..u_K, eta)``."""
+        u = np.r_[0.0, x[:-1]]
+        log_total = self._shares(u)[1] if _log_total is None else _log_total
+        r = u[1:] + x[-1] * self.log_k[1:]
+        mean, sd = ETA_PRIOR
+        loglik = (doc_weight @ self.c) @ u - (doc_weight * self.clicks) @ log_total
+        return -loglik + 0.5 * (r @ r) / tau ** 2 + 0.5 * ((x[-1] - mean) / sd) ** 2
+
     def objective(self, x, doc_weight, tau):
-        """Negative log posterior ``f`` of ``x = (u_2..u_K, eta)``, its gradient and Hessian, and the likelihood's ``H`` in ``u``."""
-        K, d, k = self.K, self.doc, self.k
+        """``f``, its gradient and Hessian in ``x``, and the likelihood's information ``H`` in ``u_2..u_K``."""
+        K = self.K
         u = np.r_[0.0, x[:-1]]
         eta = x[-1]
-        z = self.log_n + u[k - 1]
-        top = np.full(self.n_docs, -np.inf)
-        np.maximum.at(top, d, z)
-        e = np.exp(z - top[d])
-        total = np.bincount(d, weights=e, minlength=self.n_docs)
-        share = e / total[d]
-        C = np.bincount(d, weights=self.c, minlength=self.n_docs) * doc_weight
-        clicks_at = np.bincount(k - 1, weights=self.c * doc_weight[d], minlength=K)
-        expected = C[d] * share
-        loglik = clicks_at @ u - C @ (np.log(total) + top)
-        grad_u = np.bincount(k - 1, weights=expected, minlength=K) - clicks_at
-        P = np.zeros((self.n_docs, K))
-        P[d, k - 1] = share
-        H = np.diag(np.bincount(k - 1, weights=expected, minlength=K)) - (P * C[:, None]).T @ P
+        share, log_total = self._shares(u)
+        C = doc_weight * self.clicks
+        expected = C @ share
+        grad_u = expected - doc_weight @ self.c
+        H = np.diag(expected) - share.T @ (share * C[:, None])
         r = u[1:] + eta * self.log_k[1:]
         mean, sd = ETA_PRIOR
-        f = -loglik + 0.5 * (r @ r) / tau ** 2 + 0.5 * ((eta - mean) / sd) ** 2
+        f = self.value(x, doc_weight, tau, log_total)
         g = np.r_[grad_u[1:] + r / tau ** 2, (r @ self.log_k[1:]) / tau ** 2 + (eta - mean) / sd ** 2]
         hess = np.empty((K, K))
         hess[:-1, :-1] = H[1:, 1:] + np.eye(K - 1) / tau ** 2
@@ -88,7 +99,15 @@ class _MovingDocuments:
         hess[-1, -1] = self.log_k[1:] @ self.log_k[1:] / tau ** 2 + 1.0 / sd ** 2
         return f, g, hess, H[1:, 1:]
 
-    def fit(self, doc_weight, tau, start=None, max_iter=100, tol=1e-10):
+    def subset(self, rows):
+        """The documents ``rows`` only (those a replicate draws)."""
+        part = object.__new__(_MovingDocuments)
+        part.K, part.log_k = self.K, self.log_k
+        part.n, part.c, part.clicks, part.doc_query = self.n[rows], self.c[rows], self.clicks[rows], self.doc_query[rows]
+        part.n_docs = int(np.size(part.clicks))
+        return part
+
+    def fit(self, doc_weight, tau, start=None, max_iter=100, tol=1e-9):
         """Newton's method with backtracking on the convex ``f``: ``(x, f, hess, H, converged)``."""
         x = np.r_[-self.log_k[1:], ETA_PRIOR[0]] if start is None else np.array(start, dtype=np.float64)
         f, g, hess, H = self.objective(x, doc_weight, tau)
@@ -100,11 +119,12 @@ class _MovingDocuments:
             t = 1.0
             while True:
                 trial = x - t * step
-                f_new, g_new, hess_new, H_new = self.objective(trial, doc_weight, tau)
+                f_new = self.value(trial, doc_weight, tau)
                 if f_new <= f - 1e-4 * t * decrease or t < 1e-10:
                     break
                 t *= 0.5
-            x, f, g, hess, H = trial, f_new, g_new, hess_new, H_new
+            x = trial
+            f, g, hess, H = self.objective(x, doc_weight, tau)
         return x, f, hess, H, False
 
 
@@ -129,7 +149,7 @@ def _smooth(log, K, options):
     imp = _Impressions(log, K, plain)
     imp.check_positions("smooth", 0, "in sessions without intervention")   # a position without clicks borrows
     moving = _MovingDocuments(imp)
-    if moving.n_docs == 0 or moving.c.sum() == 0:
+    if moving.n_docs == 0 or moving.clicks.sum() == 0:
         raise ValueError("'smooth': no (query, document) was shown at two positions and clicked: the log cannot "
                          "tell position from relevance at any position (a logger whose rankings vary, or swap "
                          "interventions, give it documents that move)")
@@ -170,8 +190,10 @@ def _smooth(log, K, options):
         for query_weight in rows:
             j = int(rng.choice(len(TAU_GRID), p=weights))
             tau = TAU_GRID[j]
-            x, _, _, H, good = moving.fit(query_weight[moving.doc_query], tau, start=fits[j][0],
-                                          max_iter=options["max_iter"])
+            doc_weight = query_weight[moving.doc_query]
+            drawn = np.flatnonzero(doc_weight)          # the documents of the queries this replicate drew
+            x, _, _, H, good = moving.subset(drawn).fit(doc_weight[drawn], tau, start=fits[j][0],
+                                                        max_iter=options["max_iter"])
             u = np.r_[0.0, x[:-1] + _shrinkage_noise(H, tau) @ rng.standard_normal(K - 1)]
             out.append(np.exp(u))
             ok.append(good)
@@ -209,9 +231,8 @@ def held_out_conditional_loglik(log, K, curve) -> tuple:
     moving = _MovingDocuments(imp)
     if moving.n_docs == 0:
         return np.zeros(log.n_queries), 0.0
-    theta = np.asarray(curve, dtype=np.float64)[:K]
-    z = moving.log_n + np.log(theta[moving.k - 1])
-    total = np.bincount(moving.doc, weights=np.exp(z), minlength=moving.n_docs)
-    per_cell = moving.c * (z - np.log(total[moving.doc]))
-    per_doc = np.bincount(moving.doc, weights=per_cell, minlength=moving.n_docs)
-    return np.bincount(moving.doc_query, weights=per_doc, minlength=log.n_queries), float(moving.c.sum())
+    u = np.log(np.asarray(curve, dtype=np.float64)[:K])
+    share, _ = moving._shares(u)
+    with np.errstate(divide="ignore"):
+        per_doc = np.where(moving.c > 0, moving.c * np.log(np.where(share > 0, share, 1.0)), 0.0).sum(1)
+    return np.bincount(moving.doc_query, weights=per_doc, minlength=log.n_queries), float(moving.clicks.sum())
