@@ -334,6 +334,6 @@ def test_bad_input_is_named(setting, log):
         compare_rankers(empty, candidate)
     one = RankingDataset(np.eye(3), [1, 0, 1], [5, 5, 5])
     tiny = ClickLog(one, [0, 0], [0, 3, 6], [2, 0, 1, 0, 2, 1], [0, 1, 0, 1, 0, 0])
-    with pytest.warns(EstimateWarning):
-        c = compare_rankers(tiny, np.array([1.0, 2.0, 3.0]), n_bootstrap=0)
-    assert c.n_queries == 1 and c.stderr == np.inf and any("queries" in w for w in c.warnings)
+    with pytest.raises(ValueError, match=r"the log has a single query \(5\): a comparison's interval is over "
+                                         "queries .* so one query cannot give one; use a log of many queries"):
+        compare_rankers(tiny, np.array([1.0, 2.0, 3.0]), n_bootstrap=0)

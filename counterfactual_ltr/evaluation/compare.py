@@ -59,6 +59,7 @@ import numpy as np
 from scipy import stats
 
 from .._validation import check_int, check_probability, check_real
+from ..ids import format_id
 from ..logs.clicklog import ClickLog
 from ..metrics import LOWER_IS_BETTER
 from ..examination.propensity_models import affine_parts, is_session_dependent, resolve_propensity
@@ -680,6 +681,7 @@ def compare_rankers(log: ClickLog, candidate, baseline="logging", *, estimator="
     f1 vs logging policy, dcg of clicks (SNIPS): ... (95% CI, Bonferroni over 2), p = ...
     """
     _need_features(log, "compare_rankers")
+    refuse_single_query(log, "compare_rankers")
     candidates, single = _as_candidates(candidate)
     result = _compare(log, candidates, baseline, "logging policy" if _is_logging(baseline) else "baseline",
                       estimator=estimator, metric=metric, propensity=propensity, confidence=confidence,
@@ -687,6 +689,21 @@ def compare_rankers(log: ClickLog, candidate, baseline="logging", *, estimator="
                       logging_policy=logging_policy, n_folds=n_folds, metric_params=metric_params, value=value,
                       rules=rules, propagate_propensity=propagate_propensity)
     return result["candidate"] if single else result
+
+
+def refuse_single_query(log, caller: str, alternative: str = "") -> None:
+    """ValueError when the log's sessions are of one query: a paired comparison's interval is over queries.
+
+    The sessions of one query share its documents and its relevance, so they are not independent
+    draws of the difference; the interval, the p-value and the bound resample queries, and one
+    query gives no spread (an infinite standard error) to build them from.
+    """
+    queries = np.unique(log.session_query)
+    if queries.size == 1:
+        raise ValueError(f"{caller}: the log has a single query ({format_id(log.query_ids[queries[0]])}): a "
+                         "comparison's interval is over queries (the sessions of one query are not independent "
+                         "draws), so one query cannot give one; use a log of many queries (20 or more)"
+                         + (f", {alternative}" if alternative else ""))
 
 
 def _is_logging(baseline) -> bool:

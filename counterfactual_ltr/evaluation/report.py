@@ -25,7 +25,7 @@ from ..logs.clicklog import ClickLog
 from ..metrics import LOWER_IS_BETTER
 from ..examination.propensity_models import is_session_dependent, resolve_propensity
 from . import _report_render as report_render
-from .compare import TrustRules, _compare, _degenerate, _percent, value_label, whose
+from .compare import TrustRules, _compare, _degenerate, _percent, refuse_single_query, value_label, whose
 from .offpolicy import ESTIMATORS, _need_features, _setup, true_values
 from . import click_value
 from .click_value import true_click_values
@@ -307,6 +307,8 @@ def _check_arguments(rankers, metrics, estimators, log, baseline, verdict_estima
     if baseline is not None and baseline != "logging" and baseline not in rankers:
         raise ValueError(f"baseline must be 'logging', None or the name of one of the rankers "
                          f"({', '.join(map(str, rankers))}), got {baseline!r}")
+    if baseline is not None:
+        refuse_single_query(log, "validation_report", "or baseline=None for each ranker's estimates alone")
     return estimators
 
 
@@ -345,11 +347,17 @@ def _comparisons(rankers, log, metrics, baseline, verdict_estimator, model, conf
         # A cascade-aware propensity (per shown result) gives no examination by rank: relevance only.
         value = "relevance" if logging and (is_session_dependent(model) or click_value.ranking_free(metric, {}, model,
                                                                                                       log)) else None
-        found = _compare(log, candidates, "logging" if logging else rankers[baseline], LOGGING if logging else baseline,
-                         estimator=verdict_estimator, metric=metric, propensity=model, confidence=confidence,
-                         n_bootstrap=pair_bootstrap, random_state=random_state, clip=opts.get("clip", 0.1),
-                         relevance_model=None, logging_policy=None, n_folds=2, metric_params={}, setup=setup,
-                         value=value, rules=rules, propagate_propensity=propagate_propensity)
+        try:
+            found = _compare(log, candidates, "logging" if logging else rankers[baseline],
+                             LOGGING if logging else baseline, estimator=verdict_estimator, metric=metric,
+                             propensity=model, confidence=confidence, n_bootstrap=pair_bootstrap,
+                             random_state=random_state, clip=opts.get("clip", 0.1), relevance_model=None,
+                             logging_policy=None, n_folds=2, metric_params={}, setup=setup, value=value, rules=rules,
+                             propagate_propensity=propagate_propensity)
+        except ValueError as err:     # the comparisons' resamples are this function's pair_bootstrap
+            if str(err).startswith("n_bootstrap="):
+                raise ValueError("pair_bootstrap=" + str(err).removeprefix("n_bootstrap=")) from None
+            raise
         out[metric] = list(found.values())
         if true_relevance is not None:
             truth[metric] = _true_differences(log, rankers, candidates, baseline, out[metric][0].value, metric,
