@@ -37,7 +37,7 @@ from sklearn.exceptions import ConvergenceWarning
 from . import _cascade_em as em
 from ._click_em import pbm_em
 from .._docs import fill_doc
-from .._validation import check_int, check_real
+from .._validation import check_bool, check_int, check_real
 from ..logs.clicklog import ClickLog
 from ..ids import factorize, format_id, id_column, match
 from ._results import EstimatedPropensity, IdentificationWarning
@@ -287,6 +287,7 @@ class _ClickModel(BaseEstimator):
         float, or ndarray (max position,) with ``by_position``
         """
         log = _check_log(log, "perplexity")
+        by_position = check_bool(by_position, "by_position")
         p = np.clip(self._marginal_click_probability(log), _EPS, 1 - _EPS)
         log2 = np.where(log.clicks, np.log2(p), np.log2(1 - p))
         k = log.positions.astype(np.int64) - 1
@@ -570,6 +571,11 @@ class _CascadeModel(_ClickModel):
         """
         log = _check_log(log, f"{type(self).__name__}.fit")
         s, max_iter, tol = self._check_params()
+        if log.n_clicks == 0 and self._given:       # CM has no parameter beyond attractiveness: 0 is its estimate
+            names = " and ".join(f"{name}_" for name in self._given)
+            warnings.warn(f"{type(self).__name__}: the log has no clicks, so {names} (what happens after a click "
+                          "and how far users read) are not identified by it: their values come from the prior and "
+                          "the estimator's start, not from the clicks", IdentificationWarning, stacklevel=2)
         g = em.grid(log.session_offsets, log.positions)
         R = em._spread(g, log.docs, fill=0, dtype=np.int64)
         C = em._spread(g, log.clicks.astype(np.float64))
