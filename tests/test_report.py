@@ -241,3 +241,8 @@ def test_cltr_evaluate_against_a_model_and_bad_baselines(files, monkeypatch, cap
     assert main(["evaluate", "model_a.npz", "log.parquet", "data.txt", "--baseline", "model_c", "-o", "r.md"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "model_c" in err[0] and "logging" in err[0]
+
+
+def test_figures_is_a_boolean(report):
+    with pytest.raises(ValueError, match="figures must be True or False, got str 'no'"):
+        report.to_html(figures="no")

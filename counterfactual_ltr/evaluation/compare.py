@@ -58,7 +58,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from .._validation import check_int, check_probability, check_real
+from .._validation import check_bool, check_int, check_probability, check_real
 from ..ids import format_id
 from ..logs.clicklog import ClickLog
 from ..metrics import LOWER_IS_BETTER
@@ -682,6 +682,7 @@ def compare_rankers(log: ClickLog, candidate, baseline="logging", *, estimator="
     """
     _need_features(log, "compare_rankers")
     refuse_single_query(log, "compare_rankers")
+    propagate_propensity = check_bool(propagate_propensity, "propagate_propensity")
     candidates, single = _as_candidates(candidate)
     result = _compare(log, candidates, baseline, "logging policy" if _is_logging(baseline) else "baseline",
                       estimator=estimator, metric=metric, propensity=propensity, confidence=confidence,

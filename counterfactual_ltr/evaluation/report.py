@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .._segments import segment_ids
+from .._validation import check_bool
 from ..logs.clicklog import ClickLog
 from ..metrics import LOWER_IS_BETTER
 from ..examination.propensity_models import is_session_dependent, resolve_propensity
@@ -188,7 +189,7 @@ class ValidationReport:
         -------
         str
         """
-        images = report_render.figures_png(self) if figures else None
+        images = report_render.figures_png(self) if check_bool(figures, "figures") else None
         return report_render.html(self.content(), images)
 
     def to_dict(self) -> dict:
@@ -472,6 +473,7 @@ def validation_report(rankers: dict, log: ClickLog, *, propensity=None, metrics=
     True
     """
     chosen = estimators
+    propagate_propensity = check_bool(propagate_propensity, "propagate_propensity")
     estimators = _check_arguments(rankers, metrics, estimators, log, baseline, verdict_estimator)
     model, source = resolve_propensity(propensity, *rankers.values())
     if chosen is None and is_session_dependent(model):   # DR and policy-aware need the examination by rank
