@@ -337,3 +337,13 @@ def test_bad_input_is_named(setting, log):
     with pytest.raises(ValueError, match=r"the log has a single query \(5\): a comparison's interval is over "
                                          "queries .* so one query cannot give one; use a log of many queries"):
         compare_rankers(tiny, np.array([1.0, 2.0, 3.0]), n_bootstrap=0)
+
+
+def test_the_lower_bound_is_documented_as_what_it_is():
+    """The docstring says what the code computes: the lower end of the interval of the improvement."""
+    from counterfactual_ltr.evaluation.compare import Comparison, compare_rankers
+
+    entry = Comparison.__doc__.split("lower_bound : float")[1].split("confidence : float")[0]
+    assert "lower end of the interval" in entry and "improvement_interval[0]" in entry
+    for doc in (Comparison.__doc__, compare_rankers.__doc__):
+        assert "one-sided lower confidence bound" not in " ".join(doc.split()).lower()

@@ -186,9 +186,9 @@ class Comparison:
 
     ``difference`` is candidate - baseline in the metric's units; ``improvement``
     is the same with the sign that makes "better" positive (negated for average
-    rank, where lower is better), and ``lower_bound`` is a one-sided lower
-    confidence bound on it: ``lower_bound > 0`` says the candidate is better
-    with probability at least about ``confidence``. Made by :func:`compare_rankers`.
+    rank, where lower is better), and ``lower_bound`` is the lower end of the
+    interval of the improvement (``improvement_interval[0]``): ``lower_bound > 0``
+    and the verdict "better" are one statement. Made by :func:`compare_rankers`.
 
     Parameters
     ----------
@@ -212,7 +212,10 @@ class Comparison:
     p_value : float
         Two-sided p-value of "no difference", Bonferroni-adjusted (``min(1, m p)``).
     lower_bound : float
-        One-sided lower confidence bound on ``improvement`` (HCPI Student-t bound).
+        The lower end of the interval of ``improvement``, ``improvement_interval[0]``
+        (``ci_low``, or ``-ci_high`` where lower is better): ``improvement - t se`` at the
+        two-sided corrected level, a one-sided bound at ``1 - alpha/2`` (HCPI's Student-t
+        bound, Thomas et al. 2015, at the interval's level).
     confidence : float
         The level asked for, in (0, 1), before the correction.
     candidate_estimate, baseline_estimate : Estimate
@@ -596,9 +599,9 @@ def compare_rankers(log: ClickLog, candidate, baseline="logging", *, estimator="
 
     The formulas, the bound and its assumptions are in the module docstring:
     Student-t and BCa-bootstrap intervals over queries (delta method for the
-    ratio estimators), a two-sided p-value, and the one-sided lower confidence
-    bound on the improvement of Thomas et al.'s high-confidence policy
-    improvement (ICML 2015); safe deployment in counterfactual learning to rank
+    ratio estimators), a two-sided p-value, and the lower confidence bound on the
+    improvement of Thomas et al.'s high-confidence policy improvement (ICML 2015),
+    the lower end of the interval of the improvement; safe deployment in counterfactual learning to rank
     is discussed by Gupta et al. (SIGIR 2023). Several candidates are corrected
     by Bonferroni.
 

@@ -418,7 +418,7 @@ def validation_report(rankers: dict, log: ClickLog, *, propensity=None, metrics=
         Metrics to estimate, names of
         :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` without parameters.
     confidence : float in (0, 1), default 0.95
-        Level of every interval and of the one-sided lower bounds.
+        Level of every interval (the lower bounds are the intervals' lower ends on the improvement).
     true_relevance : array (n_docs,), optional
         Click-relevance of every data-set row when it is known (simulation):
         ``P(click | examined)``. The report then shows the true values.
