@@ -2,7 +2,7 @@
 
 Run ``python -m click_sim.demo [--out REPORT.html]``. Built-in synthetic data, so it needs no
 download; takes well under a minute. It prints the verdicts against the logging policy, why
-"no difference found" can go with a real gain, and the test NDCG@10 of the rankers chosen by
+"no difference found" can go with a real gain, and the test ``NDCG@10`` of the rankers chosen by
 SNIPS; the full report (estimates, intervals, diagnostics) is written as HTML, with figures when
 matplotlib is installed (a plain ``pip install .`` does not install it; the report and this demo
 then say so).
@@ -18,7 +18,8 @@ import numpy as np
 
 
 def main(seed: int = 0, out: str = "demo_report.html") -> None:
-    """Run the demo with ``seed``: print the verdicts and the chosen rankers' test NDCG@10, write the report to ``out``."""
+    """Run the demo with ``seed``: print the verdicts and the chosen rankers' test ``NDCG@10``; write the report
+    to ``out``."""
     from click_sim import PositionBasedClickModel, make_ranking, simulate_clicks, train_production_ranker
     from counterfactual_ltr.estimators import RankSVM, SVMPropDCG, SVMPropRank
     from counterfactual_ltr.evaluation import validation_report
