@@ -121,7 +121,7 @@ def _choices(value: str, name: str, allowed) -> list[str]:
     return list(dict.fromkeys(values))
 
 
-def _load_data(path):
+def _load_data(path, command: str = "fit"):
     from click_sim import load_letor  # the LETOR/SVMlight reader lives with the simulator
 
     try:
@@ -129,11 +129,11 @@ def _load_data(path):
     except ValueError as err:
         message = str(err)
         message = message if os.fspath(path) in message else f"{path}: {message}"
-        raise InputError(message + _not_letor_hint(path)) from None
+        raise InputError(message + _not_letor_hint(path, command)) from None
 
 
-def _not_letor_hint(path) -> str:
-    """A hint when DATA is a file of another kind (a log or a model: arguments given in the wrong order)."""
+def _not_letor_hint(path, command: str = "fit") -> str:
+    """A hint when DATA is a file of another kind (a log, a feature table or a model), in the words of ``command``."""
     with open(path, "rb") as fh:
         head = fh.read(4)
     kind = {b"PAR1": "a Parquet file", b"PK\x03\x04": "a model file (.npz)"}.get(head)
@@ -141,8 +141,14 @@ def _not_letor_hint(path) -> str:
         kind = f"a {Path(path).suffix.lower()[1:].upper()} file"
     if kind is None:
         return ""
-    return (f" ({path} looks like {kind}, not a LETOR/SVMlight file: DATA comes after LOG, e.g. "
-            "'cltr fit LOG DATA', or give a raw log without DATA and its features with --features)")
+    remedy = {"predict": "a feature table keyed by ids is scored with 'cltr predict MODEL --features FILE'",
+              "simulate": "cltr simulate draws clicks over the documents of a LETOR/SVMlight file, and takes "
+                          "no click log or feature table",
+              "propensity": "DATA comes after LOG, e.g. 'cltr propensity LOG DATA', or give a raw log without "
+                            "DATA (its columns named by --query/--doc/--position/--click/--session)"}.get(
+        command, f"DATA comes after LOG, e.g. 'cltr {command} LOG DATA', or give a raw log without DATA and its "
+                 "features with --features")
+    return f" ({path} looks like {kind}, not a LETOR/SVMlight file: {remedy})"
 
 
 def _load_log(path, data, raw=None):
@@ -362,7 +368,7 @@ def simulate(data, output, passes, eta, eps_minus, eps_plus, ranker, production_
     from .logs.files import _kind, write_click_log
 
     _kind(output)  # an unknown file type fails before the work, not after
-    dataset = _load_data(data)
+    dataset = _load_data(data, "simulate")
     extra = {}
     if intervention is not None:
         extra["intervention"] = _parse_intervention(intervention)
@@ -442,7 +448,7 @@ def propensity(log, data, output, method, holdout, max_position, bootstrap, seed
     if data is not None and any(raw.values()):
         raise InputError("--query/--doc/--position/--click/--session name a raw log's columns: give them without "
                          "DATA")
-    click_log = _load_log(log, None if data is None else _load_data(data), _unprefixed(raw))
+    click_log = _load_log(log, None if data is None else _load_data(data, "propensity"), _unprefixed(raw))
     train = held_out = click_log
     if holdout is not None:
         out = np.random.default_rng(seed).random(len(click_log)) < holdout
@@ -898,7 +904,7 @@ def predict(model, data, output, features, quiet, **raw):
         raise InputError("give either DATA (a LETOR file) or --features FILE (a feature table keyed by ids), "
                          "not both" if data is not None else "give DATA (a LETOR file) or --features FILE")
     ranker = load_model(model)
-    dataset, names = (_load_data(data), None) if data is not None else _feature_table(features, None,
+    dataset, names = (_load_data(data, "predict"), None) if data is not None else _feature_table(features, None,
                                                                                         _unprefixed(raw))
     source = data if data is not None else f"--features {features}"
     if names is not None:

@@ -280,6 +280,9 @@ RAW = ("--query", "q", "--doc", "d", "--position", "pos", "--click", "clicked", 
     (("fit", "log.parquet", "data.txt", "--model", "gbdt-propdcg", "--num-leaves", "", "-o", "m.npz"),
      "--num-leaves: needs at least one value"),
     (("propensity", "log.parquet", "data.txt", "--method", "pbm", "--max-position", "50"), "lower --max-position"),
+    (("predict", "model.npz", "features.csv", "-o", "s.tsv"), "is scored with 'cltr predict MODEL --features FILE'"),
+    (("simulate", "features.csv", "-o", "l.parquet"), "takes no click log or feature table"),
+    (("propensity", "data.txt", "log.csv", "--method", "pbm"), "e.g. 'cltr propensity LOG DATA', or give a raw log"),
 ])
 def test_hints_are_in_the_command_lines_words(args, expected, small_files, capsys):
     """Each hint names what is wrong with the command line's own options, files and spelling."""
