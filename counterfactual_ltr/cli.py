@@ -1000,6 +1000,7 @@ def _one_line(text: str) -> str:
 #: Python's spelling of an option in a message -> the command line's, for every command (the join of a raw
 #: log with --features) and for the command that has the option.
 _SPELLINGS = {None: [(r"pass missing='drop_sessions' or 'drop_rows'", "use --missing drop-sessions or drop-rows"),
+                     (r"with_data\(missing='(\w+)'\)", lambda m: "--missing " + _option_value(m[1])),
                      (r"missing='(\w+)'", lambda m: "--missing " + _option_value(m[1])),
                      (r"repeated='(\w+)' or '(\w+)'",
                       lambda m: f"--repeated {_option_value(m[1])} or {_option_value(m[2])}"),

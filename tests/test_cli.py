@@ -298,6 +298,7 @@ def test_hints_are_in_the_command_lines_words(args, expected, small_files, capsy
                                                                         "keep-first"),
     ("(repeated='drop_pages' or 'keep_first' drops such pages)", "fit", "(--repeated drop-pages or keep-first drops such pages)"),
     ("or repeated='raise'", "fit", "or --repeated error"),
+    ("with_data(missing='drop_rows'): dropped 1 of 9", "fit", "--missing drop-rows: dropped 1 of 9"),
     ("lower max_position or use n_bootstrap=0", "propensity", "lower --max-position or use --bootstrap 0"),
     ("lower max_position or use n_bootstrap=0", "predict", "lower max_position or use n_bootstrap=0"),
     ("monotone=False fits better; random_state", "propensity", "--no-monotone fits better; --seed"),
@@ -316,6 +317,18 @@ def test_missing_features_dropped_by_option(small_files, monkeypatch):
     with pytest.warns(MissingFeaturesWarning, match="dropped"):
         assert main(["fit", "raw.csv", "--features", "features_missing.csv", *RAW, "--missing", "drop-rows",
                      "--C", "1", "--cv", "2", "-o", "m_missing.npz"]) == 0
+
+
+def test_warnings_on_the_command_line_use_its_spelling(small_files, monkeypatch, capsys):
+    """The warning a user sees on stderr names the option as the command line spells it."""
+    monkeypatch.chdir(small_files)
+    with warnings.catch_warnings():        # printed as outside pytest: through warnings.formatwarning
+        warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: sys.stderr.write(
+            warnings.formatwarning(message, category, filename, lineno, line))
+        assert main(["fit", "raw.csv", "--features", "features_missing.csv", *RAW, "--missing", "drop-rows", "--C",
+                     "1", "--cv", "2", "-o", "m_missing_cli.npz"]) == 0
+    err = capsys.readouterr().err
+    assert "cltr: MissingFeaturesWarning: --missing drop-rows: dropped 3 of" in err, err
 
 
 def test_swap_simulation_and_propensity_estimation_match_the_api(small_files, monkeypatch):
