@@ -310,17 +310,8 @@ def test_python_spellings_become_the_command_lines(python, command, cli):
     assert _cli_spelling(python, command) == cli
 
 
-def test_missing_features_dropped_by_option(small_files, monkeypatch):
-    from counterfactual_ltr.raw_events import MissingFeaturesWarning
-
-    monkeypatch.chdir(small_files)
-    with pytest.warns(MissingFeaturesWarning, match="dropped"):
-        assert main(["fit", "raw.csv", "--features", "features_missing.csv", *RAW, "--missing", "drop-rows",
-                     "--C", "1", "--cv", "2", "-o", "m_missing.npz"]) == 0
-
-
-def test_warnings_on_the_command_line_use_its_spelling(small_files, monkeypatch, capsys):
-    """The warning a user sees on stderr names the option as the command line spells it."""
+def test_missing_features_dropped_by_option_warn_in_the_command_lines_words(small_files, monkeypatch, capsys):
+    """--missing drop-rows joins the rest, and the warning on stderr names the option as the command line spells it."""
     monkeypatch.chdir(small_files)
     with warnings.catch_warnings():        # printed as outside pytest: through warnings.formatwarning
         warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: sys.stderr.write(
