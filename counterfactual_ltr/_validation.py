@@ -88,6 +88,7 @@ def check_bool(value, name: str) -> bool:
     An option read by truthiness takes ``"no"``, ``"false"`` or ``[False]`` as on; only a real
     boolean says which the caller meant.
 
+    >>> import numpy as np
     >>> check_bool(np.True_, "monotone")
     True
     >>> check_bool("no", "monotone")

@@ -597,13 +597,12 @@ def compare_rankers(log: ClickLog, candidate, baseline="logging", *, estimator="
                     propagate_propensity=True, **metric_params):
     """Candidate minus baseline estimated on the same sessions: paired interval, p-value, lower bound.
 
-    The formulas, the bound and its assumptions are in the module docstring:
-    Student-t and BCa-bootstrap intervals over queries (delta method for the
-    ratio estimators), a two-sided p-value, and the lower confidence bound on the
-    improvement of Thomas et al.'s high-confidence policy improvement (ICML 2015),
-    the lower end of the interval of the improvement; safe deployment in counterfactual learning to rank
-    is discussed by Gupta et al. (SIGIR 2023). Several candidates are corrected
-    by Bonferroni.
+    The formulas, the bound and its assumptions are in the module docstring: Student-t and
+    BCa-bootstrap intervals over queries (delta method for the ratio estimators), a two-sided
+    p-value, and the lower end of the interval of the improvement, the lower confidence bound of
+    Thomas et al.'s high-confidence policy improvement (ICML 2015); safe deployment in
+    counterfactual learning to rank is discussed by Gupta et al. (SIGIR 2023). Several candidates
+    are corrected by Bonferroni.
 
     Parameters
     ----------
@@ -685,13 +684,12 @@ def compare_rankers(log: ClickLog, candidate, baseline="logging", *, estimator="
     """
     _need_features(log, "compare_rankers")
     refuse_single_query(log, "compare_rankers")
-    propagate_propensity = check_bool(propagate_propensity, "propagate_propensity")
     candidates, single = _as_candidates(candidate)
     result = _compare(log, candidates, baseline, "logging policy" if _is_logging(baseline) else "baseline",
                       estimator=estimator, metric=metric, propensity=propensity, confidence=confidence,
                       n_bootstrap=n_bootstrap, random_state=random_state, clip=clip, relevance_model=relevance_model,
                       logging_policy=logging_policy, n_folds=n_folds, metric_params=metric_params, value=value,
-                      rules=rules, propagate_propensity=propagate_propensity)
+                      rules=rules, propagate_propensity=check_bool(propagate_propensity, "propagate_propensity"))
     return result["candidate"] if single else result
 
 
