@@ -1010,6 +1010,10 @@ _SPELLINGS = {None: [(r"pass missing='drop_sessions' or 'drop_rows'", "use --mis
                              (r"\bmonotone=True\b", "--monotone"), (r"\bmonotone=False\b", "--no-monotone"),
                              (r"\brandom_state\b", "--seed")],
               "evaluate": [(r"\bpropagate_propensity=False\b", "--known-propensity"),
+                           (r", or baseline=None for each ranker's estimates alone", ""),
+                           (r"^pair_bootstrap=(\d+) is too few resamples", r"\1 resamples of the queries (what cltr "
+                                                                           "evaluate draws) are too few"),
+                           (r"; use \d+ or more, or 0 for no bootstrap interval", "; lower --confidence"),
                            (r"\brandom_state\b", "--random-state")]}
 
 

@@ -281,6 +281,9 @@ RAW = ("--query", "q", "--doc", "d", "--position", "pos", "--click", "clicked", 
      "--num-leaves: needs at least one value"),
     (("propensity", "log.parquet", "data.txt", "--method", "pbm", "--max-position", "50"), "lower --max-position"),
     (("predict", "model.npz", "features.csv", "-o", "s.tsv"), "is scored with 'cltr predict MODEL --features FILE'"),
+    (("evaluate", "model.npz", "log.parquet", "data.txt", "--confidence", "0.9999", "-o", "r.json"),
+     "2000 resamples of the queries (what cltr evaluate draws) are too few for a 99.99% BCa interval: at least "
+     "20001 put one replicate beyond each end (fewer give the extreme replicates as its bounds); lower --confidence"),
     (("simulate", "features.csv", "-o", "l.parquet"), "takes no click log or feature table"),
     (("propensity", "data.txt", "log.csv", "--method", "pbm"), "e.g. 'cltr propensity LOG DATA', or give a raw log"),
 ])
@@ -303,6 +306,7 @@ def test_hints_are_in_the_command_lines_words(args, expected, small_files, capsy
     ("lower max_position or use n_bootstrap=0", "predict", "lower max_position or use n_bootstrap=0"),
     ("monotone=False fits better; random_state", "propensity", "--no-monotone fits better; --seed"),
     ("propagate_propensity=False", "evaluate", "--known-propensity"),
+    ("(20 or more), or baseline=None for each ranker's estimates alone", "evaluate", "(20 or more)"),
 ])
 def test_python_spellings_become_the_command_lines(python, command, cli):
     from counterfactual_ltr.cli import _cli_spelling

@@ -347,3 +347,10 @@ def test_the_lower_bound_is_documented_as_what_it_is():
     assert "lower end of the interval" in entry and "improvement_interval[0]" in entry
     for doc in (Comparison.__doc__, compare_rankers.__doc__):
         assert "one-sided lower confidence bound" not in " ".join(doc.split()).lower()
+
+
+def test_a_level_below_one_never_reads_100_percent():
+    from counterfactual_ltr.evaluation.compare import _percent
+
+    assert [_percent(c) for c in (0.95, 0.9961538, 0.999, 0.9999, 0.99999, 1.0)] == \
+        ["95%", "99.6%", "99.9%", "99.99%", "99.999%", "100%"]

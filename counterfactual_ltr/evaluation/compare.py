@@ -407,7 +407,12 @@ _LABELS = {"ips": "IPS", "snips": "SNIPS", "clipped_ips": "clipped IPS", "dr": "
 
 
 def _percent(confidence: float) -> str:
-    return f"{confidence * 100:.3g}%"
+    """A level as a percentage, in three figures or as many more as keep a level below 1 from reading 100%."""
+    for digits in range(3, 12):
+        text = f"{confidence * 100:.{digits}g}"
+        if confidence >= 1 or float(text) < 100:
+            break
+    return f"{text}%"
 
 
 def _signed(x: float) -> str:

@@ -15,18 +15,20 @@ and :meth:`~ValidationReport.to_dict` (JSON) carry the same content
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from .._segments import segment_ids
-from .._validation import check_bool
+from .._validation import check_bool, check_int, check_real
 from ..logs.clicklog import ClickLog
 from ..metrics import LOWER_IS_BETTER
 from ..examination.propensity_models import is_session_dependent, resolve_propensity
 from . import _report_render as report_render
-from .compare import TrustRules, _compare, _degenerate, _percent, refuse_single_query, value_label, whose
+from .compare import (TrustRules, _check_replicates, _compare, _degenerate, _percent, refuse_single_query,
+                      value_label, whose)
 from .offpolicy import ESTIMATORS, _need_features, _setup, true_values
 from . import click_value
 from .click_value import true_click_values
@@ -313,6 +315,22 @@ def _check_arguments(rankers, metrics, estimators, log, baseline, verdict_estima
     return estimators
 
 
+def _check_pair_bootstrap(pair_bootstrap, confidence, rankers, baseline) -> None:
+    """The comparisons' resamples checked before any estimate is computed, under this function's name for them."""
+    m = len(rankers) - (0 if baseline in (None, "logging") else 1)
+    if baseline is None or m == 0:
+        return
+    pair_bootstrap = check_int(pair_bootstrap, "pair_bootstrap", min_value=0)
+    confidence = check_real(confidence, "confidence", min_value=0.0, max_value=1.0, include_min=False,
+                            include_max=False)
+    try:
+        with warnings.catch_warnings():          # a warning, if any, comes from the comparisons themselves
+            warnings.simplefilter("ignore")
+            _check_replicates(pair_bootstrap, confidence, m)
+    except ValueError as err:
+        raise ValueError("pair_bootstrap=" + str(err).removeprefix("n_bootstrap=")) from None
+
+
 def _estimates(rankers, log, metrics, estimators, model, confidence, options, n_bootstrap, random_state,
                true_relevance):
     rows = []
@@ -348,17 +366,11 @@ def _comparisons(rankers, log, metrics, baseline, verdict_estimator, model, conf
         # A cascade-aware propensity (per shown result) gives no examination by rank: relevance only.
         value = "relevance" if logging and (is_session_dependent(model) or click_value.ranking_free(metric, {}, model,
                                                                                                       log)) else None
-        try:
-            found = _compare(log, candidates, "logging" if logging else rankers[baseline],
-                             LOGGING if logging else baseline, estimator=verdict_estimator, metric=metric,
-                             propensity=model, confidence=confidence, n_bootstrap=pair_bootstrap,
-                             random_state=random_state, clip=opts.get("clip", 0.1), relevance_model=None,
-                             logging_policy=None, n_folds=2, metric_params={}, setup=setup, value=value, rules=rules,
-                             propagate_propensity=propagate_propensity)
-        except ValueError as err:     # the comparisons' resamples are this function's pair_bootstrap
-            if str(err).startswith("n_bootstrap="):
-                raise ValueError("pair_bootstrap=" + str(err).removeprefix("n_bootstrap=")) from None
-            raise
+        found = _compare(log, candidates, "logging" if logging else rankers[baseline], LOGGING if logging else baseline,
+                         estimator=verdict_estimator, metric=metric, propensity=model, confidence=confidence,
+                         n_bootstrap=pair_bootstrap, random_state=random_state, clip=opts.get("clip", 0.1),
+                         relevance_model=None, logging_policy=None, n_folds=2, metric_params={}, setup=setup,
+                         value=value, rules=rules, propagate_propensity=propagate_propensity)
         out[metric] = list(found.values())
         if true_relevance is not None:
             truth[metric] = _true_differences(log, rankers, candidates, baseline, out[metric][0].value, metric,
@@ -475,6 +487,7 @@ def validation_report(rankers: dict, log: ClickLog, *, propensity=None, metrics=
     chosen = estimators
     propagate_propensity = check_bool(propagate_propensity, "propagate_propensity")
     estimators = _check_arguments(rankers, metrics, estimators, log, baseline, verdict_estimator)
+    _check_pair_bootstrap(pair_bootstrap, confidence, rankers, baseline)
     model, source = resolve_propensity(propensity, *rankers.values())
     if chosen is None and is_session_dependent(model):   # DR and policy-aware need the examination by rank
         estimators = tuple(k for k in estimators if k not in ("dr", "policy_aware"))
