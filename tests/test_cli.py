@@ -306,6 +306,8 @@ def test_hints_are_in_the_command_lines_words(args, expected, small_files, capsy
     ("lower max_position or use n_bootstrap=0", "predict", "lower max_position or use n_bootstrap=0"),
     ("monotone=False fits better; random_state", "propensity", "--no-monotone fits better; --seed"),
     ("propagate_propensity=False", "evaluate", "--known-propensity"),
+    ("raw.csv: the frame has no column 'query' (the query column); it has ['q']", "propensity",
+     "raw.csv: the file has no column 'query' (the query column, named by --query COL); it has ['q']"),
     ("(20 or more), or baseline=None for each ranker's estimates alone", "evaluate", "(20 or more)"),
 ])
 def test_python_spellings_become_the_command_lines(python, command, cli):
