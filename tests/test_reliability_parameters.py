@@ -251,12 +251,16 @@ def test_boolean_options_take_booleans_only(value, data, log):
     """An option read by truthiness would take 'no' as on: every one is a ValueError naming the option."""
     from counterfactual_ltr.click_models import RankOnlyModel
     from counterfactual_ltr.evaluation import compare_rankers, validation_report
+    from counterfactual_ltr.model_selection import grid_search
+    from counterfactual_ltr.models import LinearModel
 
     calls = {"propagate_propensity": lambda: compare_rankers(log, data.X[:, 1], propagate_propensity=value),
              "propagate_propensity ": lambda: validation_report({"f1": data.X[:, 1]}, log, propagate_propensity=value),
              "shuffle": lambda: DeepPropDCG(shuffle=value).fit(log),
              "early_stopping": lambda: DeepPropDCG(early_stopping=value).fit(log),
-             "by_position": lambda: RankOnlyModel().fit(log).perplexity(log, by_position=value)}
+             "by_position": lambda: RankOnlyModel().fit(log).perplexity(log, by_position=value),
+             "extend": lambda: grid_search(SVMPropRank(), log, "C", [1.0], cv=2, extend=value),
+             "fit_intercept": lambda: LinearModel(2, fit_intercept=value)}
     for name, call in calls.items():
         with pytest.raises(ValueError, match=f"{name.strip()} must be True or False, got "):
             call()
