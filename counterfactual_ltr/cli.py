@@ -259,13 +259,14 @@ def _log_and_data(log, data, features, label, raw, repeated="drop-pages", missin
         raise InputError(f"{log} joined with --features {features}: {message}") from None
 
 
-def _raw_log_hint(log, err) -> str:
-    """A hint when LOG, read over DATA's rows, lacks their columns but has a raw log's (ids, not rows)."""
+def _raw_log_hint(log, err, with_features: bool = True) -> str:
+    """A hint when LOG, read over DATA's rows, lacks their columns but may be a raw log (ids, not rows)."""
     if "lacks the columns" not in str(err):
         return ""
-    return (f" ({log} may be a raw log, keyed by query and document ids rather than DATA's rows: give its "
-            "feature table with --features FILE instead of DATA, and its columns with --query/--doc/--position/"
-            "--click/--session)")
+    remedy = ("give its feature table with --features FILE instead of DATA, and its columns" if with_features
+              else "give it without DATA, its columns named")
+    return (f" ({log} may be a raw log, keyed by query and document ids rather than DATA's rows: {remedy} with "
+            "--query/--doc/--position/--click/--session)")
 
 
 def _propensity(spec):
@@ -448,7 +449,10 @@ def propensity(log, data, output, method, holdout, max_position, bootstrap, seed
     if data is not None and any(raw.values()):
         raise InputError("--query/--doc/--position/--click/--session name a raw log's columns: give them without "
                          "DATA")
-    click_log = _load_log(log, None if data is None else _load_data(data, "propensity"), _unprefixed(raw))
+    try:
+        click_log = _load_log(log, None if data is None else _load_data(data, "propensity"), _unprefixed(raw))
+    except ValueError as err:
+        raise InputError(f"{err}{_raw_log_hint(log, err, with_features=False)}") from None
     train = held_out = click_log
     if holdout is not None:
         out = np.random.default_rng(seed).random(len(click_log)) < holdout

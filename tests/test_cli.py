@@ -262,6 +262,8 @@ RAW = ("--query", "q", "--doc", "d", "--position", "pos", "--click", "clicked", 
      "--features data.txt: this is a LETOR/SVMlight file, not a feature table keyed by ids"),
     (("fit", "raw.csv", "data.txt", "-o", "m.npz"), "raw.csv may be a raw log, keyed by query and document ids "
                                                     "rather than DATA's rows: give its feature table with --features"),
+    (("propensity", "raw.csv", "data.txt", "--method", "pbm"), "raw.csv may be a raw log, keyed by query and "
+     "document ids rather than DATA's rows: give it without DATA, its columns named with --query/--doc/"),
     (("fit", "raw.csv", "data.txt", *RAW, "-o", "m.npz"),
      "name a raw log's columns: a raw log takes its feature table as --features FILE, not DATA"),
     (("evaluate", "model.npz", "raw.csv", *RAW, "-o", "r.json"),
