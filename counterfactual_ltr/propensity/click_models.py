@@ -617,7 +617,8 @@ class _CascadeModel(_ClickModel):
         ----------
         query_ids, doc_ids : array-like (n_pairs,)
             The (query id, document id) of every pair, e.g. ``log.row_keys()`` of a log joined to a
-            data set (one pair per row of the data set).
+            data set (one pair per row of the data set). Each pair once; each column of one type,
+            integers or strings, matched to a log's ids by value and type (``1`` is not ``"1"``).
         alpha : array-like (n_pairs,) of probabilities
             Attractiveness of each pair.
         alpha_prior : float in [0, 1], optional
