@@ -172,6 +172,8 @@ def test_given_parameters_score_as_the_sum_over_hidden_states_and_as_the_fitted_
     ("dbn", 2, {"gamma": 0.9, "sigma": [0.5, 0.5], "alpha_prior": -0.1}, "alpha_prior must be probabilities"),
     ("ubm", 1, {"gamma": np.ones((2, 3))}, "query_ids and doc_ids must be one non-empty entry per pair"),
     ("ubm", 2, {"gamma": np.ones((2, 2))}, "gamma must have shape (2, 3)"),
+    ("dbn", 2, {"gamma": True, "sigma": [0.5, 0.5]}, "gamma must be numbers, got booleans True"),
+    ("dbn", 2, {"gamma": 0.9, "sigma": [True, False]}, "sigma must be numbers, got booleans [True, False]"),
 ])
 def test_given_parameters_are_checked(model, ids, kwargs, message):
     with pytest.raises(ValueError, match=re.escape(message)):

@@ -136,6 +136,8 @@ def _warn_unidentified(row, k, c, K) -> None:
 
 def _probabilities(value, name: str, owner: str, shape: tuple) -> np.ndarray:
     """``value`` as float64 of ``shape``, every entry a probability, or a ValueError naming it."""
+    if np.asarray(value).dtype == bool:           # True is not a probability of 1 but a mistaken argument
+        raise ValueError(f"{owner}.from_parameters: {name} must be numbers, got booleans {value!r:.80}")
     try:
         values = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
