@@ -2,12 +2,15 @@
 
 Run ``python -m click_sim.demo [--out REPORT.html]``. Built-in synthetic data, so it needs no
 download; takes well under a minute. It prints the verdicts against the logging policy, why
-"no difference found" can go with a real gain, and the test NDCG@10 of the rankers chosen by
-SNIPS; the full report (estimates, intervals, diagnostics, figures) is written as HTML.
+"no difference found" can go with a real gain, and the test ``NDCG@10`` of the rankers chosen by
+SNIPS; the full report (estimates, intervals, diagnostics) is written as HTML, with figures when
+matplotlib is installed (a plain ``pip install .`` does not install it; the report and this demo
+then say so).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from pathlib import Path
 
@@ -15,7 +18,8 @@ import numpy as np
 
 
 def main(seed: int = 0, out: str = "demo_report.html") -> None:
-    """Run the demo with ``seed``: print the verdicts and the chosen rankers' test NDCG@10, write the report to ``out``."""
+    """Run the demo with ``seed``: print the verdicts and the chosen rankers' test ``NDCG@10``; write the report
+    to ``out``."""
     from click_sim import PositionBasedClickModel, make_ranking, simulate_clicks, train_production_ranker
     from counterfactual_ltr.estimators import RankSVM, SVMPropDCG, SVMPropRank
     from counterfactual_ltr.evaluation import validation_report
@@ -54,7 +58,7 @@ def main(seed: int = 0, out: str = "demo_report.html") -> None:
           f"({best.improvement:+.4f}), has a standard error of {best.stderr:.4f} over {best.n_queries} queries; a true "
           f"gain of that size is found with 80% power on about {best.log_size_needed(0.8):.0f} times as many queries "
           f"(Comparison.log_size_needed). The test NDCG@10 below shows the gain this log is too small to confirm.")
-    print(f"Full report (estimates, intervals, diagnostics, figures): {out}\n")
+    print(report_line(out, importlib.util.find_spec("matplotlib") is not None) + "\n")
 
     print("Test NDCG@10 (full labels, never used for training or selection):")
     chosen = {"production": production}
@@ -66,6 +70,14 @@ def main(seed: int = 0, out: str = "demo_report.html") -> None:
     for name, model in chosen.items():
         print(f"  {name:32s} {ndcg(model.predict(test.X), test.y, test.query_offsets, k=10):.4f}")
     print(f"\n(done in {time.time() - started:.1f} s)")
+
+
+def report_line(out: str, figures: bool) -> str:
+    """The line naming the report file and what it holds: figures only where matplotlib can draw them."""
+    if figures:
+        return f"Full report (estimates, intervals, diagnostics, figures): {out}"
+    return (f"Full report (estimates, intervals, diagnostics): {out}; no figures, as matplotlib is not installed "
+            "(pip install matplotlib, or '.[experiments]', adds them)")
 
 
 def cli(argv=None) -> None:

@@ -29,7 +29,7 @@ class OnlineResult:
     queries : ndarray of int, shape (T,)
         Query index of every round.
     ndcg_at_10, ndcg, ap : ndarrays of shape (T,)
-        NDCG@10, full-list NDCG and AP of the ranking shown in every round.
+        ``NDCG@10``, full-list NDCG and AP of the ranking shown in every round.
     rankings : ndarray of int
         The shown rankings (data-set rows), round after round.
     ranking_offsets : ndarray of int, shape (T + 1,)

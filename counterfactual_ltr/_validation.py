@@ -30,7 +30,7 @@ import numbers
 import numpy as np
 
 __all__ = ["check_int", "check_real", "check_probability", "check_optional_int", "check_optional_real",
-           "check_random_state"]
+           "check_random_state", "check_bool"]
 
 
 def _describe(value) -> str:
@@ -80,6 +80,27 @@ def check_int(value, name: str, *, min_value=None, max_value=None) -> int:
     value = int(value)
     _check_range(value, name, min_value, max_value, True, True)
     return value
+
+
+def check_bool(value, name: str) -> bool:
+    """``value`` as a bool when it is one (Python's or NumPy's), else a ``ValueError`` naming the option.
+
+    An option read by truthiness takes ``"no"``, ``"false"`` or ``[False]`` as on; only a real
+    boolean says which the caller meant.
+
+    >>> import numpy as np
+    >>> check_bool(np.True_, "monotone")
+    True
+    >>> check_bool("no", "monotone")
+    Traceback (most recent call last):
+    ...
+    ValueError: monotone must be True or False, got str 'no'
+    """
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise ValueError(f"{name} must be True or False, got {_describe(value)}")
 
 
 def check_probability(value, name: str, *, include_zero: bool = True, include_one: bool = True) -> float:

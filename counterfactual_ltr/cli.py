@@ -121,7 +121,7 @@ def _choices(value: str, name: str, allowed) -> list[str]:
     return list(dict.fromkeys(values))
 
 
-def _load_data(path):
+def _load_data(path, command: str = "fit"):
     from click_sim import load_letor  # the LETOR/SVMlight reader lives with the simulator
 
     try:
@@ -129,11 +129,11 @@ def _load_data(path):
     except ValueError as err:
         message = str(err)
         message = message if os.fspath(path) in message else f"{path}: {message}"
-        raise InputError(message + _not_letor_hint(path)) from None
+        raise InputError(message + _not_letor_hint(path, command)) from None
 
 
-def _not_letor_hint(path) -> str:
-    """A hint when DATA is a file of another kind (a log or a model: arguments given in the wrong order)."""
+def _not_letor_hint(path, command: str = "fit") -> str:
+    """A hint when DATA is a file of another kind (a log, a feature table or a model), in the words of ``command``."""
     with open(path, "rb") as fh:
         head = fh.read(4)
     kind = {b"PAR1": "a Parquet file", b"PK\x03\x04": "a model file (.npz)"}.get(head)
@@ -141,8 +141,14 @@ def _not_letor_hint(path) -> str:
         kind = f"a {Path(path).suffix.lower()[1:].upper()} file"
     if kind is None:
         return ""
-    return (f" ({path} looks like {kind}, not a LETOR/SVMlight file: DATA comes after LOG, e.g. "
-            "'cltr fit LOG DATA', or give a raw log without DATA and its features with --features)")
+    remedy = {"predict": "a feature table keyed by ids is scored with 'cltr predict MODEL --features FILE'",
+              "simulate": "cltr simulate draws clicks over the documents of a LETOR/SVMlight file, and takes "
+                          "no click log or feature table",
+              "propensity": "DATA comes after LOG, e.g. 'cltr propensity LOG DATA', or give a raw log without "
+                            "DATA (its columns named by --query/--doc/--position/--click/--session)"}.get(
+        command, f"DATA comes after LOG, e.g. 'cltr {command} LOG DATA', or give a raw log without DATA and its "
+                 "features with --features")
+    return f" ({path} looks like {kind}, not a LETOR/SVMlight file: {remedy})"
 
 
 def _load_log(path, data, raw=None):
@@ -174,6 +180,11 @@ def _raw_log_options(f):
 
 
 def _features_options(f):
+    f = click.option("--missing", default="error", show_default=True,
+                     type=click.Choice(["error", "drop-sessions", "drop-rows"]),
+                     help="With --features: shown documents the table has no features for are an error (naming a "
+                          "few), or the pages that show one are dropped, or those rows only (with a warning that "
+                          "counts them).")(f)
     f = click.option("--repeated", default="drop-pages", show_default=True,
                      type=click.Choice(["drop-pages", "keep-first", "error"]),
                      help="With --features: pages that show a document twice are dropped (with a warning that "
@@ -186,38 +197,76 @@ def _features_options(f):
 
 
 def _feature_table(features, label, raw):
-    """The RankingDataset of a --features table keyed by the raw log's --query and --doc id columns."""
+    """``(dataset, feature column names)`` of a --features table keyed by the raw log's --query and --doc ids."""
     from .datasets import RankingDataset
     from .logs.log_integrity import read_log_frame
 
     columns = _raw_columns(raw)
+    if _looks_like_letor(features):
+        raise InputError(f"--features {features}: this is a LETOR/SVMlight file, not a feature table keyed by ids "
+                         "(CSV or Parquet with the --query and --doc id columns): give it as DATA after LOG, "
+                         "without --features, with a log over its rows")
     try:
         table = read_log_frame([features], ids=[columns["query"], columns["doc"]])
-        return RankingDataset.from_frame(table, query=columns["query"], doc=columns["doc"], label=label,
-                                         name=os.path.basename(features))
+        dataset = RankingDataset.from_frame(table, query=columns["query"], doc=columns["doc"], label=label,
+                                            name=os.path.basename(features))
     except ValueError as err:
         raise InputError(f"--features {features}: {err}") from None
+    return dataset, [str(c) for c in table.columns if c not in (columns["query"], columns["doc"], label)]
 
 
-def _log_and_data(log, data, features, label, raw, repeated="drop-pages"):
-    """``(dataset, click_log)`` from a LETOR DATA file, or a raw LOG joined with a --features table."""
-    from .datasets import RankingDataset
-    from .logs.log_integrity import read_log_frame
+def _looks_like_letor(path) -> bool:
+    """Whether the file's first line reads as an SVMlight line: a label, then ``qid:`` or ``index:value``."""
+    if Path(path).suffix.lower() in (".csv", ".parquet", ".pq", ".gz", ".bz2", ".xz", ".zip"):
+        return False
+    with open(path, "rb") as fh:
+        first = fh.readline(4096).split()
+    return len(first) >= 2 and b":" in first[1] and b"," not in first[0]
 
+
+def _check_feature_count(rankers: dict, n_features: int, names: list, source: str) -> None:
+    """InputError naming the table's feature columns when a model takes another number of features."""
+    for name, ranker in rankers.items():
+        wanted = getattr(ranker, "n_features_in_", None)
+        if wanted is not None and wanted != n_features:
+            raise InputError(f"{source}: the table has {n_features} feature columns ({', '.join(names)}) and the "
+                             f"model {name} takes {wanted}: give the table the model's feature columns only, in its "
+                             "order (every column but the --query and --doc ids is a feature)")
+
+
+def _log_and_data(log, data, features, label, raw, repeated="drop-pages", missing="error"):
+    """``(dataset, click_log, feature names or None)`` from a LETOR DATA file, or a raw LOG joined with a
+    --features table."""
     if (data is None) == (features is None):
         raise InputError("give either DATA (a LETOR file) or --features FILE (a feature table keyed by ids), "
                          "not both" if data is not None else "give DATA (a LETOR file) or --features FILE")
     if data is not None:
+        if any((raw or {}).values()):
+            raise InputError("--query/--doc/--position/--click/--session name a raw log's columns: a raw log takes "
+                             "its feature table as --features FILE, not DATA")
         dataset = _load_data(data)
-        return dataset, _load_log(log, dataset)
-    dataset = _feature_table(features, label, raw)
+        try:
+            return dataset, _load_log(log, dataset), None
+        except ValueError as err:
+            raise InputError(f"{err}{_raw_log_hint(log, err)}") from None
+    dataset, names = _feature_table(features, label, raw)
     click_log = _load_log(log, None, raw)
     try:
-        return dataset, click_log.with_data(dataset, repeated={"drop-pages": "drop_pages", "keep-first": "keep_first",
-                                                               "error": "raise"}[repeated])
+        return dataset, click_log.with_data(dataset, missing=missing.replace("-", "_").replace("error", "raise"),
+                                            repeated=repeated.replace("-", "_").replace("error", "raise")), names
     except ValueError as err:
         message = str(err).replace("drop the repeat from the events", "use --repeated drop-pages or keep-first")
         raise InputError(f"{log} joined with --features {features}: {message}") from None
+
+
+def _raw_log_hint(log, err, with_features: bool = True) -> str:
+    """A hint when LOG, read over DATA's rows, lacks their columns but may be a raw log (ids, not rows)."""
+    if "lacks the columns" not in str(err):
+        return ""
+    remedy = ("give its feature table with --features FILE instead of DATA, and its columns" if with_features
+              else "give it without DATA, its columns named")
+    return (f" ({log} may be a raw log, keyed by query and document ids rather than DATA's rows: {remedy} with "
+            "--query/--doc/--position/--click/--session)")
 
 
 def _propensity(spec):
@@ -320,7 +369,7 @@ def simulate(data, output, passes, eta, eps_minus, eps_plus, ranker, production_
     from .logs.files import _kind, write_click_log
 
     _kind(output)  # an unknown file type fails before the work, not after
-    dataset = _load_data(data)
+    dataset = _load_data(data, "simulate")
     extra = {}
     if intervention is not None:
         extra["intervention"] = _parse_intervention(intervention)
@@ -402,7 +451,10 @@ def propensity(log, data, output, method, holdout, max_position, bootstrap, seed
     if data is not None and any(raw.values()):
         raise InputError("--query/--doc/--position/--click/--session name a raw log's columns: give them without "
                          "DATA")
-    click_log = _load_log(log, None if data is None else _load_data(data), _unprefixed(raw))
+    try:
+        click_log = _load_log(log, None if data is None else _load_data(data, "propensity"), _unprefixed(raw))
+    except ValueError as err:
+        raise InputError(f"{err}{_raw_log_hint(log, err, with_features=False)}") from None
     train = held_out = click_log
     if holdout is not None:
         out = np.random.default_rng(seed).random(len(click_log)) < holdout
@@ -545,8 +597,8 @@ def _estimation_payload(result, method) -> dict:
                    "its interval supports (EstimatedPropensity.tempered)  [default: 0,0.5,1 with an estimate that "
                    "has an interval, else 0]")
 @_quiet_option
-def fit(log, data, output, features, label, repeated, model_name, C, alpha, epochs, hidden, cv, scoring, propensity,
-        scale, seed, tempering, quiet, **options):
+def fit(log, data, output, features, label, repeated, missing, model_name, C, alpha, epochs, hidden, cv, scoring,
+        propensity, scale, seed, tempering, quiet, **options):
     """Fit a ranker on the click LOG over DATA (or a raw LOG and --features), choosing hyper-parameters by grid search.
 
     Calls counterfactual_ltr.model_selection.tempered_grid_search (grid_search
@@ -580,7 +632,7 @@ def fit(log, data, output, features, label, repeated, model_name, C, alpha, epoc
     scorer = _scorer(scoring, prop)
     estimator, grid = _make_estimator(model_name, C, alpha, epochs, hidden, prop, scale, seed, tree_grid)
     strengths = _tempering_values(tempering, prop, model_name)
-    dataset, click_log = _log_and_data(log, data, features, label, raw, repeated)
+    dataset, click_log, _ = _log_and_data(log, data, features, label, raw, repeated, missing)
     if len(grid) > 1:
         return _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, output, quiet, dataset,
                               prop, strengths)
@@ -744,12 +796,12 @@ def _make_estimator(model_name, C, alpha, epochs, hidden, prop, scale, seed, tre
     if model_name == "deep":
         if C is not None:
             raise click.BadParameter("deep has no C; use --alpha", param_hint="--C")
-        grid = {"alpha": _floats(alpha or "1e-6", "--alpha")}
+        grid = {"alpha": _floats("1e-6" if alpha is None else alpha, "--alpha")}
         params.update(hidden_layer_sizes=(hidden,), max_epochs=epochs, random_state=seed)
     else:
         if alpha is not None:
             raise click.BadParameter(f"{model_name} has no alpha; use --C", param_hint="--alpha")
-        grid = {"C": _floats(C or "0.1,1,10,100", "--C")}
+        grid = {"C": _floats("0.1,1,10,100" if C is None else C, "--C")}
     for name, values in grid.items():
         for value in values:
             if not (np.isfinite(value) and value > 0 if name == "C" else np.isfinite(value) and value >= 0):
@@ -772,11 +824,11 @@ def _gbdt_estimator(cls, params, C, alpha, seed, tree_grid):
                                      f"({', '.join(TREE_OPTIONS)})", param_hint=name)
     estimator = cls(random_state=seed, **params)
     grid = {}
-    if tree_grid.get("objective"):
+    if "objective" in tree_grid:          # given empty: refused by _choices, not taken as not given
         grid["objective"] = _choices(tree_grid["objective"], "--objective", OBJECTIVES)
     for option, (name, whole, least) in TREE_OPTIONS.items():
         given = tree_grid.get(name)
-        values = _floats(given, option) if given else GBDT_GRID.get(name, [estimator.get_params()[name]])
+        values = _floats(given, option) if given is not None else GBDT_GRID.get(name, [estimator.get_params()[name]])
         if whole and any(v != int(v) for v in values if np.isfinite(v)):
             raise click.BadParameter(f"{given!r} must hold whole numbers", param_hint=option)
         bad = [v for v in values if not (np.isfinite(v) and (v >= least if whole else v > least))]
@@ -831,8 +883,8 @@ def _load_models(paths):
                    "replicates, on every resample of the queries, so the intervals include its estimation error; "
                    "--known-propensity treats it as known (the report says which).")
 @_quiet_option
-def evaluate(paths, output, features, label, repeated, baseline, verdict_estimator, metrics, propensity, confidence,
-             random_state, propagate_propensity, quiet, **raw):
+def evaluate(paths, output, features, label, repeated, missing, baseline, verdict_estimator, metrics, propensity,
+             confidence, random_state, propagate_propensity, quiet, **raw):
     """Should a model replace the logging policy? Compare the MODELS with it on the click LOG over DATA.
 
     With --features FILE, the last path is a raw LOG (no DATA), joined with the
@@ -853,7 +905,9 @@ def evaluate(paths, output, features, label, repeated, baseline, verdict_estimat
     need = 2 if features is not None else 3
     if len(paths) < need:
         raise click.UsageError(f"expected MODELS... LOG {'' if features is not None else 'DATA'}: at least one "
-                               f"model file, the log{'' if features is not None else ' and the data file'}")
+                               f"model file, the log{'' if features is not None else ' and the data file'}"
+                               + ("" if features is not None else " (a raw log, keyed by ids, takes its feature "
+                                  "table as --features FILE instead of DATA)"))
     models, log = paths[:-(need - 1)], paths[-(need - 1)]
     data = paths[-1] if features is None else None
     suffix = Path(output).suffix.lower()
@@ -867,7 +921,9 @@ def evaluate(paths, output, features, label, repeated, baseline, verdict_estimat
     if baseline != "logging" and baseline not in rankers:
         raise click.BadParameter(f"{baseline!r} is neither 'logging' nor one of the models "
                                  f"({', '.join(rankers)})", param_hint="--baseline")
-    _, click_log = _log_and_data(log, data, features, label, _unprefixed(raw), repeated)
+    dataset, click_log, names = _log_and_data(log, data, features, label, _unprefixed(raw), repeated, missing)
+    if names is not None:
+        _check_feature_count(rankers, dataset.n_features, names, f"--features {features}")
     report = validation_report(rankers, click_log, propensity=prop, metrics=tuple(metric_names),
                                confidence=confidence, baseline=baseline, verdict_estimator=verdict_estimator,
                                propensity_source=None if propensity is None else f"from --propensity {propensity}",
@@ -917,8 +973,11 @@ def predict(model, data, output, features, quiet, **raw):
         raise InputError("give either DATA (a LETOR file) or --features FILE (a feature table keyed by ids), "
                          "not both" if data is not None else "give DATA (a LETOR file) or --features FILE")
     ranker = load_model(model)
-    dataset = _load_data(data) if data is not None else _feature_table(features, None, _unprefixed(raw))
+    dataset, names = (_load_data(data, "predict"), None) if data is not None else _feature_table(features, None,
+                                                                                        _unprefixed(raw))
     source = data if data is not None else f"--features {features}"
+    if names is not None:
+        _check_feature_count({model: ranker}, dataset.n_features, names, source)
     try:
         scores = np.asarray(ranker.predict(dataset), dtype=np.float64)
     except ValueError as err:
@@ -1048,6 +1107,46 @@ def _one_line(text: str) -> str:
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in line)
 
 
+#: Python's spelling of an option in a message -> the command line's, for every command (the join of a raw
+#: log with --features) and for the command that has the option.
+_SPELLINGS = {None: [(r"pass missing='drop_sessions' or 'drop_rows'", "use --missing drop-sessions or drop-rows"),
+                     (r"with_data\(missing='(\w+)'\)", lambda m: "--missing " + _option_value(m[1])),
+                     (r"missing='(\w+)'", lambda m: "--missing " + _option_value(m[1])),
+                     (r"repeated='(\w+)' or '(\w+)'",
+                      lambda m: f"--repeated {_option_value(m[1])} or {_option_value(m[2])}"),
+                     (r"repeated='(\w+)'", lambda m: "--repeated " + _option_value(m[1])),
+                     (r"the frame has no column '(.*?)' \(the (query|doc|position|click|session|label) column\)",
+                      r"the file has no column '\1' (the \2 column, named by --\2 COL)")],
+              "propensity": [(r"\bmax_position\b(=)?", lambda m: "--max-position" + (" " if m[1] else "")),
+                             (r"\bn_bootstrap\b(=)?", lambda m: "--bootstrap" + (" " if m[1] else "")),
+                             (r"\bmonotone=True\b", "--monotone"), (r"\bmonotone=False\b", "--no-monotone"),
+                             (r"\brandom_state\b", "--seed")],
+              "evaluate": [(r"\bpropagate_propensity=False\b", "--known-propensity"),
+                           (r", or baseline=None for each ranker's estimates alone", ""),
+                           (r"^pair_bootstrap=(\d+) is too few resamples", r"\1 resamples of the queries (what cltr "
+                                                                           "evaluate draws) are too few"),
+                           (r"; use \d+ or more, or 0 for no bootstrap interval", "; lower --confidence"),
+                           (r"\brandom_state\b", "--random-state")]}
+
+
+def _option_value(python_value: str) -> str:
+    return "error" if python_value == "raise" else python_value.replace("_", "-")
+
+
+def _cli_spelling(text: str, command) -> str:
+    """``text`` (an error or a warning) with Python's spelling of options replaced by the command line's."""
+    import re
+
+    for pattern, replacement in _SPELLINGS[None] + _SPELLINGS.get(command, []):
+        text = re.sub(pattern, replacement, text)
+    return text
+
+
+def _command(argv) -> str | None:
+    """The command of ``argv`` (its first word that is not an option), or None."""
+    return next((a for a in (sys.argv[1:] if argv is None else argv) if not str(a).startswith("-")), None)
+
+
 def _describe(err: BaseException) -> str:
     return "out of memory" if isinstance(err, MemoryError) else type(err).__name__
 
@@ -1071,9 +1170,10 @@ def main(argv=None) -> int:
     2
     """
     formatwarning = warnings.formatwarning
+    command = _command(argv)
     with warnings.catch_warnings():
         warnings.simplefilter("once")
-        warnings.formatwarning = _format_warning
+        warnings.formatwarning = lambda *args, **kwargs: _cli_spelling(_format_warning(*args, **kwargs), command)
         try:
             status = cli.main(args=argv, prog_name="cltr", standalone_mode=False)
         except click.exceptions.Abort:
@@ -1083,10 +1183,10 @@ def main(argv=None) -> int:
             click.echo(err.format_message())
             return err.exit_code
         except click.ClickException as err:
-            click.echo(f"cltr: error: {_one_line(err.format_message())}", err=True)
+            click.echo(f"cltr: error: {_cli_spelling(_one_line(err.format_message()), command)}", err=True)
             return 2
         except _INPUT_ERRORS as err:
-            click.echo(f"cltr: error: {_one_line(err) or _describe(err)}", err=True)
+            click.echo(f"cltr: error: {_cli_spelling(_one_line(err), command) or _describe(err)}", err=True)
             return 2
         finally:
             warnings.formatwarning = formatwarning

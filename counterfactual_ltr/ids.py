@@ -140,14 +140,23 @@ def id_column(frame, name: str) -> np.ndarray:
     is_str = np.fromiter((type(v) is str for v in values), dtype=bool, count=len(values))
     if not is_str.all():
         i = int(np.argmin(is_str))
-        if not is_str.any() and all(type(v) is int for v in values):
-            big = next(k for k, v in enumerate(values) if not -2**63 <= v < 2**64)
+        if not is_str.any() and all(type(v) is int or type(v) in _NUMPY_INTS for v in values):
+            big = next((k for k, v in enumerate(values) if not -2**63 <= v < 2**64), None)
+            if big is None:          # integers held as Python objects (an object column): read as integers
+                small = all(v < 2**63 for v in values)
+                if not small and any(v < 0 for v in values):
+                    raise ValueError(f"column {name!r} holds negative ids and ids beyond 2**63 - 1, which no 64-bit "
+                                     "integer type holds together: write such ids as strings")
+                return np.asarray(values.tolist(), dtype=np.int64 if small else np.uint64)
             raise ValueError(f"column {name!r} holds {values[big]} at frame row {frame.index[big]!r}, beyond 64-bit "
                              "integers (-2**63 .. 2**64 - 1): write such ids as strings")
         raise ValueError(f"column {name!r} mixes strings with other values (frame row {frame.index[i]!r} holds "
                          f"{values[i]!r} of type {type(values[i]).__name__})")
     _check_texts(values, name, frame)
     return values
+
+
+_NUMPY_INTS = frozenset(np.dtype(c).type for c in "bBhHiIlLqQ")
 
 
 def _check_texts(values, name: str, frame) -> None:

@@ -22,7 +22,7 @@ import warnings
 
 import numpy as np
 
-from ._validation import check_int
+from ._validation import check_bool, check_int
 
 __all__ = ["GridEdgeWarning", "grid_search", "tempered_grid_search", "check_grid_edge", "search_record",
            "selection_lines", "TEMPERING"]
@@ -151,6 +151,7 @@ def grid_search(estimator, log, parameter: str, values, *, cv: int = 3, scoring=
         raise ValueError(f"the grid of {parameter} must hold finite numbers, got {list(values)!r}")
     cv = check_int(cv, "cv", min_value=2)
     max_extensions = check_int(max_extensions, "max_extensions", min_value=0)
+    extend = check_bool(extend, "extend")
     splits = list(GroupKFold(cv).split(np.arange(len(log)), groups=log.groups))  # the same folds every round
     scores = _cross_validate(estimator, log, parameter, grid, splits, scoring, error_score)
     added = []

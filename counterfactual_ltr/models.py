@@ -41,7 +41,7 @@ import numpy as np
 from scipy.special import expit
 
 from ._docs import common_doc
-from ._validation import check_int, check_real
+from ._validation import check_bool, check_int, check_real
 
 __all__ = ["LinearModel", "MLP", "Adam", "ACTIVATIONS"]
 
@@ -310,7 +310,7 @@ class LinearModel(_Model):
                  init_scale: float = 0.01, random_state=None, dtype=np.float64):
         if init not in ("zeros", "normal"):
             raise ValueError(f"init must be 'zeros' or 'normal', got {init!r}")
-        self.fit_intercept = fit_intercept
+        self.fit_intercept = check_bool(fit_intercept, "fit_intercept")
         self.init = init
         self.init_scale = init_scale
         self.random_state = random_state

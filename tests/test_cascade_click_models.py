@@ -172,10 +172,36 @@ def test_given_parameters_score_as_the_sum_over_hidden_states_and_as_the_fitted_
     ("dbn", 2, {"gamma": 0.9, "sigma": [0.5, 0.5], "alpha_prior": -0.1}, "alpha_prior must be probabilities"),
     ("ubm", 1, {"gamma": np.ones((2, 3))}, "query_ids and doc_ids must be one non-empty entry per pair"),
     ("ubm", 2, {"gamma": np.ones((2, 2))}, "gamma must have shape (2, 3)"),
+    ("dbn", 2, {"gamma": True, "sigma": [0.5, 0.5]}, "gamma must be numbers, got booleans True"),
+    ("dbn", 2, {"gamma": 0.9, "sigma": [True, False]}, "sigma must be numbers, got booleans [True, False]"),
 ])
 def test_given_parameters_are_checked(model, ids, kwargs, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         MODELS[model].from_parameters(["q"] * ids, [1, 2], [0.2, 0.3], **kwargs)
+
+
+@pytest.mark.parametrize("queries, docs, alpha, message", [
+    (["q", "q", "r"], ["a", "a", "b"], [0.5, 0.7, 0.1],
+     "the pair (query 'q', document 'a') is given twice, at entries 0 and 1 (alpha 0.5 and 0.7)"),
+    ([1, 1], ["a", "a"], [0.5, 0.5], "the pair (query 1, document 'a') is given twice, at entries 0 and 1 (the same"),
+    (["q", 1], ["a", "b"], [0.5, 0.5], "column 'query_ids' mixes strings with other values (entry 1 holds 1 of type"),
+    (["q", "q"], ["a", 1.5], [0.5, 0.5], "column 'doc_ids' mixes strings with other values (entry 1 holds 1.5"),
+    ([0.5, 1.0], ["a", "b"], [0.5, 0.5], "column 'query_ids' must hold ids (strings or integers), got dtype float64"),
+])
+def test_given_pairs_are_each_given_once_with_ids_of_one_type(queries, docs, alpha, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        CascadeModel.from_parameters(queries, docs, alpha)
+
+
+def test_given_ids_keep_their_type_and_match_logs_by_it():
+    by_int = CascadeModel.from_parameters([1, 1], ["a", "b"], [0.5, 0.6])
+    by_text = CascadeModel.from_parameters(np.array(["q", "1"]), ["a", "b"], [0.5, 0.6])
+    page = {"doc": ["a", "b"], "position": [1, 2], "click": [0, 0]}
+    int_log, text_log = (ClickLog.from_events({"query": [q, q], **page}) for q in (1, "1"))
+    np.testing.assert_allclose(by_int.predict_click_proba(int_log), [0.5, 0.6])   # no click above: examined
+    with pytest.raises(ValueError, match="the log's query ids are strings and the training log's are integers"):
+        by_int.predict_click_proba(text_log)
+    np.testing.assert_allclose(by_text.predict_click_proba(text_log), [0.55, 0.6])   # ("1", "a") not given: the prior
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

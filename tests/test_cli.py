@@ -188,6 +188,8 @@ def small_files(tmp_path_factory):
     table.insert(1, "d", np.arange(data.n_docs, dtype=np.uint64) + np.uint64(2**63))
     table.to_csv(folder / "features.csv", index=False)
     table.iloc[1:].to_csv(folder / "features_missing.csv", index=False)
+    table.assign(extra=1.0).to_csv(folder / "features_extra.csv", index=False)
+    table.to_csv(folder / "features_csv.parquet", index=False)
     return folder
 
 
@@ -248,6 +250,84 @@ def _bad(args, capsys, folder, expected):
 ])
 def test_bad_input_exits_2_with_one_line(args, expected, small_files, capsys):
     _bad(args, capsys, small_files, expected)
+
+
+RAW = ("--query", "q", "--doc", "d", "--position", "pos", "--click", "clicked", "--session", "page")
+
+
+@pytest.mark.parametrize("args, expected", [
+    (("fit", "raw.csv", "--features", "features_missing.csv", *RAW, "-o", "m.npz"),
+     "give them features or use --missing drop-sessions or drop-rows"),
+    (("fit", "raw.csv", "--features", "data.txt", *RAW, "-o", "m.npz"),
+     "--features data.txt: this is a LETOR/SVMlight file, not a feature table keyed by ids"),
+    (("fit", "raw.csv", "data.txt", "-o", "m.npz"), "raw.csv may be a raw log, keyed by query and document ids "
+                                                    "rather than DATA's rows: give its feature table with --features"),
+    (("propensity", "raw.csv", "data.txt", "--method", "pbm"), "raw.csv may be a raw log, keyed by query and "
+     "document ids rather than DATA's rows: give it without DATA, its columns named with --query/--doc/"),
+    (("fit", "raw.csv", "data.txt", *RAW, "-o", "m.npz"),
+     "name a raw log's columns: a raw log takes its feature table as --features FILE, not DATA"),
+    (("evaluate", "model.npz", "raw.csv", *RAW, "-o", "r.json"),
+     "(a raw log, keyed by ids, takes its feature table as --features FILE instead of DATA)"),
+    (("fit", "raw.csv", "--features", "features_csv.parquet", *RAW, "-o", "m.npz"),
+     "it starts like a CSV file: if it is one, give it a .csv name"),
+    (("predict", "model.npz", "--features", "features_extra.csv", "--query", "q", "--doc", "d", "-o", "s.tsv"),
+     "the table has 5 feature columns (f0, f1, f2, f3, extra) and the model model.npz takes 4"),
+    (("evaluate", "model.npz", "raw.csv", "--features", "features_extra.csv", *RAW, "-o", "r.json"),
+     "the table has 5 feature columns (f0, f1, f2, f3, extra) and the model model takes 4"),
+    (("fit", "log.parquet", "data.txt", "--C", "", "-o", "m.npz"), "--C: needs at least one value"),
+    (("fit", "log.parquet", "data.txt", "--model", "deep", "--alpha", "", "-o", "m.npz"),
+     "--alpha: needs at least one value"),
+    (("fit", "log.parquet", "data.txt", "--model", "gbdt-propdcg", "--objective", "", "-o", "m.npz"),
+     "--objective: '' is not one of propdcg, ips_lambdarank"),
+    (("fit", "log.parquet", "data.txt", "--model", "gbdt-propdcg", "--num-leaves", "", "-o", "m.npz"),
+     "--num-leaves: needs at least one value"),
+    (("propensity", "log.parquet", "data.txt", "--method", "pbm", "--max-position", "50"), "lower --max-position"),
+    (("predict", "model.npz", "features.csv", "-o", "s.tsv"), "is scored with 'cltr predict MODEL --features FILE'"),
+    (("evaluate", "model.npz", "log.parquet", "data.txt", "--confidence", "0.9999", "-o", "r.json"),
+     "2000 resamples of the queries (what cltr evaluate draws) are too few for a 99.99% BCa interval: at least "
+     "20001 put one replicate beyond each end (fewer give the extreme replicates as its bounds); lower --confidence"),
+    (("simulate", "features.csv", "-o", "l.parquet"), "takes no click log or feature table"),
+    (("propensity", "data.txt", "log.csv", "--method", "pbm"), "e.g. 'cltr propensity LOG DATA', or give a raw log"),
+])
+def test_hints_are_in_the_command_lines_words(args, expected, small_files, capsys):
+    """Each hint names what is wrong with the command line's own options, files and spelling."""
+    if "gbdt-propdcg" in args:
+        pytest.importorskip("lightgbm")
+    _bad(args, capsys, small_files, expected)
+
+
+@pytest.mark.parametrize("python, command, cli", [
+    ("give them features or pass missing='drop_sessions' or 'drop_rows'", "fit",
+     "give them features or use --missing drop-sessions or drop-rows"),
+    ("nothing is left to join; use repeated='keep_first'", "evaluate", "nothing is left to join; use --repeated "
+                                                                        "keep-first"),
+    ("(repeated='drop_pages' or 'keep_first' drops such pages)", "fit", "(--repeated drop-pages or keep-first drops such pages)"),
+    ("or repeated='raise'", "fit", "or --repeated error"),
+    ("with_data(missing='drop_rows'): dropped 1 of 9", "fit", "--missing drop-rows: dropped 1 of 9"),
+    ("lower max_position or use n_bootstrap=0", "propensity", "lower --max-position or use --bootstrap 0"),
+    ("lower max_position or use n_bootstrap=0", "predict", "lower max_position or use n_bootstrap=0"),
+    ("monotone=False fits better; random_state", "propensity", "--no-monotone fits better; --seed"),
+    ("propagate_propensity=False", "evaluate", "--known-propensity"),
+    ("raw.csv: the frame has no column 'query' (the query column); it has ['q']", "propensity",
+     "raw.csv: the file has no column 'query' (the query column, named by --query COL); it has ['q']"),
+    ("(20 or more), or baseline=None for each ranker's estimates alone", "evaluate", "(20 or more)"),
+])
+def test_python_spellings_become_the_command_lines(python, command, cli):
+    from counterfactual_ltr.cli import _cli_spelling
+
+    assert _cli_spelling(python, command) == cli
+
+
+def test_missing_features_dropped_by_option_warn_in_the_command_lines_words(small_files, monkeypatch, capsys):
+    """--missing drop-rows joins the rest, and the warning on stderr names the option as the command line spells it."""
+    monkeypatch.chdir(small_files)
+    with warnings.catch_warnings():        # printed as outside pytest: through warnings.formatwarning
+        warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: sys.stderr.write(
+            warnings.formatwarning(message, category, filename, lineno, line))
+        assert main(["fit", "raw.csv", "--features", "features_missing.csv", *RAW, "--missing", "drop-rows", "--C",
+                     "1", "--cv", "2", "-o", "m_missing_cli.npz"]) == 0
+    err = capsys.readouterr().err
+    assert "cltr: MissingFeaturesWarning: --missing drop-rows: dropped 3 of" in err, err
 
 
 def test_swap_simulation_and_propensity_estimation_match_the_api(small_files, monkeypatch):

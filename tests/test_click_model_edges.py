@@ -27,6 +27,16 @@ def test_a_log_without_clicks_warns():
         PositionBasedModel().fit(_log(["q"] * 4, [1, 2, 2, 1], [1, 2, 1, 2], [0, 0, 0, 0]))
 
 
+@pytest.mark.parametrize("name, names", [("UserBrowsingModel", "gamma_"), ("DependentClickModel", "lambda_"),
+                                         ("DynamicBayesianNetworkModel", "sigma_ and gamma_"),
+                                         ("SimplifiedDBNModel", "sigma_")])
+def test_a_cascade_model_on_a_log_without_clicks_warns(name, names):
+    from counterfactual_ltr import click_models
+
+    with pytest.warns(IdentificationWarning, match=f"{name}: the log has no clicks, so {names} .* not identified"):
+        getattr(click_models, name)().fit(_log(["q"] * 4, [1, 2, 2, 1], [1, 2, 1, 2], [0, 0, 0, 0]))
+
+
 def test_a_single_page_warns_that_theta_is_not_identified():
     with pytest.warns(IdentificationWarning, match="no \\(query, document\\) pair is shown at two positions"):
         PositionBasedModel().fit(_log(["q"] * 3, [1, 2, 3], [1, 2, 3], [1, 0, 1]))

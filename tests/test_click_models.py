@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -186,9 +188,39 @@ def test_harvest_recovers_theta_from_a_few_queries_shown_many_times(seed):
     assert np.all(np.abs(est.relative_ / truth_rel - 1) <= 0.15), est.relative_ / truth_rel
 
 
+REPO = Path(__file__).resolve().parents[1]
+
+
+@functools.lru_cache(maxsize=1)
+def _trec_train() -> ClickLog:
+    return ClickLog.from_events(pd.read_csv(trec_dir() / "train.csv"), session="page")
+
+
+@requires_trec
+def test_trec_held_out_perplexities_quoted_in_the_docs_are_the_commands():
+    """The figures of ``cltr propensity train.csv --session page --method pbm --holdout 0.2`` (seed 0) as
+    the pages quote them, from the same split and models as the command (``cli._held_out``)."""
+    from counterfactual_ltr.cli import _held_out
+
+    log = _trec_train()
+    out = np.random.default_rng(0).random(len(log)) < 0.2              # the command's split at --seed 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        printed = _held_out(log[np.flatnonzero(~out)], log[np.flatnonzero(out)])
+    found = {key: f"{printed[name]:.4f}" for key, name in (("pbm", "position-based"), ("rank", "rank-only"),
+                                                           ("doc", "document-only"))}
+    quotes = {"docs/guide/logs.md": "position-based {pbm}, rank-only {rank}, document-only {doc}",
+              "docs/real-logs-notes.md": "pages is {pbm} with it and 1.1637 with the global prior (rank-only {rank}, "
+                                         "document-only {doc})",
+              "docs/click-models.md": "beat the PBM, {rank} vs {pbm}"}
+    for page, quote in quotes.items():
+        text = " ".join((REPO / page).read_text(encoding="utf-8").split())
+        assert quote.format(**found) in text, (page, found)
+
+
 @requires_trec
 def test_trec_log_both_methods_run_and_say_how_well_positions_are_identified():
-    log = ClickLog.from_events(pd.read_csv(trec_dir() / "train.csv"), session="page")
+    log = _trec_train()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         pbm = estimate_propensities(log, "pbm", n_bootstrap=3, random_state=0, min_support=50)

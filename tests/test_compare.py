@@ -334,6 +334,23 @@ def test_bad_input_is_named(setting, log):
         compare_rankers(empty, candidate)
     one = RankingDataset(np.eye(3), [1, 0, 1], [5, 5, 5])
     tiny = ClickLog(one, [0, 0], [0, 3, 6], [2, 0, 1, 0, 2, 1], [0, 1, 0, 1, 0, 0])
-    with pytest.warns(EstimateWarning):
-        c = compare_rankers(tiny, np.array([1.0, 2.0, 3.0]), n_bootstrap=0)
-    assert c.n_queries == 1 and c.stderr == np.inf and any("queries" in w for w in c.warnings)
+    with pytest.raises(ValueError, match=r"the log has a single query \(5\): a comparison's interval is over "
+                                         "queries .* so one query cannot give one; use a log of many queries"):
+        compare_rankers(tiny, np.array([1.0, 2.0, 3.0]), n_bootstrap=0)
+
+
+def test_the_lower_bound_is_documented_as_what_it_is():
+    """The docstring says what the code computes: the lower end of the interval of the improvement."""
+    from counterfactual_ltr.evaluation.compare import Comparison, compare_rankers
+
+    entry = Comparison.__doc__.split("lower_bound : float")[1].split("confidence : float")[0]
+    assert "lower end of the interval" in entry and "improvement_interval[0]" in entry
+    for doc in (Comparison.__doc__, compare_rankers.__doc__):
+        assert "one-sided lower confidence bound" not in " ".join(doc.split()).lower()
+
+
+def test_a_level_below_one_never_reads_100_percent():
+    from counterfactual_ltr.evaluation.compare import _percent
+
+    assert [_percent(c) for c in (0.95, 0.9961538, 0.999, 0.9999, 0.99999, 1.0)] == \
+        ["95%", "99.6%", "99.9%", "99.99%", "99.999%", "100%"]

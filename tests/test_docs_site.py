@@ -71,3 +71,11 @@ def test_moved_scripts_are_named_by_their_current_module_path():
     assert current_paths("python -m experiments.table3 --quick") == "python -m experiments.papers.table3 --quick"
     assert current_paths("interactions (experiments.bench_trees)") == "interactions (experiments.benchmarks.bench_trees)"
     assert current_paths("python -m experiments._readme") == "python -m experiments._readme"
+
+
+def test_the_propensities_page_names_every_method_of_estimate_propensities():
+    from counterfactual_ltr.propensity.estimation import CASCADE_METHODS, METHODS
+
+    page = (REPO / "docs" / "guide" / "propensities.md").read_text(encoding="utf-8")
+    missing = [m for m in (*METHODS, *CASCADE_METHODS, "auto") if f'`"{m}"`' not in page]
+    assert not missing, f"docs/guide/propensities.md never names the methods {missing}"

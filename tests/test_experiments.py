@@ -6,7 +6,7 @@ import pytest
 
 from experiments.__main__ import scripts
 
-from conftest import requires_mq2008
+from conftest import REPO, requires_mq2008
 
 # Scripts that need the shared MQ2008 data; the others make their own data.
 SYNTHETIC_ONLY = {"slam_fig1_separable", "report_screenshot"}   # report_screenshot: --quick is synthetic
@@ -116,8 +116,6 @@ def test_unknown_experiment_is_one_line_from_any_directory(tmp_path):
     import subprocess
     import sys
 
-    from conftest import REPO
-
     env = dict(os.environ, PYTHONPATH=str(REPO))
     result = subprocess.run([sys.executable, "-m", "experiments", "no_such_script"], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=120)
@@ -136,6 +134,16 @@ def test_demo_help_does_not_run_the_demo(capsys):
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     assert "--seed" in out and "Test NDCG@10" not in out
+
+
+def test_the_demo_promises_figures_only_where_matplotlib_draws_them():
+    from click_sim.demo import report_line
+
+    assert "figures" in report_line("r.html", True) and "no figures" not in report_line("r.html", True)
+    without = report_line("r.html", False)
+    assert "no figures, as matplotlib is not installed" in without and "pip install matplotlib" in without
+    quickstart = " ".join((REPO / "docs" / "guide" / "quickstart.md").read_text(encoding="utf-8").split())
+    assert "with figures when matplotlib is installed: a plain `pip install .` leaves it out" in quickstart
 
 
 def test_grid_edge_tells_a_binding_edge_from_a_tie():

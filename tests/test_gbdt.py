@@ -270,6 +270,20 @@ def test_bad_input_and_missing_lightgbm(small, monkeypatch):
         GBDTPropDCG().fit(log)
 
 
+def test_options_of_the_other_objective_warn_and_booleans_are_booleans(small):
+    _, log = small
+    with pytest.warns(UserWarning, match=r"smoothing='huber' is an option of objective='propdcg', ignored with "
+                                         r"objective='ips_lambdarank': LambdaMART's logistic gradients"):
+        GBDTPropDCG(objective="ips_lambdarank", smoothing="huber", n_estimators=1).fit(log)
+    with pytest.warns(UserWarning, match=r"sigma=2.0 is an option of objective='ips_lambdarank', ignored"):
+        GBDTPropDCG(sigma=2.0, n_estimators=1).fit(log)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        GBDTPropDCG(objective="ips_lambdarank", sigma=2.0, n_estimators=1).fit(log)
+    with pytest.raises(ValueError, match="early_stopping must be True or False, got str 'no'"):
+        GBDTPropDCG(early_stopping="no").fit(log)
+
+
 def test_cli_names_the_missing_extra(tmp_path, monkeypatch, capsys):
     from counterfactual_ltr.cli import main
 

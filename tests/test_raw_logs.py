@@ -81,6 +81,16 @@ def test_same_int_and_string_ids_are_different_documents():
     assert log.doc_ids.tolist() == ["1", "2"]
 
 
+def test_integer_ids_held_as_python_objects_are_read_as_integers():
+    frame = pd.DataFrame({"query": np.array([7, 7], dtype=object), "doc": np.array([2**64 - 1, np.int32(3)], dtype=object),
+                          "position": [1, 2], "click": [0, 1]})
+    log = ClickLog.from_events(frame)
+    assert log.query_ids.dtype == np.int64 and log.doc_ids.dtype == np.uint64
+    assert log.doc_ids.tolist() == [2**64 - 1, 3]
+    with pytest.raises(ValueError, match="column 'doc' holds negative ids and ids beyond 2\\*\\*63 - 1"):
+        ClickLog.from_events(frame.assign(doc=np.array([-1, 2**64 - 1], dtype=object)))
+
+
 @pytest.mark.parametrize("change, column, row", [
     (lambda f: f.assign(position=[1, 2, 2, 1, 4, 1]), "position", "frame row 2"),   # duplicate (page, position)
     (lambda f: f.assign(query=["a", "a", "b", "a", "a", "x"]), "query", "frame row 2"),  # a page with two queries

@@ -242,3 +242,34 @@ def test_a_max_position_beyond_every_session_is_refused_before_allocating(log):
         with pytest.raises(ValueError, match="is never shown"):
             estimate_propensities(log, "em", max_position=K, n_bootstrap=0)
     assert time.process_time() - start < 2.0
+
+
+# ----------------------------------------------------------------------------- options that are booleans
+
+@pytest.mark.parametrize("value", ["no", "False", 0, 1, None, [False]])
+def test_boolean_options_take_booleans_only(value, data, log):
+    """An option read by truthiness would take 'no' as on: every one is a ValueError naming the option."""
+    from counterfactual_ltr.click_models import RankOnlyModel
+    from counterfactual_ltr.evaluation import compare_rankers, validation_report
+    from counterfactual_ltr.model_selection import grid_search
+    from counterfactual_ltr.models import LinearModel
+
+    calls = {"propagate_propensity": lambda: compare_rankers(log, data.X[:, 1], propagate_propensity=value),
+             "propagate_propensity ": lambda: validation_report({"f1": data.X[:, 1]}, log, propagate_propensity=value),
+             "shuffle": lambda: DeepPropDCG(shuffle=value).fit(log),
+             "early_stopping": lambda: DeepPropDCG(early_stopping=value).fit(log),
+             "by_position": lambda: RankOnlyModel().fit(log).perplexity(log, by_position=value),
+             "extend": lambda: grid_search(SVMPropRank(), log, "C", [1.0], cv=2, extend=value),
+             "fit_intercept": lambda: LinearModel(2, fit_intercept=value)}
+    for name, call in calls.items():
+        with pytest.raises(ValueError, match=f"{name.strip()} must be True or False, got "):
+            call()
+
+
+def test_numpy_booleans_are_booleans(data, log):
+    from counterfactual_ltr._validation import check_bool
+    from counterfactual_ltr.click_models import RankOnlyModel
+
+    assert check_bool(np.bool_(False), "x") is False and check_bool(np.array(True), "x") is True
+    model = RankOnlyModel().fit(log)
+    assert model.perplexity(log, by_position=np.True_).shape == (int(log.positions.max()),)

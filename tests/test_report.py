@@ -165,6 +165,21 @@ def test_a_ranker_baseline_and_no_baseline(setting):
         validation_report(rankers, log, verdict_estimator="magic")
 
 
+def test_a_single_query_is_named_and_pair_bootstrap_by_its_own_name(setting):
+    data, _, _, log, _, _ = setting
+    one = log[np.flatnonzero(log.session_query == log.session_query[0])]
+    with pytest.raises(ValueError, match=r"validation_report: the log has a single query \(\d+\): a comparison's "
+                                         r"interval is over queries .* or baseline=None"):
+        validation_report({"f0": data.X[:, 0]}, one, estimators=("ips",), n_bootstrap=0, pair_bootstrap=20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        alone = validation_report({"f0": data.X[:, 0]}, one, estimators=("ips",), n_bootstrap=0, baseline=None)
+    assert alone.comparisons == {}
+    with pytest.raises(ValueError, match=r"^pair_bootstrap=20 is too few resamples"):
+        validation_report({"f0": data.X[:, 0]}, log, estimators=("ips",), metrics=("dcg",), n_bootstrap=0,
+                          pair_bootstrap=20)
+
+
 def test_the_propensity_and_where_it_came_from(setting):
     _, _, _, log, _, _ = setting
     with warnings.catch_warnings():
@@ -226,3 +241,8 @@ def test_cltr_evaluate_against_a_model_and_bad_baselines(files, monkeypatch, cap
     assert main(["evaluate", "model_a.npz", "log.parquet", "data.txt", "--baseline", "model_c", "-o", "r.md"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "model_c" in err[0] and "logging" in err[0]
+
+
+def test_figures_is_a_boolean(report):
+    with pytest.raises(ValueError, match="figures must be True or False, got str 'no'"):
+        report.to_html(figures="no")

@@ -37,3 +37,22 @@ def test_fill_text_sets_a_shared_section_off_and_names_a_missing_block():
         "    a : int\n\n    Returns\n    -------\n    int\n"
     with pytest.raises(KeyError, match="no shared text"):
         fill_text("    {b}\n", {"a": "a : int"})
+
+
+_AT = re.compile(r"\S*\w@\w\S*")
+
+
+def test_no_docstring_text_renders_as_an_email_link():
+    """``NDCG@10`` in running text is an e-mail address to reStructuredText (a ``mailto:`` link on the API
+    pages): such names are written as literals (double backticks), where it leaves them alone."""
+    from docutils.core import publish_parts
+
+    found = set()
+    for name in MODULES:
+        module = importlib.import_module(name)
+        for where, doc in [(name, module.__doc__), *_docstrings(module)]:
+            text = re.sub(r"``.*?``", " ", doc or "", flags=re.S)     # literals are never linked
+            found |= {(where, token) for token in _AT.findall(text)}
+    linked = sorted((where, token) for where, token in found
+                    if "mailto:" in publish_parts(token, writer_name="html")["body"])
+    assert not linked, f"write these as ``literals``: {linked}"

@@ -38,7 +38,7 @@ from ..logs.clicklog import ClickLog
 from ..datasets import dense_features
 from ..models import MLP, Adam, _check_activation, _check_float_dtype, _rng
 from ..propensity import as_propensity_model
-from .._validation import check_int, check_random_state, check_real
+from .._validation import check_bool, check_int, check_random_state, check_real
 from ._base import RankerMixin, transform_log
 from ._docs import doc
 
@@ -302,6 +302,8 @@ class DeepPropDCG(RankerMixin, BaseEstimator):
     def _check_params(self, n_features=None):
         """Every hyper-parameter checked as ``fit`` uses it, whatever the others (``load_model`` runs it too)."""
         check_real(self.alpha, "alpha", min_value=0.0)
+        for name in ("early_stopping", "shuffle", "verbose"):
+            check_bool(getattr(self, name), name)
         as_propensity_model(self.propensity)
         _check_float_dtype(self.dtype, "dtype")
         if not isinstance(self.random_state, np.random.RandomState):   # (checking one would draw from it)

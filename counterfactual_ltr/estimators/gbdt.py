@@ -50,7 +50,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .._segments import offsets_from_lengths
-from .._validation import check_int, check_real
+from .._validation import check_bool, check_int, check_real
 from ..logs.aggregate import ClickAggregate
 from ..logs.clicklog import ClickLog
 from ..propensity import as_propensity_model
@@ -361,8 +361,28 @@ class GBDTPropDCG(RankerMixin, BaseEstimator):
                           ("n_iter_no_change", 1), ("n_jobs", 1)):
             check_int(getattr(self, name), name, min_value=low)
         check_int(self.max_depth, "max_depth", min_value=-1)
+        check_bool(self.early_stopping, "early_stopping")
         check_lgb_params(self.lgb_params)
         return lam
+
+    def _warn_unused_options(self):
+        """A warning for options set away from their defaults that the chosen objective does not read.
+
+        A warning rather than an error: a grid over ``objective`` with ``smoothing="huber"`` set for
+        its ``"propdcg"`` arm is a sound search, and its ``"ips_lambdarank"`` fits simply ignore it.
+        """
+        if self.objective == "ips_lambdarank":
+            unused = {"smoothing": (self.smoothing, "softplus"), "temperature": (self.temperature, 1.0),
+                      "margin": (self.margin, 1.0)}
+            other, why = "propdcg", "LambdaMART's logistic gradients (scaled by sigma) are not smoothed hinges"
+        else:
+            unused, other = {"sigma": (self.sigma, 1.0)}, "ips_lambdarank"
+            why = "the smoothed hinges of propdcg have no logistic scale"
+        given = [f"{name}={value!r}" for name, (value, default) in unused.items() if value != default]
+        if given:
+            warnings.warn(f"{type(self).__name__}: {', '.join(given)} {'is an option' if len(given) == 1 else 'are options'}"
+                          f" of objective={other!r}, ignored with objective={self.objective!r}: {why}",
+                          UserWarning, stacklevel=3)
 
     def _seed(self):
         from ..models import _rng
@@ -412,6 +432,7 @@ class GBDTPropDCG(RankerMixin, BaseEstimator):
         if validation_log is not None and not isinstance(validation_log, (ClickLog, ClickAggregate)):
             raise ValueError(f"validation_log must be a ClickLog or a ClickAggregate, got {type(validation_log).__name__}")
         lam = self._check_params()
+        self._warn_unused_options()
         seed = self._seed()
         propensity = as_propensity_model(self.propensity)
         log, _, _ = self._begin_fit(log)

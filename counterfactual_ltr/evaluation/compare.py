@@ -58,7 +58,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from .._validation import check_int, check_probability, check_real
+from .._validation import check_bool, check_int, check_probability, check_real
+from ..ids import format_id
 from ..logs.clicklog import ClickLog
 from ..metrics import LOWER_IS_BETTER
 from ..examination.propensity_models import affine_parts, is_session_dependent, resolve_propensity
@@ -185,9 +186,9 @@ class Comparison:
 
     ``difference`` is candidate - baseline in the metric's units; ``improvement``
     is the same with the sign that makes "better" positive (negated for average
-    rank, where lower is better), and ``lower_bound`` is a one-sided lower
-    confidence bound on it: ``lower_bound > 0`` says the candidate is better
-    with probability at least about ``confidence``. Made by :func:`compare_rankers`.
+    rank, where lower is better), and ``lower_bound`` is the lower end of the
+    interval of the improvement (``improvement_interval[0]``): ``lower_bound > 0``
+    and the verdict "better" are one statement. Made by :func:`compare_rankers`.
 
     Parameters
     ----------
@@ -211,7 +212,10 @@ class Comparison:
     p_value : float
         Two-sided p-value of "no difference", Bonferroni-adjusted (``min(1, m p)``).
     lower_bound : float
-        One-sided lower confidence bound on ``improvement`` (HCPI Student-t bound).
+        The lower end of the interval of ``improvement``, ``improvement_interval[0]``
+        (``ci_low``, or ``-ci_high`` where lower is better): ``improvement - t se`` at the
+        two-sided corrected level, a one-sided bound at ``1 - alpha/2`` (HCPI's Student-t
+        bound, Thomas et al. 2015, at the interval's level).
     confidence : float
         The level asked for, in (0, 1), before the correction.
     candidate_estimate, baseline_estimate : Estimate
@@ -435,7 +439,12 @@ _LABELS = {"ips": "IPS", "snips": "SNIPS", "clipped_ips": "clipped IPS", "dr": "
 
 
 def _percent(confidence: float) -> str:
-    return f"{confidence * 100:.3g}%"
+    """A level as a percentage, in three figures or as many more as keep a level below 1 from reading 100%."""
+    for digits in range(3, 12):
+        text = f"{confidence * 100:.{digits}g}"
+        if confidence >= 1 or float(text) < 100:
+            break
+    return f"{text}%"
 
 
 def _signed(x: float) -> str:
@@ -631,13 +640,12 @@ def compare_rankers(log: ClickLog, candidate, baseline="logging", *, estimator="
                     propagate_propensity=True, **metric_params):
     """Candidate minus baseline estimated on the same sessions: paired interval, p-value, lower bound.
 
-    The formulas, the bound and its assumptions are in the module docstring:
-    Student-t and BCa-bootstrap intervals over queries (delta method for the
-    ratio estimators), a two-sided p-value, and the one-sided lower confidence
-    bound on the improvement of Thomas et al.'s high-confidence policy
-    improvement (ICML 2015); safe deployment in counterfactual learning to rank
-    is discussed by Gupta et al. (SIGIR 2023). Several candidates are corrected
-    by Bonferroni.
+    The formulas, the bound and its assumptions are in the module docstring: Student-t and
+    BCa-bootstrap intervals over queries (delta method for the ratio estimators), a two-sided
+    p-value, and the lower end of the interval of the improvement, the lower confidence bound of
+    Thomas et al.'s high-confidence policy improvement (ICML 2015); safe deployment in
+    counterfactual learning to rank is discussed by Gupta et al. (SIGIR 2023). Several candidates
+    are corrected by Bonferroni.
 
     Parameters
     ----------
@@ -718,13 +726,29 @@ def compare_rankers(log: ClickLog, candidate, baseline="logging", *, estimator="
     f1 vs logging policy, dcg of clicks (SNIPS): ... (95% CI, Bonferroni over 2), p = ...
     """
     _need_features(log, "compare_rankers")
+    refuse_single_query(log, "compare_rankers")
     candidates, single = _as_candidates(candidate)
     result = _compare(log, candidates, baseline, "logging policy" if _is_logging(baseline) else "baseline",
                       estimator=estimator, metric=metric, propensity=propensity, confidence=confidence,
                       n_bootstrap=n_bootstrap, random_state=random_state, clip=clip, relevance_model=relevance_model,
                       logging_policy=logging_policy, n_folds=n_folds, metric_params=metric_params, value=value,
-                      rules=rules, propagate_propensity=propagate_propensity)
+                      rules=rules, propagate_propensity=check_bool(propagate_propensity, "propagate_propensity"))
     return result["candidate"] if single else result
+
+
+def refuse_single_query(log, caller: str, alternative: str = "") -> None:
+    """ValueError when the log's sessions are of one query: a paired comparison's interval is over queries.
+
+    The sessions of one query share its documents and its relevance, so they are not independent
+    draws of the difference; the interval, the p-value and the bound resample queries, and one
+    query gives no spread (an infinite standard error) to build them from.
+    """
+    queries = np.unique(log.session_query)
+    if queries.size == 1:
+        raise ValueError(f"{caller}: the log has a single query ({format_id(log.query_ids[queries[0]])}): a "
+                         "comparison's interval is over queries (the sessions of one query are not independent "
+                         "draws), so one query cannot give one; use a log of many queries (20 or more)"
+                         + (f", {alternative}" if alternative else ""))
 
 
 def _is_logging(baseline) -> bool:

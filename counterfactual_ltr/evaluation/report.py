@@ -15,17 +15,20 @@ and :meth:`~ValidationReport.to_dict` (JSON) carry the same content
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from .._segments import segment_ids
+from .._validation import check_bool, check_int, check_real
 from ..logs.clicklog import ClickLog
 from ..metrics import LOWER_IS_BETTER
 from ..examination.propensity_models import is_session_dependent, resolve_propensity
 from . import _report_render as report_render
-from .compare import TrustRules, _compare, _degenerate, _percent, value_label, whose
+from .compare import (TrustRules, _check_replicates, _compare, _degenerate, _percent, refuse_single_query,
+                      value_label, whose)
 from .offpolicy import ESTIMATORS, _need_features, _setup, true_values
 from . import click_value
 from .click_value import true_click_values
@@ -188,7 +191,7 @@ class ValidationReport:
         -------
         str
         """
-        images = report_render.figures_png(self) if figures else None
+        images = report_render.figures_png(self) if check_bool(figures, "figures") else None
         return report_render.html(self.content(), images)
 
     def to_dict(self) -> dict:
@@ -308,7 +311,25 @@ def _check_arguments(rankers, metrics, estimators, log, baseline, verdict_estima
     if baseline is not None and baseline != "logging" and baseline not in rankers:
         raise ValueError(f"baseline must be 'logging', None or the name of one of the rankers "
                          f"({', '.join(map(str, rankers))}), got {baseline!r}")
+    if baseline is not None:
+        refuse_single_query(log, "validation_report", "or baseline=None for each ranker's estimates alone")
     return estimators
+
+
+def _check_pair_bootstrap(pair_bootstrap, confidence, rankers, baseline) -> None:
+    """The comparisons' resamples checked before any estimate is computed, under this function's name for them."""
+    m = len(rankers) - (0 if baseline in (None, "logging") else 1)
+    if baseline is None or m == 0:
+        return
+    pair_bootstrap = check_int(pair_bootstrap, "pair_bootstrap", min_value=0)
+    confidence = check_real(confidence, "confidence", min_value=0.0, max_value=1.0, include_min=False,
+                            include_max=False)
+    try:
+        with warnings.catch_warnings():          # a warning, if any, comes from the comparisons themselves
+            warnings.simplefilter("ignore")
+            _check_replicates(pair_bootstrap, confidence, m)
+    except ValueError as err:
+        raise ValueError("pair_bootstrap=" + str(err).removeprefix("n_bootstrap=")) from None
 
 
 def _estimates(rankers, log, metrics, estimators, model, confidence, options, n_bootstrap, random_state,
@@ -410,7 +431,7 @@ def validation_report(rankers: dict, log: ClickLog, *, propensity=None, metrics=
         Metrics to estimate, names of
         :data:`~counterfactual_ltr.metrics.LAMBDA_WEIGHTS` without parameters.
     confidence : float in (0, 1), default 0.95
-        Level of every interval and of the one-sided lower bounds.
+        Level of every interval (the lower bounds are the intervals' lower ends on the improvement).
     true_relevance : array (n_docs,), optional
         Click-relevance of every data-set row when it is known (simulation):
         ``P(click | examined)``. The report then shows the true values.
@@ -465,7 +486,9 @@ def validation_report(rankers: dict, log: ClickLog, *, propensity=None, metrics=
     True
     """
     chosen = estimators
+    propagate_propensity = check_bool(propagate_propensity, "propagate_propensity")
     estimators = _check_arguments(rankers, metrics, estimators, log, baseline, verdict_estimator)
+    _check_pair_bootstrap(pair_bootstrap, confidence, rankers, baseline)
     model, source = resolve_propensity(propensity, *rankers.values())
     if chosen is None and is_session_dependent(model):   # DR and policy-aware need the examination by rank
         estimators = tuple(k for k in estimators if k not in ("dr", "policy_aware"))

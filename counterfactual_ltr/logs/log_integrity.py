@@ -335,7 +335,25 @@ def _parquet_handle(path: str):
     except (FileNotFoundError, IsADirectoryError, PermissionError):
         raise
     except Exception as err:  # pyarrow raises several types for a file that is not Parquet
-        raise ValueError(f"{path}: not a readable Parquet file ({type(err).__name__}: {_first_line(err)})") from None
+        raise ValueError(f"{path}: not a readable Parquet file ({type(err).__name__}: {_first_line(err)})"
+                         f"{_text_hint(path)}") from None
+
+
+def _text_hint(path) -> str:
+    """A hint when a file named as Parquet starts like a CSV file (a first line of text with commas)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return ""
+    first = head.split(b"\n", 1)[0]
+    try:
+        first.decode("utf-8")
+    except UnicodeDecodeError:
+        return ""
+    if b"," not in first or b"\x00" in head:
+        return ""
+    return "; it starts like a CSV file: if it is one, give it a .csv name (the file type is read from the name)"
 
 
 def _first_line(err) -> str:

@@ -153,7 +153,7 @@ _WEIGHT_CACHE_SIZE = 100_000
 
 
 class SLAMPerceptron(_MistakeDriven):
-    """Algorithm 2: perceptron on the SLAM surrogate, updating on NDCG/NDCG@k/AP mistakes.
+    """Algorithm 2: perceptron on the SLAM surrogate, updating on ``NDCG``, ``NDCG@k`` or ``AP`` mistakes.
 
     Parameters
     ----------

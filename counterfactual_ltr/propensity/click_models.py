@@ -37,9 +37,9 @@ from sklearn.exceptions import ConvergenceWarning
 from . import _cascade_em as em
 from ._click_em import pbm_em
 from .._docs import fill_doc
-from .._validation import check_int, check_real
+from .._validation import check_bool, check_int, check_real
 from ..logs.clicklog import ClickLog
-from ..ids import match
+from ..ids import factorize, format_id, id_column, match
 from ._results import EstimatedPropensity, IdentificationWarning
 from ..examination.propensity_models import as_propensity_model, propensities_at
 
@@ -136,6 +136,8 @@ def _warn_unidentified(row, k, c, K) -> None:
 
 def _probabilities(value, name: str, owner: str, shape: tuple) -> np.ndarray:
     """``value`` as float64 of ``shape``, every entry a probability, or a ValueError naming it."""
+    if np.asarray(value).dtype == bool:           # True is not a probability of 1 but a mistaken argument
+        raise ValueError(f"{owner}.from_parameters: {name} must be numbers, got booleans {value!r:.80}")
     try:
         values = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
@@ -148,6 +150,51 @@ def _probabilities(value, name: str, owner: str, shape: tuple) -> np.ndarray:
         raise ValueError(f"{owner}.from_parameters: {name} must be probabilities in [0, 1]; "
                          f"{name}{list(map(int, at)) if len(at) else ''} is {float(values[tuple(at)])}")
     return values
+
+
+def _given_ids(query_ids, doc_ids, owner: str) -> tuple:
+    """The given (query id, document id) pairs as a log keeps its ids, or a ValueError naming the column.
+
+    Read as a log reads an id column (:func:`~counterfactual_ltr.ids.id_column`): integers stay
+    integers and strings strings, so the pairs match a log by the same ids as a fitted model's do
+    (``1`` and ``"1"`` are different ids). A column mixing strings with numbers is refused rather
+    than made text, which would match a log whose id is ``"1"`` and miss one whose id is ``1``.
+    """
+    import pandas as pd
+
+    columns = {}
+    for label, ids in (("query_ids", query_ids), ("doc_ids", doc_ids)):
+        if isinstance(ids, (pd.Series, pd.Index, pd.api.extensions.ExtensionArray)):
+            columns[label] = pd.Series(ids, copy=False).reset_index(drop=True)
+        elif isinstance(ids, np.ndarray):
+            columns[label] = pd.Series(ids.ravel())
+        else:
+            columns[label] = pd.Series(list(np.ravel(np.asarray(ids, dtype=object))), dtype=None)
+    n, m = len(columns["query_ids"]), len(columns["doc_ids"])
+    if n != m or n == 0:
+        raise ValueError(f"{owner}.from_parameters: query_ids and doc_ids must be one non-empty entry per pair "
+                         f"(got {n} and {m})")
+    frame = pd.DataFrame(columns)
+    try:
+        return tuple(id_column(frame, label) for label in columns)
+    except ValueError as err:
+        raise ValueError(f"{owner}.from_parameters: {str(err).replace('frame row', 'entry')}; give each id "
+                         "column one type, the type the logs' ids have") from None
+
+
+def _refuse_repeated_pairs(keys, alpha, owner: str) -> None:
+    """ValueError naming the first (query, document) pair given more than once: a pair has one set of parameters."""
+    (q, _), (d, docs) = (factorize(ids) for ids in keys)
+    pair = q * len(docs) + d
+    _, first_of, inverse = np.unique(pair, return_index=True, return_inverse=True)
+    again = np.flatnonzero(first_of[inverse] != np.arange(len(pair)))
+    if again.size:
+        i = int(again[0])
+        first = int(first_of[inverse][i])
+        same = "the same alpha" if alpha[first] == alpha[i] else f"alpha {alpha[first]:g} and {alpha[i]:g}"
+        raise ValueError(f"{owner}.from_parameters: the pair (query {format_id(keys[0][i])}, document "
+                         f"{format_id(keys[1][i])}) is given twice, at entries {first} and {i} ({same}); "
+                         "give each (query, document) pair once")
 
 
 class _ClickModel(BaseEstimator):
@@ -242,6 +289,7 @@ class _ClickModel(BaseEstimator):
         float, or ndarray (max position,) with ``by_position``
         """
         log = _check_log(log, "perplexity")
+        by_position = check_bool(by_position, "by_position")
         p = np.clip(self._marginal_click_probability(log), _EPS, 1 - _EPS)
         log2 = np.where(log.clicks, np.log2(p), np.log2(1 - p))
         k = log.positions.astype(np.int64) - 1
@@ -525,6 +573,11 @@ class _CascadeModel(_ClickModel):
         """
         log = _check_log(log, f"{type(self).__name__}.fit")
         s, max_iter, tol = self._check_params()
+        if log.n_clicks == 0 and self._given:       # CM has no parameter beyond attractiveness: 0 is its estimate
+            names = " and ".join(f"{name}_" for name in self._given)
+            warnings.warn(f"{type(self).__name__}: the log has no clicks, so {names} (what happens after a click "
+                          "and how far users read) are not identified by it: their values come from the prior and "
+                          "the estimator's start, not from the clicks", IdentificationWarning, stacklevel=2)
         g = em.grid(log.session_offsets, log.positions)
         R = em._spread(g, log.docs, fill=0, dtype=np.int64)
         C = em._spread(g, log.clicks.astype(np.float64))
@@ -566,7 +619,8 @@ class _CascadeModel(_ClickModel):
         ----------
         query_ids, doc_ids : array-like (n_pairs,)
             The (query id, document id) of every pair, e.g. ``log.row_keys()`` of a log joined to a
-            data set (one pair per row of the data set).
+            data set (one pair per row of the data set). Each pair once; each column of one type,
+            integers or strings, matched to a log's ids by value and type (``1`` is not ``"1"``).
         alpha : array-like (n_pairs,) of probabilities
             Attractiveness of each pair.
         alpha_prior : float in [0, 1], optional
@@ -606,14 +660,12 @@ class _CascadeModel(_ClickModel):
         if unknown or missing:
             raise ValueError(f"{name}.from_parameters takes alpha" + "".join(f", {k}" for k in allowed)
                              + (f"; {unknown[0]!r} is not one of them" if unknown else f"; {missing[0]!r} is missing"))
-        keys = tuple(np.asarray(ids).ravel() for ids in (query_ids, doc_ids))
+        keys = _given_ids(query_ids, doc_ids, name)
         n = len(keys[0])
-        if len(keys[1]) != n or n == 0:
-            raise ValueError(f"{name}.from_parameters: query_ids and doc_ids must be one non-empty entry per pair "
-                             f"(got {n} and {len(keys[1])})")
         model = cls()
         model.row_keys_ = keys
         model.alpha_ = _probabilities(alpha, "alpha", name, (n,))
+        _refuse_repeated_pairs(keys, model.alpha_, name)
         model.alpha_prior_ = float(_probabilities(model.alpha_.mean() if alpha_prior is None else alpha_prior,
                                                   "alpha_prior", name, ()))
         for key, shape in cls._given.items():

@@ -67,7 +67,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .._validation import check_int, check_probability, check_real
+from .._validation import check_bool, check_int, check_probability, check_real
 from ..logs.clicklog import ClickLog
 from ..examination.propensity_models import is_session_dependent
 from ._methods import _BootstrapWeights, _em, _harvest, _pbm, _swap, _trust_em
@@ -188,14 +188,14 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
     """
     if not isinstance(log, ClickLog):
         raise TypeError(f"log must be a ClickLog, got {type(log).__name__}")
+    K = check_int(max_position, "max_position", min_value=2)
+    B = check_int(n_bootstrap, "n_bootstrap", min_value=0)
     if method == "auto":
-        return _auto(log, max_position, n_bootstrap, random_state, options)
+        return _auto(log, K, B, random_state, options)
     if method in CASCADE_METHODS:
         return _cascade(log, method, options)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS + CASCADE_METHODS + ('auto',)}, got {method!r}")
-    K = check_int(max_position, "max_position", min_value=2)
-    B = check_int(n_bootstrap, "n_bootstrap", min_value=0)
     opts = _check_options(method, K, options)
     _check_log_shows(log, method, K)
     estimate, n_sessions = {**_FITS, "trust_em": _trust_em}[method](log, K, opts)
@@ -375,7 +375,7 @@ def _check_options(method, K, options) -> dict:
                                      min_value=0),
         "min_support": check_int(options.get("min_support", MIN_SUPPORT), "min_support", min_value=0),
     }
-    opts["monotone"] = bool(options.get("monotone", MONOTONE_DEFAULT.get(method, False)))
+    opts["monotone"] = check_bool(options.get("monotone", MONOTONE_DEFAULT.get(method, False)), "monotone")
     for key in ("relevance_model", "eps_plus", "start"):
         if options.get(key) is not None:
             opts[key] = options[key]
