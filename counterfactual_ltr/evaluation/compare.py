@@ -206,7 +206,10 @@ class Comparison:
     stderr : float
         Its standard error over queries (delta method).
     ci_low, ci_high : float
-        Paired Student-t interval ``difference -+ t se`` at the corrected level.
+        Paired Student-t interval ``difference -+ t se`` at the corrected level; with an estimated
+        propensity's error propagated, widened to hold the percentile interval of the resamples
+        that re-draw it (so not symmetric about ``difference``; infinite where more of its
+        replicates failed than a tail holds, and the verdict is then "cannot tell").
     boot_low, boot_high : float or None
         Paired BCa bootstrap interval over queries (``None`` without bootstrap).
     p_value : float
@@ -846,6 +849,8 @@ def _compare(log, candidates: dict, baseline, baseline_name: str, *, estimator, 
     out = {}
     for name, (p, cand_est) in paired.items():
         ci_low, ci_high, p_value, lower = _t_inference(p, confidence, m, higher)
+        unbounded = () if np.isfinite(ci_low) and np.isfinite(ci_high) else (
+            f"the interval is unbounded: {how}" if propagated else "the interval is unbounded",)
         messages = list(notes)
         if _degenerate(log, candidates[name]):
             messages.append(f"{name} ranks every document equal (all scores tie): its estimate is that of the "
@@ -857,8 +862,9 @@ def _compare(log, candidates: dict, baseline, baseline_name: str, *, estimator, 
         out[name] = Comparison(name, baseline_name, _metric_name(metric), estimator, value, p.difference, p.stderr,
                                ci_low, ci_high, *boot.get(name, (None, None)), p_value, lower, confidence,
                                cand_est, base, p.unpaired, p.n_queries, m, higher, tuple(messages),
-                               rules.doubts(cand_est, query_share, thin,
-                                            terms[name][5] if estimator != "policy_aware" else 0.0), how, p.known)
+                               unbounded + rules.doubts(cand_est, query_share, thin,
+                                                        terms[name][5] if estimator != "policy_aware" else 0.0),
+                               how, p.known)
     return out
 
 

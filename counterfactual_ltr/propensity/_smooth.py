@@ -41,8 +41,10 @@ from ._results import IdentificationWarning
 TAU_GRID = (0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5)
 #: The weak prior on the power law's exponent: mean and standard deviation.
 ETA_PRIOR = (1.0, 2.0)
-#: A position whose deviation the fit shrinks by more than this share borrows its value from the power law (warned).
-BORROWED = 0.5
+#: A position is weakly identified (warned) where the log alone cannot pin its log-theta down to within
+#: ``IDENTIFIED_SD`` (one standard deviation of the likelihood's information about it), so that a
+#: deviation of that size from the power law would be shrunk by more than half.
+IDENTIFIED_SD = 0.5
 
 
 class _MovingDocuments:
@@ -172,12 +174,19 @@ def _smooth(log, K, options):
     # Share of each position's deviation that the fit shrinks away, averaged over the strengths.
     borrowed = np.r_[0.0, sum(w * np.diag(np.linalg.inv(fit[3] + np.eye(K - 1) / tau ** 2)) / tau ** 2
                               for w, fit, tau in zip(weights, fits, TAU_GRID))]
-    weak = np.flatnonzero(borrowed > BORROWED)
+    # Weak where the data alone would shrink a deviation of IDENTIFIED_SD by more than half: a log that agrees
+    # with the power law is shrunk towards it too, but there the data could have told otherwise.
+    reference = np.diag(np.linalg.inv(fits[-1][3] + np.eye(K - 1) / IDENTIFIED_SD ** 2)) / IDENTIFIED_SD ** 2
+    weak = np.flatnonzero(np.r_[0.0, reference] > 0.5)
     if weak.size:
-        warnings.warn(f"'smooth': positions {', '.join(str(k + 1) for k in weak)} are weakly identified by this log "
-                      f"(few moving documents clicked there): their estimates borrow from the power law "
-                      f"(1/r)^{x_point[-1]:.2f} fitted to the positions it identifies, and their intervals are wide "
-                      "(see borrowed_)", IdentificationWarning, stacklevel=3)
+        several = weak.size > 1
+        where = (f"positions {', '.join(str(k + 1) for k in weak)} are" if several
+                 else f"position {weak[0] + 1} is")
+        warnings.warn(f"'smooth': {where} weakly identified by this log (few moving documents clicked there): "
+                      f"{'their estimates borrow' if several else 'its estimate borrows'} from the power law "
+                      f"(1/r)^{x_point[-1]:.2f} fitted to the positions it identifies, and "
+                      f"{'their intervals are' if several else 'its interval is'} wide (see borrowed_)",
+                      IdentificationWarning, stacklevel=3)
     converged_point = all(fit[4] for fit in fits)
 
     def estimate(W, rng=None):

@@ -9,9 +9,9 @@ Every consumer that puts an estimated propensity's error into an answer (``compa
   another log gives its own bootstrap replicates; a trust-bias estimate gives its replicates of
   every part. A given propensity has none, and a cascade click model's fit has none: the result
   says why.
-* A replicate *fails* when its curve is not finite and positive at every position, when its fit
-  did not converge, or when ``"pbm"``'s ``theta`` sits at its bound 1 below position 1 (there the
-  bound, not the log, sets it). A failure is what the log lacks, not noise to drop:
+* A replicate *fails* when its curve is not finite and at least ``MIN_RELATIVE`` at every
+  position (below it a fit's floor, not the log, sets it), when its fit did not converge, or when
+  ``"pbm"``'s ``theta`` sits at its bound 1 below position 1. A failure is what the log lacks, not noise to drop:
   :func:`percentile_interval` puts each failed replicate beyond both ends (``-inf`` in the lower
   tail, ``+inf`` in the upper), so a few failures widen the interval and more than ``alpha / 2`` of
   them make it unbounded, a "cannot tell".
@@ -28,7 +28,12 @@ import numpy as np
 
 from ..examination.propensity_models import TrustBiasPropensity, is_session_dependent
 
-__all__ = ["Replicates", "replicate_models", "percentile_interval", "percentile_spread", "failed_curves"]
+__all__ = ["Replicates", "replicate_models", "percentile_interval", "percentile_spread", "failed_curves",
+           "MIN_RELATIVE"]
+
+#: A replicate below this theta_r / theta_1 anywhere has reached a fit's floor, not an examination (a weight
+#: of a million): it fails.
+MIN_RELATIVE = 1e-6
 
 
 @dataclass
@@ -75,11 +80,11 @@ def failed_curves(curves, method: str | None = None) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
-    >>> failed_curves([[1.0, 0.5], [1.0, np.nan], [1.0, 0.0], [1.0, 1.0]], "pbm").tolist()
+    >>> failed_curves([[1.0, 0.5], [1.0, np.nan], [1.0, 1e-7], [1.0, 1.0]], "pbm").tolist()
     [False, True, True, True]
     """
     c = np.asarray(curves, dtype=np.float64)
-    bad = ~np.all(np.isfinite(c) & (c > 0), axis=1)
+    bad = ~np.all(np.isfinite(c) & (c >= MIN_RELATIVE), axis=1)
     if method == "pbm":       # theta_k = theta_1 = 1: the cap, not the log, sets it
         bad |= np.any(c[:, 1:] >= 1.0 - 1e-9, axis=1)
     return bad
