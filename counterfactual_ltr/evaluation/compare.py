@@ -844,7 +844,7 @@ def _compare(log, candidates: dict, baseline, baseline_name: str, *, estimator, 
     query_share = float(np.abs(W_q).max() / np.abs(W_q).sum()) if np.abs(W_q).sum() > 0 else 0.0
     # Thinly clicked positions are a doubt about a propensity treated as known; once its replicates are in
     # the interval, the interval already says how much they move the answer.
-    propagated = how != "treated as known" and not how.startswith("treated as known")
+    propagated = not how.startswith("treated as known")
     thin = (0.0, []) if propagated else _thin_positions(log, setup.model, rules.min_position_clicks)
     out = {}
     for name, (p, cand_est) in paired.items():
