@@ -41,7 +41,8 @@ import numpy as np
 from .._segments import rank_within_queries, segment_ids
 from ..logs.clicklog import ClickLog
 from ..metrics import metric_weight
-from ..examination.propensity_models import affine_parts, as_propensity_model, is_session_dependent
+from ..examination.propensity_models import (affine_parts, as_propensity_model, checked_item_propensities,
+                                             is_session_dependent, warn_if_extrapolated)
 from .offpolicy import _scores_for_log
 
 __all__ = ["on_policy_value", "true_click_values"]
@@ -79,7 +80,7 @@ def logged_relevance_terms(log: ClickLog, metric, metric_params, model):
                                                                          + 1)), dtype=np.float64)
         items = np.flatnonzero(log.clicks)
         session = np.searchsorted(log.session_offsets, items, side="right") - 1
-        w = 1.0 / model.item_propensities(log)[items]
+        w = 1.0 / checked_item_propensities(model, log)[items]
         return np.bincount(session, weights=m[log.positions[items] - 1] * w, minlength=log.n_sessions), w
     m_t, alpha_t, beta_t = _weights_by_rank(metric, metric_params, model, int(log.positions.max(initial=0)))
     affine = bool(np.any(beta_t != 0))
@@ -114,6 +115,7 @@ def click_terms(setup, log: ClickLog, scores: np.ndarray, metric, metric_params)
     offsets = log.session_offsets
     lengths = np.diff(offsets)
     L = max(int(log.positions.max(initial=0)), 1)   # recorded positions may have gaps: L >= every length
+    warn_if_extrapolated(setup.model, int(log.positions[log.clicks].max(initial=0)))
     m_t, alpha_t, beta_t = _weights_by_rank(metric, metric_params, setup.model, L)
     g_t = m_t * alpha_t
     ranks = rank_within_queries(scores, data.query_offsets)

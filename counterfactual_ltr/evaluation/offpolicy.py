@@ -68,8 +68,8 @@ from .._validation import check_int, check_real
 from ..ids import format_id
 from ..logs.clicklog import ClickLog
 from ..metrics import metric_weight
-from ..examination.propensity_models import (affine_parts, as_propensity_model, is_session_dependent,
-                                             resolve_propensity)
+from ..examination.propensity_models import (affine_parts, as_propensity_model, checked_item_propensities,
+                                             is_session_dependent, resolve_propensity, warn_if_extrapolated)
 from ._docs import doc
 from .relevance import fit_relevance
 
@@ -274,7 +274,8 @@ def _session_terms(log, omega, model, *, rho=None, rhat=None, clip=None):
     offsets = log.session_offsets
     lengths = np.diff(offsets)
     if is_session_dependent(model):
-        return _item_terms(log, omega, model.item_propensities(log), clip)
+        return _item_terms(log, omega, checked_item_propensities(model, log), clip)
+    warn_if_extrapolated(model, int(log.positions[log.clicks].max(initial=0)))
     # alpha and beta by position, looked up per item (cheaper than evaluating the model per item)
     alpha_t, beta_t = affine_parts(model, np.arange(1, max(int(lengths.max(initial=0)), 1) + 1))
     affine = bool(np.any(beta_t != 0))

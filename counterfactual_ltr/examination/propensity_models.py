@@ -13,6 +13,8 @@ Users import them, with their estimation from logs, from
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .._docs import fill_doc
@@ -264,6 +266,73 @@ def propensities_at(model, positions) -> np.ndarray:
         raise ValueError(f"the propensity model {model!r} returned shape {q.shape} for {positions.shape[0]} "
                          "positions; it must return one propensity per position")
     return check_propensities(q, f"propensities from the propensity model {model!r}")
+
+
+def warn_if_extrapolated(model, largest_position: int) -> None:
+    """Warn when an estimate of positions ``1..K`` is asked for clicks at positions beyond ``K``.
+
+    An :class:`~counterfactual_ltr.propensity.EstimatedPropensity` continues its table by its fitted
+    power law; for clicks the log shows there, that is an assumption the estimate did not measure.
+
+    Parameters
+    ----------
+    model : propensity model
+    largest_position : int
+        The largest position at which the log has clicks.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from counterfactual_ltr.propensity import EstimatedPropensity
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_if_extrapolated(EstimatedPropensity([1.0, 0.5], method="harvest"), 4)
+    >>> "positions 3-4" in str(caught[0].message)
+    True
+    """
+    relative = getattr(model, "relative_", None)
+    if relative is None or getattr(model, "method_", "given") == "given":
+        return
+    K = len(relative)
+    if largest_position > K:
+        warnings.warn(f"the log has clicks at positions up to {largest_position}, but the estimated propensity covers "
+                      f"positions 1-{K}: positions {K + 1}-{largest_position} are extrapolated by its power law "
+                      f"(1/r)^{model.eta_:.2f}, which the log did not measure there (estimate with "
+                      f"max_position={largest_position}, or cut the log to the estimated positions)",
+                      UserWarning, stacklevel=3)
+
+
+def checked_item_propensities(model, log) -> np.ndarray:
+    """``model.item_propensities(log)`` checked: one propensity in (0, 1] per shown result, errors naming the model.
+
+    A custom model whose array is one value short would be used misaligned, and a 0 would turn an
+    estimate into NaN: both are refused here, where every consumer reads them.
+
+    Parameters
+    ----------
+    model : object with ``item_propensities(log)``
+    log : ClickLog
+
+    Returns
+    -------
+    ndarray of float64, shape (log.n_items,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from counterfactual_ltr import ClickLog
+    >>> class Half:
+    ...     def item_propensities(self, log):
+    ...         return np.full(log.n_items, 0.5)
+    >>> log = ClickLog.from_events({"query": [0, 0], "doc": [1, 2], "position": [1, 2], "click": [1, 0]})
+    >>> checked_item_propensities(Half(), log).tolist()
+    [0.5, 0.5]
+    """
+    q = np.asarray(model.item_propensities(log), dtype=np.float64)
+    if q.shape != (log.n_items,):
+        raise ValueError(f"{type(model).__name__}.item_propensities(log) returned shape {q.shape}: it must give one "
+                         f"propensity per shown result of the log ({log.n_items},), in the log's order")
+    return check_propensities(q, f"the propensities of {type(model).__name__}.item_propensities(log)")
 
 
 def is_session_dependent(model) -> bool:

@@ -36,7 +36,8 @@ from ..datasets import RankingDataset, _check_integer
 from .log_integrity import iter_log_batches, log_columns, log_files, log_kind
 from ._log_stream import NotGrouped, Summary, bucketed, fold, summarise
 from ..metrics import metric_weight
-from ..examination.propensity_models import affine_parts, as_propensity_model, is_affine, propensities_at, resolve_propensity
+from ..examination.propensity_models import (affine_parts, as_propensity_model, is_affine, propensities_at,
+                                             resolve_propensity, warn_if_extrapolated)
 from .session_checks import FRAME_COLUMNS, SESSION_COLUMNS
 from ._count_table import _POSITION_BITS, _merge_keys, count_table, merge_tables as _merge_tables, \
     merge_two as _merge_two
@@ -161,6 +162,7 @@ class ClickAggregate:
             alpha, beta = affine_parts(model, positions)
             weights = np.bincount(docs, weights=(clicks - beta * impressions) / alpha, minlength=n)
         else:
+            warn_if_extrapolated(model, int(positions[clicked].max(initial=0)))
             q = propensities_at(model, positions[clicked])
             weights = np.bincount(docs[clicked], weights=clicks[clicked] / q, minlength=n)
         counts = np.bincount(docs[clicked], weights=clicks[clicked], minlength=n).astype(np.int64)

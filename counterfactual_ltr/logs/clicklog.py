@@ -30,8 +30,8 @@ from .raw_events import RepeatedDocumentWarning, event_arrays, join_rows, kept_a
 from .log_integrity import read_log_frame, write_log_frame
 from .session_checks import FRAME_COLUMNS, check_session_codes, check_sessions, first_repeated_item, \
     frame_arrays
-from ..examination.propensity_models import as_propensity_model, check_propensities, is_affine, \
-    is_session_dependent, propensities_at
+from ..examination.propensity_models import as_propensity_model, checked_item_propensities, is_affine, \
+    is_session_dependent, propensities_at, warn_if_extrapolated
 
 __all__ = ["ClickLog", "ClickAggregate", "RepeatedDocumentWarning"]
 
@@ -289,11 +289,11 @@ class ClickLog:
         """
         model = as_propensity_model(propensity)
         if is_session_dependent(model):
-            return check_propensities(np.asarray(model.item_propensities(self), dtype=np.float64),
-                                      f"propensities from {model!r}")
+            return checked_item_propensities(model, self)
         if is_affine(model):
             raise ValueError(f"{model!r} is a trust-bias (affine) click model: this computation divides clicks by "
                              "a propensity and cannot apply its affine correction")
+        warn_if_extrapolated(model, int(self.positions[self.clicks].max(initial=0)))
         return propensities_at(model, self.positions)
 
     # ----------------------------------------------------------- selection

@@ -126,8 +126,9 @@ def _fit_pairwise(c, m, max_iter, tol):
         denom = (p[:, :, None] + p[:, None, :]) * m
         r = np.where(has, both / np.where(has, np.maximum(denom, 1e-300), 1.0), 0.0)
         new = c.sum(2) / np.maximum((r * m).sum(2), 1e-300)
-        new = new / new[:, :1]
-        change = np.max(np.abs(new - p) / np.maximum(new, 1e-12))
+        with np.errstate(divide="ignore", invalid="ignore"):   # a replicate without clicks at 1: NaN, refused later
+            new = new / new[:, :1]
+            change = np.nanmax(np.abs(new - p) / np.maximum(new, 1e-12), initial=0.0)
         p = new
         if change < tol:
             return p, True
@@ -162,6 +163,10 @@ def _harvest(log, K, options):
     # estimate and its interval show how little the log says), a position never linked an error.
     _check_counts("harvest", shown, np.full(K, np.inf), 1, "for a (query, document) that is also shown at "
                   "another position")
+    if clicks[0] == 0:
+        raise ValueError("'harvest': no click at position 1 on a (query, document) also shown at another position, so "
+                         "theta_r / theta_1 is not identified at any position (every ratio would divide by 0); log "
+                         "more sessions, or use 'smooth', which borrows from a power law where the log is silent")
     few = np.flatnonzero(clicks < options["min_clicks"])
     if few.size:
         warnings.warn(f"'harvest': positions {', '.join(str(k + 1) for k in few)} have fewer than "

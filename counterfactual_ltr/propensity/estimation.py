@@ -436,8 +436,10 @@ def _propensity_model(method, point, boot, confidence, n_sessions, converged=Non
     lower = upper = None
     if boot is not None:
         if not np.all(np.isfinite(boot)):
-            raise ValueError(f"{method!r}: some bootstrap replicates have no data at a position: too few sessions "
-                             "for an interval (log more sessions, lower max_position or use n_bootstrap=0)")
+            raise ValueError(f"{method!r}: some bootstrap replicates have no data at a position (resamples of the "
+                             "queries without a click there on documents shown at several positions): the log is too "
+                             "small for an interval; log more sessions, use n_bootstrap=0, or method 'smooth', which "
+                             "borrows from a power law where the log is silent")
         used = boot if converged is None or not converged.any() else boot[converged]
         lower, upper = _percentiles(used, confidence)
         # A percentile interval need not hold its estimate (a bound, a skewed or biased bootstrap): widened to it.
