@@ -145,7 +145,7 @@ def _shrinkage_noise(H, tau):
 
 
 def _smooth(log, K, options):
-    from ._methods import _Impressions, _position_support, _warn_if_weak
+    from ._methods import _Impressions, _position_support
 
     plain = log.intervention == 0
     imp = _Impressions(log, K, plain)
@@ -155,10 +155,8 @@ def _smooth(log, K, options):
         raise ValueError("'smooth': no (query, document) was shown at two positions and clicked: the log cannot "
                          "tell position from relevance at any position (a logger whose rankings vary, or swap "
                          "interventions, give it documents that move)")
-    options["support"] = _position_support(imp)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", IdentificationWarning)
-        _warn_if_weak("smooth", options["support"], options["min_support"])   # said below, in terms of borrowing
+    options["support"] = _position_support(imp)     # (query, document)s shown there and elsewhere, as pbm's
+
     def averaged(query_weight):
         """The fits over ``TAU_GRID`` on queries weighted ``query_weight``, their weights, and the averaged ``x``."""
         doc_weight = query_weight[moving.doc_query]

@@ -30,7 +30,11 @@ position-only methods estimate ``theta_r / theta_1``):
     Poisson estimating equations (AllPairs' model, alternating updates), with
     a weak prior (``prior_strength``) so no position is put at 0.
 ``"pbm"``: the position-based click model's ``theta`` (EM's fixed point, by Newton: ``_click_em``);
-    ``monotone=True`` makes pbm or harvest non-increasing; ``"auto"`` picks by held-out perplexity.
+    ``monotone=True`` makes pbm or harvest non-increasing.
+``"smooth"``: for logs where few documents move (``_smooth``): the conditional likelihood of where
+    documents shown at several positions were clicked, each position shrunk towards a fitted power
+    law as far as the log leaves it unidentified, with intervals that say so. ``"auto"`` picks among
+    the examination estimates by how well they predict held-out clicks of moving documents (``_auto``).
 ``"em"`` (regression EM, Wang et al., WSDM 2018)
     ``P(click) = theta_k gamma(x)``, ``gamma`` a classifier on the
     documents' features. By default ``gamma`` is L2-penalised logistic
@@ -122,7 +126,7 @@ def estimate_propensities(log: ClickLog, method: str, *, max_position: int = 10,
     ----------
     log : ClickLog
         The logged sessions (with interventions for ``"swap"``, several loggers for ``"harvest"``).
-    method : {"swap", "harvest", "em", "trust_em", "pbm", "ubm", "dbn", "dcm", "auto"}
+    method : {"swap", "harvest", "em", "trust_em", "pbm", "smooth", "ubm", "dbn", "dcm", "auto"}
         See the module docstring for what each needs ("auto": see ``_auto``; its options are
         ``n_folds`` and the shared ones): swap sessions and
         sessions without intervention; documents shown at several positions
@@ -358,8 +362,9 @@ def _check_options(method, K, options) -> dict:
         raise TypeError("prior_strength is an option of methods 'pbm' and 'harvest' only")
     if options.get("monotone") and method not in ("pbm", "harvest"):
         raise TypeError("monotone is an option of methods 'pbm' and 'harvest' only")
-    if "min_support" in options and method not in ("pbm", "harvest", "smooth"):
-        raise TypeError("min_support is an option of methods 'pbm', 'harvest' and 'smooth' only")
+    if "min_support" in options and method not in ("pbm", "harvest"):
+        raise TypeError("min_support is an option of methods 'pbm' and 'harvest' only ('smooth' says where the log "
+                        "is weak from the information itself)")
     opts = {
         "confidence": check_probability(options.get("confidence", 0.95), "confidence", include_zero=False,
                                         include_one=False),
@@ -543,6 +548,11 @@ def _auto_folds(log, n_folds, rng) -> np.ndarray:
     return fold
 
 
+def _options_for(method, options) -> dict:
+    """``auto``'s options that ``method`` takes (``min_support`` is pbm's and harvest's)."""
+    return {k: v for k, v in options.items() if k != "min_support" or method in ("pbm", "harvest")}
+
+
 def _auto(log, max_position, n_bootstrap, random_state, options) -> EstimatedPropensity:
     """``method="auto"``: the examination estimate that best predicts held-out clicks, cross-validated over sessions.
 
@@ -585,7 +595,8 @@ def _auto(log, max_position, n_bootstrap, random_state, options) -> EstimatedPro
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")   # each candidate's own warnings come with the refit on the whole log
                 try:
-                    curve = estimate_propensities(train, method, max_position=K, n_bootstrap=0, **extra, **options)
+                    curve = estimate_propensities(train, method, max_position=K, n_bootstrap=0, **extra,
+                                                  **_options_for(method, options))
                 except ValueError as err:
                     failures[i].append(str(err))
                     continue
@@ -623,7 +634,7 @@ def _auto(log, max_position, n_bootstrap, random_state, options) -> EstimatedPro
         reason += "; no held-out click was on a document shown at two positions, so the folds told nothing"
     name, method, extra = AUTO_CANDIDATES[chosen]
     model = estimate_propensities(log, method, max_position=K, n_bootstrap=B, random_state=random_state,
-                                  **extra, **options)
+                                  **extra, **_options_for(method, options))
 
     def number(x):
         return float(x) if np.isfinite(x) else None
