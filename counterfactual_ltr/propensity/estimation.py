@@ -46,14 +46,9 @@ position-only methods estimate ``theta_r / theta_1``):
     Newton steps. With ``relevance_model`` (any scikit-learn classifier with
     ``sample_weight`` and ``predict_proba``) EM refits that model in every
     M-step, and every bootstrap replicate refits the whole EM: use a small
-    ``n_bootstrap`` there. One logger suffices, but what identifies
-    ``theta`` then matters: where a deterministic logger always shows a
-    document at the same position, position and relevance are told apart
-    only through the relevance model's form, and where that model cannot
-    follow the click rates' dependence on the features, the misfit shows up
-    in ``theta``. A logger whose rankings vary (a stochastic ranker, changes
-    over time, several loggers) shows documents at several positions and
-    needs no such luck.
+    ``n_bootstrap`` there. One logger suffices, but with a deterministic one
+    position and relevance are told apart only through the relevance model's
+    form (its misfit shows up in ``theta``); rankings that vary need no such luck.
 ``"trust_em"`` (Agarwal et al., WWW 2019)
     ``P(click | k, R) = theta_k eps+_k`` if ``R = 1`` else ``theta_k eps-_k``
     with ``R`` a latent binary relevance per (query, document), fixed across
