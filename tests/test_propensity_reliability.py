@@ -69,3 +69,31 @@ def test_harvest_without_clicks_at_position_one_names_it():
         warnings.simplefilter("error", RuntimeWarning)                 # no division warning leaks out
         with pytest.raises(ValueError, match="no click at position 1"):
             estimate_propensities(log, "harvest", max_position=4, n_bootstrap=0)
+
+
+def test_a_trust_bias_file_keeps_its_replicates_for_the_comparisons(tmp_path):
+    import json
+
+    from click_sim import PositionBasedClickModel
+    from counterfactual_ltr.model_files.persistence import load_propensity, propensity_to_dict
+
+    data = make_ranking(n_queries=60, random_state=0)
+    log = simulate_clicks(data, [data.X[:, 0], data.X[:, 1], data.X[:, 0] + data.X[:, 2]],
+                          PositionBasedClickModel(eta=1.0, eps_minus=0.1), n_passes=20, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trust = estimate_propensities(log, "trust_em", max_position=5, n_bootstrap=30, random_state=0)
+    path = tmp_path / "trust.json"
+    path.write_text(json.dumps({"propensity": propensity_to_dict(trust)}))
+    loaded = load_propensity(str(path))
+    for part in ("examination", "eps_plus", "eps_minus"):
+        np.testing.assert_allclose(loaded.bootstrap_[part], trust.bootstrap_[part])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        c = compare_rankers(log, data.X[:, 1], propensity=loaded, n_bootstrap=200, random_state=0)
+    assert "replicates on its own log" in c.propensity_uncertainty
+    spec = json.loads(path.read_text())
+    spec["propensity"]["bootstrap"]["eps_plus"][0][0] = 1.5
+    path.write_text(json.dumps(spec))
+    with pytest.raises(ValueError, match="probabilities in \\(0, 1\\]"):
+        load_propensity(str(path))

@@ -68,11 +68,13 @@ _PROPENSITY_FIELDS = {
     "trust_bias": ({"examination", "eps_plus", "eps_minus"}, set()),
     "estimated": ({"relative", "values", "eta"}, {"method", "lower", "upper", "confidence", "n_sessions", "bootstrap",
                                                   "bootstrap_converged", "recipe", "log_fingerprint"}),
-    "estimated_trust_bias": ({"examination", "eps_plus", "eps_minus"}, {"intervals", "confidence", "n_sessions"}),
+    "estimated_trust_bias": ({"examination", "eps_plus", "eps_minus"}, {"intervals", "confidence", "n_sessions",
+                                                                          "bootstrap"}),
     "cascade": ({"model", "query_ids", "doc_ids", "alpha", "alpha_prior", "min_propensity"},
                 {"sigma", "sigma_prior", "gamma", "lambda"}),
 }
 _INTERVAL_PARTS = ("examination", "eps_plus", "eps_minus", "a", "b", "relative", "alpha", "beta")
+_TRUST_PARTS = ("examination", "eps_plus", "eps_minus")
 
 
 def _floats(values) -> list | None:
@@ -126,7 +128,10 @@ def propensity_to_dict(model) -> dict:
         return {"kind": "estimated_trust_bias", "examination": _floats(model.examination),
                 "eps_plus": _floats(model.eps_plus), "eps_minus": _floats(model.eps_minus),
                 "intervals": {k: [_floats(lo), _floats(hi)] for k, (lo, hi) in model.intervals_.items()},
-                "confidence": float(model.confidence_), "n_sessions": int(model.n_sessions_)}
+                "confidence": float(model.confidence_), "n_sessions": int(model.n_sessions_),
+                # the replicates of the three parts, so a comparison can propagate the estimate's error
+                "bootstrap": {k: np.asarray(model.bootstrap_[k], dtype=np.float64).tolist()
+                              for k in _TRUST_PARTS if k in (model.bootstrap_ or {})} or None}
     if type(model) is PositionBasedPropensity:
         return {"kind": "position_based", "eta": model.eta, "clip": model.clip}
     if type(model) is TabularPropensity:
@@ -393,7 +398,18 @@ def _estimated_trust_bias_from_dict(spec):
         if name not in _INTERVAL_PARTS or not isinstance(bounds, list) or len(bounds) != 2:
             raise ValueError(f"field 'intervals' holds {name!r}: expected one of {_INTERVAL_PARTS} -> [lower, upper]")
         checked[name] = tuple(_optional_list({"b": b}, "b", parts[0].size) for b in bounds)
-    return EstimatedTrustBias(*parts, intervals=checked,
+    boot = spec.get("bootstrap")
+    if boot is not None:
+        if not isinstance(boot, dict) or set(boot) != set(_TRUST_PARTS) or \
+                not all(isinstance(rows, list) and rows and all(isinstance(r, list) and len(r) == parts[0].size
+                                                               for r in rows) for rows in boot.values()) or \
+                len({len(rows) for rows in boot.values()}) != 1:
+            raise ValueError(f"field 'bootstrap' must map each of {_TRUST_PARTS} to the same number of replicates "
+                             f"of {parts[0].size} numbers")
+        boot = {k: np.array([_number_list(r, "bootstrap") for r in rows]) for k, rows in boot.items()}
+        if not all(np.all(np.isfinite(v) & (v > 0) & (v <= 1)) for v in boot.values()):
+            raise ValueError("field 'bootstrap' must hold probabilities in (0, 1]")
+    return EstimatedTrustBias(*parts, intervals=checked, bootstrap=boot,
                               confidence=check_probability(spec.get("confidence", 0.95), "confidence",
                                                            include_zero=False, include_one=False),
                               n_sessions=check_int(spec.get("n_sessions", 0), "n_sessions", min_value=0))
