@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 #: The preprocessors an export can fold (scikit-learn class names).
-FOLDABLE = ("StandardScaler", "MaxAbsScaler", "MinMaxScaler")
+FOLDABLE = ("StandardScaler", "RobustScaler", "MaxAbsScaler", "MinMaxScaler")
 
 
 def affine_of(model, n_features: int):
@@ -23,11 +23,14 @@ def affine_of(model, n_features: int):
     pre = getattr(model, "preprocessor_", None)
     if pre is None:
         return np.zeros(n_features), np.ones(n_features)
-    from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, StandardScaler
+    from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, RobustScaler, StandardScaler
 
     name = type(pre).__name__
     if isinstance(pre, StandardScaler):
         shift = pre.mean_ if pre.mean_ is not None else 0.0
+        scale = pre.scale_ if pre.scale_ is not None else 1.0
+    elif isinstance(pre, RobustScaler):
+        shift = pre.center_ if pre.center_ is not None else 0.0
         scale = pre.scale_ if pre.scale_ is not None else 1.0
     elif isinstance(pre, MaxAbsScaler):
         shift, scale = 0.0, pre.scale_
