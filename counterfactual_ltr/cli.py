@@ -37,6 +37,7 @@ import click
 import numpy as np
 
 from ._version import __version__
+from .export import FORMATS as EXPORT_FORMATS
 
 __all__ = ["cli", "main", "MODELS"]
 
@@ -1013,7 +1014,7 @@ def _read_feature_names(path) -> list[str]:
 
 @cli.command("export")
 @click.argument("model", type=click.Path(exists=True, dir_okay=False))
-@click.option("--format", "fmt", required=True, type=click.Choice(["solr", "opensearch", "vespa", "onnx", "lightgbm"]),
+@click.option("--format", "fmt", required=True, type=click.Choice(list(EXPORT_FORMATS)),
               help="solr: Solr LTR model JSON; opensearch: the OpenSearch/Elasticsearch LTR plugin's _createmodel "
                    "body; vespa: a rank profile; onnx: an ONNX model; lightgbm: LightGBM model text (trees).")
 @click.option("--feature-names", default=None, type=click.Path(exists=True, dir_okay=False),
