@@ -100,6 +100,55 @@ def test_slam_with_weights_and_a_scaler():
     check_linear(model, data.X, ["a", "b", "c", "d", "e"])
 
 
+# ----------------------------------------------------------------------------- a raw log's feature table
+
+@pytest.fixture(scope="module")
+def trec_table():
+    """The TREC Session 2014 log's impression features (named columns) and its training clicks on them."""
+    import warnings
+
+    import pandas as pd
+    from click_sim import data_path
+    from counterfactual_ltr import ClickLog, RankingDataset
+    from counterfactual_ltr.logs import impression_features
+
+    try:
+        folder = data_path("real-logs/trec-session-2014")
+    except (OSError, ValueError) as err:
+        pytest.skip(f"the TREC Session 2014 log is absent: {err}")
+    frames = {name: pd.read_csv(folder / f"{name}.csv", dtype={"query": str, "doc": str}) for name in ("train", "test")}
+    table = impression_features(*frames.values(), page="page")
+    data = RankingDataset.from_frame(table, query="query", doc="doc")
+    names = [c for c in table.columns if c not in ("query", "doc")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # pages that show a document twice are dropped, and said so
+        log = ClickLog.from_events(frames["train"], session="page").with_data(data, missing="drop_sessions")
+    return data, log, names
+
+
+def test_linear_on_a_raw_log_feature_table(trec_table):
+    from sklearn.preprocessing import StandardScaler
+    from counterfactual_ltr.estimators import SVMPropDCG
+
+    data, log, names = trec_table
+    model = SVMPropDCG(C=10.0, preprocessor=StandardScaler()).fit(log)
+    assert np.any(model.coef_ != 0)
+    check_linear(model, data.X, names)
+
+
+def test_mlp_on_a_raw_log_feature_table(trec_table):
+    from sklearn.preprocessing import StandardScaler
+    from counterfactual_ltr.estimators import DeepPropDCG
+
+    data, log, names = trec_table
+    model = DeepPropDCG(hidden_layer_sizes=(8,), activation="relu", learning_rate=1e-2, max_epochs=2,
+                        random_state=0, preprocessor=StandardScaler()).fit(log)
+    expected = model.predict(data.X)
+    _close(solr_network_scores(export_model(model, "solr", feature_names=names), _by_name(data.X, names)), expected)
+    pytest.importorskip("onnx")
+    _close(_onnx_scores(export_model(model, "onnx", feature_names=names), data.X), expected)
+
+
 # ----------------------------------------------------------------------------- synthetic data
 
 @pytest.fixture(scope="module")
