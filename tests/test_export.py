@@ -161,12 +161,20 @@ def synthetic():
     return data, simulate_clicks(data, data.X[:, 0], n_passes=3, random_state=0)
 
 
-def test_linear_with_names_and_a_scaler(synthetic):
-    from sklearn.preprocessing import StandardScaler
-    from counterfactual_ltr.estimators import SVMPropRBP
+SCALERS = {"standard": lambda pre: pre.StandardScaler(), "robust": lambda pre: pre.RobustScaler(),
+           "minmax(-1, 2)": lambda pre: pre.MinMaxScaler(feature_range=(-1, 2))}
+
+
+@pytest.mark.parametrize("learner, scaler", [("SVMPropRBP", "standard"), ("SVMPropRank", "minmax(-1, 2)"),
+                                             ("SVMPropRank", "robust")])
+def test_linear_with_names_and_a_scaler(synthetic, learner, scaler):
+    import sklearn.preprocessing
+    from counterfactual_ltr import estimators
 
     data, log = synthetic
-    model = SVMPropRBP(C=1.0, max_iter=30, preprocessor=StandardScaler()).fit(log)
+    preprocessor = SCALERS[scaler](sklearn.preprocessing)
+    model = getattr(estimators, learner)(C=1.0, max_iter=30, preprocessor=preprocessor).fit(log)
+    assert np.any(model.coef_ != 0)
     check_linear(model, data.X, ["bm25", "pagerank", "age", "clicks_7d", "length"])
 
 
