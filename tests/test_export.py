@@ -281,6 +281,8 @@ def test_feature_names_are_checked(ranksvm):
         export_model(ranksvm, "solr", feature_names=["a", "b", "", "d", "e"])
     with pytest.raises(ValueError, match="'my feature' is neither a Vespa field name"):
         export_model(ranksvm, "vespa", feature_names=["a", "b", "c", "d", "my feature"])
+    with pytest.raises(ValueError, match=r"'f2' and '2' are both attribute\(f2\) in Vespa"):
+        export_model(ranksvm, "vespa", feature_names=["a", "f2", "c", "2", "e"])
 
 
 def test_fitted_feature_names_are_the_default(ranksvm):

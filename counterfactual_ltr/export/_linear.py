@@ -109,11 +109,12 @@ def vespa_linear(form: LinearForm) -> str:
     """A Vespa rank profile whose first-phase expression is ``sum_j w_j * feature_j + bias`` on raw features."""
     weights, bias = form.folded()
     refs = [vespa_reference(name) for name in form.names]
-    lines = []
-    for position, (w, ref) in enumerate(zip(weights, refs)):
-        sign = "-" if w < 0 else "+"
-        term = f"{_number(abs(w))} * {ref}"
-        lines.append(("- " + term if sign == "-" else term) if position == 0 else f"{sign} {term}")
+    first = {}
+    for name, ref in zip(form.names, refs):
+        if first.setdefault(ref, name) != name:
+            raise ValueError(f"feature names {first[ref]!r} and {name!r} are both {ref} in Vespa: rename one")
+    lines = [f"{'-' if w < 0 else '+'} {_number(abs(w))} * {ref}" for w, ref in zip(weights, refs)]
+    lines[0] = lines[0].removeprefix("+ ")
     lines.append(f"{'-' if bias < 0 else '+'} {_number(abs(bias))}")
     body = "\n".join(" " * 12 + line for line in lines)
     header = (f"# {form.kind} exported by counterfactual_ltr.export: {len(refs)} features, input order "
