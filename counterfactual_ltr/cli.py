@@ -7,6 +7,7 @@
     cltr fit LOG DATA --model svm-propdcg --C 0.1,1,10 -o model.npz   # model_selection.grid_search
     cltr evaluate MODEL... LOG DATA -o report.html                     # evaluation.validation_report
     cltr predict MODEL DATA -o scores.tsv                              # estimator.predict
+    cltr export MODEL --format onnx -o ranker.onnx                     # export.write_export
     cltr experiments NAME [--quick]                                    # python -m experiments NAME
 
 Every step is one call of the Python API (named beside it), so a Python user
@@ -36,6 +37,7 @@ import click
 import numpy as np
 
 from ._version import __version__
+from .export import FORMATS as EXPORT_FORMATS
 
 __all__ = ["cli", "main", "MODELS"]
 
@@ -323,6 +325,7 @@ def cli():
       cltr fit train_log.parquet train.txt --model svm-propdcg --C 1,10,100 --cv 3 -o model.npz
       cltr evaluate model.npz vali_log.parquet vali.txt -o report.html
       cltr predict model.npz test.txt -o scores.tsv
+      cltr export model.npz --format onnx -o ranker.onnx
 
     Exit status 2 with a one-line message on bad input.
     """
@@ -995,6 +998,54 @@ def predict(model, data, output, features, quiet, **raw):
             for q, d, s, r in zip(queries.tolist(), dataset.doc_keys.tolist(), scores.tolist(), ranks.tolist()):
                 fh.write(f"{q}\t{d}\t{s!r}\t{r}\n")
     _echo(quiet, f"wrote {output}: {dataset.n_docs} scores of {dataset.n_queries} queries")
+
+
+def _read_feature_names(path) -> list[str]:
+    """One feature name a line, in the model's column order (blank lines at the end ignored)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except UnicodeDecodeError:
+        raise InputError(f"--feature-names {path}: not a UTF-8 text file of one name a line") from None
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return [line.strip() for line in lines]
+
+
+@cli.command("export")
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@click.option("--format", "fmt", required=True, type=click.Choice(list(EXPORT_FORMATS)),
+              help="solr: Solr LTR model JSON; opensearch: the OpenSearch/Elasticsearch LTR plugin's _createmodel "
+                   "body; vespa: a rank profile; onnx: an ONNX model; lightgbm: LightGBM model text (trees).")
+@click.option("--feature-names", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="Text file of the raw features' names, one a line in column order, as the serving stack knows "
+                   "them  [default: LETOR's numbers 1..n]")
+@click.option("-o", "--output", required=True, type=OUTPUT_FILE, help="The file to write.")
+@_quiet_option
+def export(model, fmt, feature_names, output, quiet):
+    """Write the saved MODEL in a serving stack's format: Solr, OpenSearch/Elasticsearch LTR, Vespa or ONNX.
+
+    Calls counterfactual_ltr.export.write_export(load_model(MODEL), FORMAT,
+    OUTPUT, feature_names=...). The export scores raw features as cltr predict
+    does (the model's scaler is folded in); docs/guide/serving.md shows how to
+    load each file into its stack and check its scores.
+
+    \b
+    Examples:
+      cltr export model.npz --format onnx -o ranker.onnx
+      cltr export model.npz --format solr --feature-names names.txt -o ranker.json
+    """
+    from .export import write_export
+    from .model_files.persistence import load_model
+
+    names = _read_feature_names(feature_names) if feature_names is not None else None
+    ranker = load_model(model)
+    try:
+        write_export(ranker, fmt, output, feature_names=names)
+    except ValueError as err:
+        where = f" (--feature-names {feature_names})" if names is not None and "feature_names" in str(err) else ""
+        raise InputError(f"{model}: {err}{where}") from None
+    _echo(quiet, f"wrote {output}: {type(ranker).__name__} as {fmt}")
 
 
 @cli.command()

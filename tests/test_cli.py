@@ -21,7 +21,7 @@ from counterfactual_ltr.persistence import load_model
 
 from conftest import REPO, mq2008_dir, requires_mq2008
 
-COMMANDS = ("simulate", "propensity", "fit", "evaluate", "predict", "experiments")
+COMMANDS = ("simulate", "propensity", "fit", "evaluate", "predict", "export", "experiments")
 
 
 def cltr(*args, cwd):

@@ -137,6 +137,7 @@ FLOORS = [
     ("estimators",),
     ("online",),
     ("model_files",),
+    ("export",),
     ("cli",),
     ("__main__", "counterfactual_ltr"),
 ]

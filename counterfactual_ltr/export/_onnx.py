@@ -1,0 +1,64 @@
+"""ONNX graphs of linear rankers and of Deep PropDCG's MLP, built with ``onnx.helper``.
+
+Input ``features``: float32 ``[N, n_features]`` of raw features in the order of the names kept in
+the model's ``doc_string`` and ``metadata_props["feature_names"]`` (a JSON list); output ``score``:
+float32 ``[N]``. The arithmetic is float64 inside the graph (the input is cast first), so folding
+a scaler's mean into a bias loses nothing beyond the float32 of the input and of the score.
+``onnx`` is imported here only, when an ONNX export is asked for.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+#: ONNX operator set and IR version of the graphs: read by onnxruntime 1.14 and later.
+OPSET, IR_VERSION = 17, 8
+_ACTIVATION_OPS = {"sigmoid": "Sigmoid", "relu": "Relu", "tanh": "Tanh", "identity": None}
+
+
+def _onnx():
+    try:
+        import onnx
+    except ImportError:
+        raise ValueError("the onnx format needs the onnx package: pip install 'counterfactual-ltr[export]'") from None
+    return onnx
+
+
+def onnx_layers(kind: str, layers, names, version: str) -> bytes:
+    """A serialized ONNX model computing ``layers`` (``[(W, b, activation), ...]``) on ``features``."""
+    onnx = _onnx()
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [helper.make_node("Cast", ["features"], ["x0"], to=TensorProto.DOUBLE)]
+    inits = []
+    current = "x0"
+    for k, (W, b, activation) in enumerate(layers):
+        inits += [numpy_helper.from_array(np.asarray(W, dtype=np.float64), f"W{k}"),
+                  numpy_helper.from_array(np.asarray(b, dtype=np.float64).reshape(-1), f"b{k}")]
+        nodes += [helper.make_node("MatMul", [current, f"W{k}"], [f"m{k}"]),
+                  helper.make_node("Add", [f"m{k}", f"b{k}"], [f"z{k}"])]
+        current = f"z{k}"
+        op = _ACTIVATION_OPS[activation]
+        if op is not None:
+            nodes.append(helper.make_node(op, [current], [f"a{k}"]))
+            current = f"a{k}"
+    inits.append(numpy_helper.from_array(np.array([1], dtype=np.int64), "squeeze_axes"))
+    nodes += [helper.make_node("Cast", [current], ["score_column"], to=TensorProto.FLOAT),
+              helper.make_node("Squeeze", ["score_column", "squeeze_axes"], ["score"])]
+    n = len(names)
+    graph = helper.make_graph(
+        nodes, f"cltr_{kind.lower()}",
+        [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["N", n])],
+        [helper.make_tensor_value_info("score", TensorProto.FLOAT, ["N"])], initializer=inits)
+    graph.input[0].doc_string = "raw features, columns in order: " + ", ".join(names)
+    model = helper.make_model(graph, producer_name="counterfactual_ltr", producer_version=version,
+                              opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = IR_VERSION
+    model.doc_string = (f"{kind} exported by counterfactual_ltr.export: input 'features' float32 [N, {n}] of raw "
+                        f"features, columns in order: {', '.join(names)}; output 'score' float32 [N], higher "
+                        "ranks first")
+    helper.set_model_props(model, {"feature_names": json.dumps(names), "model_class": kind})
+    onnx.checker.check_model(model)
+    return model.SerializeToString()
