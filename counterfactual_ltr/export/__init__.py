@@ -1,0 +1,1 @@
+"""Exporting rankers to the stacks that serve them."""
