@@ -15,6 +15,9 @@ one model that scores **raw** features as ``model.predict`` does:
   not only up to rounding. A decreasing ``f`` (a negative scale) swaps the two children;
 * LightGBM goes left when ``x <= t``; the XGBoost dump goes to ``yes`` when ``x < c``: for the
   float32 inputs of the readers that use the dump, ``x <= r`` is ``x < nextafter(r, +inf)``;
+* a threshold beyond the float32 range (LightGBM writes one near 1e300 on a node that only
+  separates missing values from the others) becomes the largest float32, so the float32 formats
+  route every finite input but that largest value (and infinities) as LightGBM does;
 * a missing value (NaN) is routed as LightGBM routes it: to the ``default_left`` side on a node
   of missing type NaN, and on a node of missing type None (no NaN in training) to the side of
   ``0`` in the transformed space, since LightGBM replaces NaN by 0 there.
@@ -202,11 +205,12 @@ def _fold(affine: _Affine, j: int, t: float, dtype, where: str):
         while c < big and not ok(c):
             c, steps = np.nextafter(c, up), steps + 1
         r, swapped = np.nextafter(c, down), True
-    if not (-big < r < big) or steps > 4096:
-        raise ValueError(f"the threshold {t!r} of {where} lies beyond the {np.dtype(dtype).name} range of the raw "
-                         "feature once the preprocessor is undone: formats reading that type cannot hold it "
-                         "(use 'lightgbm')")
-    return dtype(r), swapped
+    if steps > 4096:
+        raise ValueError(f"the threshold {t!r} of {where} could not be mapped back to raw {np.dtype(dtype).name} "
+                         "values through the preprocessor (no nearby value is routed as LightGBM routes it)")
+    # A threshold beyond the type's range (LightGBM writes one near 1e300 for a split of missing values
+    # from all others) is held by the largest finite value: only +-inf and +-max itself may then go otherwise.
+    return dtype(np.clip(r, -big, big)), swapped
 
 
 # ----------------------------------------------------------------------------------------- trees
@@ -435,10 +439,10 @@ def write_xgboost_json(model, feature_names) -> str:
         def emit(node, depth, nodeid):
             if "value" in node:
                 return {"nodeid": nodeid, "leaf": node["value"]}
-            cond = np.nextafter(np.float32(node["threshold"]), np.float32(np.inf))
-            if not np.isfinite(cond):
-                raise ValueError(f"a threshold of feature {names[node['feature']]!r} is the largest float32: "
-                                 "'x < c' cannot express it in format 'xgboost-json'")
+            with np.errstate(over="ignore"):
+                cond = np.nextafter(np.float32(node["threshold"]), np.float32(np.inf))
+            if not np.isfinite(cond):       # strict JSON has no Infinity: x = max float32 and +inf go "no"
+                cond = np.float32(node["threshold"])
             yes, no = next(counter), next(counter)
             return {"nodeid": nodeid, "depth": depth, "split": names[node["feature"]],
                     "split_condition": float(cond), "yes": yes, "no": no,
