@@ -18,6 +18,8 @@ one model that scores **raw** features as ``model.predict`` does:
 * a threshold beyond the float32 range (LightGBM writes one near 1e300 on a node that only
   separates missing values from the others) becomes the largest float32, so the float32 formats
   route every finite input but that largest value (and infinities) as LightGBM does;
+* LightGBM reads an input within 1e-35 of 0 as 0 (its zero threshold); the search above
+  compares what LightGBM compares, so the float32 formats route such inputs as LightGBM does;
 * a missing value (NaN) is routed as LightGBM routes it: to the ``default_left`` side on a node
   of missing type NaN, and on a node of missing type None (no NaN in training) to the side of
   ``0`` in the transformed space, since LightGBM replaces NaN by 0 there.
@@ -28,6 +30,8 @@ Formats ("lightgbm", "xgboost-json", "solr", "onnx") and what they cannot hold:
   (GBDTPropDCG refuses both at ``fit``; a booster from elsewhere may hold them);
 * LightGBM's ``zero_as_missing`` nodes (missing type Zero: ``|x'| <= 1e-35`` takes the default
   side): only "lightgbm" without a preprocessor;
+* NaN in "xgboost-json" goes to the node's ``missing`` child, as XGBoost's dump defines it; a
+  stack that fills a feature it cannot compute with 0 routes that document as 0, not as NaN;
 * NaN in "solr": Solr's ``MultipleAdditiveTreesModel`` (Solr Reference Guide 9.x, "Learning To
   Rank") compares every feature value with ``<=``; a feature that a document lacks takes its
   feature's default value (0 unless the feature defines another) before the model sees it, so the
@@ -50,6 +54,8 @@ _LGB_BAD_NAME = re.compile(r'[\s\[\]{}:,"]')
 _LGB_NAME_FORMATS = ("lightgbm", "onnx")
 # LightGBM decision_type bits: 1 categorical, 2 default left, (type >> 2) & 3: missing none/zero/NaN.
 _DEFAULT_LEFT, _MISSING_NAN = 2, 8
+# LightGBM's kZeroThreshold: an input value within it is read as 0 (a float32 1e-35, as a double).
+_LGB_ZERO = float(np.float32(1e-35))
 _SOLR_CLASS = "org.apache.solr.ltr.model.MultipleAdditiveTreesModel"
 _MODEL_NAME = "cltr-gbdt-propdcg"
 _ONNX_INPUT, _ONNX_OUTPUT = "features", "score"
@@ -161,6 +167,15 @@ class _Affine:
             x = x - v if op == "-" else x / v if op == "/" else x * v if op == "*" else x + v
         return x
 
+    def seen(self, x, j):
+        """The value LightGBM compares for raw ``x``: the transform, with ``|x'| <= 1e-35`` read as 0.
+
+        LightGBM drops input values within its zero threshold (1e-35 as a float32) when it reads a
+        row, so they are scored as 0; the map stays monotone, so the threshold search still holds.
+        """
+        x = self.forward(x, j)
+        return np.where(np.abs(x) <= _LGB_ZERO, 0.0, x)
+
     def inverse(self, t, j) -> float:
         """An approximate raw value whose transform is ``t`` (the start of the exact search)."""
         x = float(t)
@@ -190,7 +205,8 @@ def _fold(affine: _Affine, j: int, t: float, dtype, where: str):
         c = dtype(np.clip(affine.inverse(t, j), -float(big), float(big)))
 
     def ok(v):
-        return bool(affine.forward(float(v), j) <= t)
+        with np.errstate(over="ignore"):        # near the type's largest value the transform may overflow
+            return bool(affine.seen(float(v), j) <= t)
 
     steps = 0
     if affine.increasing(j):        # largest c with f(c) <= t
@@ -205,6 +221,10 @@ def _fold(affine: _Affine, j: int, t: float, dtype, where: str):
         while c < big and not ok(c):
             c, steps = np.nextafter(c, up), steps + 1
         r, swapped = np.nextafter(c, down), True
+    if dtype is np.float64 and affine.steps and abs(r) <= _LGB_ZERO:
+        # The folded LightGBM text reads every raw value within 1e-35 as 0, so a raw threshold inside that
+        # band cannot route them apart: any threshold inside it routes all others right; this one routes 0 right.
+        r = np.float64(0.0) if (ok(0.0) != swapped) else np.nextafter(np.float64(0.0), -np.inf)
     if steps > 4096:
         raise ValueError(f"the threshold {t!r} of {where} could not be mapped back to raw {np.dtype(dtype).name} "
                          "values through the preprocessor (no nearby value is routed as LightGBM routes it)")
@@ -359,7 +379,9 @@ def write_lightgbm(model, feature_names) -> str:
     Without a preprocessor this is the booster's text (trees byte for byte, anything after
     ``end of trees`` dropped); with one, every threshold is the largest float64 ``r`` with
     ``f(r) <= t`` and every node routes NaN explicitly (missing type NaN), so LightGBM scores raw
-    float64 features exactly as ``model.predict`` does.
+    float64 features exactly as ``model.predict`` does, but for raw values within 1e-35 of 0 other
+    than 0 itself, which LightGBM reads as 0 (a threshold folded into that band, as from
+    ``MaxAbsScaler``'s threshold of LightGBM's own zero band, cannot route them apart).
 
     Parameters
     ----------
