@@ -36,7 +36,9 @@ Formats ("lightgbm", "xgboost-json", "solr", "onnx") and what they cannot hold:
   Rank") compares every feature value with ``<=``; a feature that a document lacks takes its
   feature's default value (0 unless the feature defines another) before the model sees it, so the
   exported trees route such a document by that value, not by LightGBM's NaN route. Give missing
-  features a default in the feature store that the trees route as you want.
+  features a default in the feature store that the trees route as you want. (Solr 9.2 added an
+  optional per-node ``missing`` branch for null feature values, SOLR-16596; it is not written, so
+  the model loads in every Solr from 7 on.)
 """
 
 from __future__ import annotations
