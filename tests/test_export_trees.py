@@ -199,7 +199,7 @@ def _nodes(node):
 
 
 @pytest.mark.parametrize("pre", [MinMaxScaler(), MaxAbsScaler(), RobustScaler(), StandardScaler(with_mean=False)],
-                         ids=lambda p: type(p).__name__ + ("(with_mean=False)" if isinstance(p, StandardScaler) else ""))
+                         ids=["MinMaxScaler", "MaxAbsScaler", "RobustScaler", "StandardScaler(with_mean=False)"])
 def test_every_foldable_scaler(nan_models, pre):
     """The trees of the NaN table behind each scaler the writers fold, NaN and threshold edges included."""
     models, X = nan_models
