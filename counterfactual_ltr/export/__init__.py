@@ -51,8 +51,17 @@ def _export_trees(model, fmt, feature_names):
     except ImportError as err:
         raise ValueError(f"{type(model).__name__} cannot be exported: this installation has no tree writers "
                          f"(counterfactual_ltr.export._trees: {err})") from None
+    if fmt == "opensearch":           # the plugin's _createmodel body around the XGBoost JSON dump, as for linear
+        import json
+
+        from ._linear import model_name
+
+        dump = TREE_WRITERS["xgboost-json"](model, feature_names)
+        body = {"model": {"name": model_name(type(model).__name__),
+                          "model": {"type": "model/xgboost+json", "definition": dump}}}
+        return json.dumps(body, indent=2) + "\n"
     if fmt not in TREE_WRITERS:
-        _refuse(model, fmt, "trees", TREE_WRITERS)
+        _refuse(model, fmt, "trees", [f for f, kinds in FORMATS.items() if "trees" in kinds])
     return TREE_WRITERS[fmt](model, feature_names)
 
 

@@ -1,0 +1,601 @@
+"""Writers of a fitted :class:`~counterfactual_ltr.estimators.GBDTPropDCG` in the formats that serve trees.
+
+Every writer takes ``(model, feature_names)`` and returns the text (or, for ONNX, the bytes) of
+one model that scores **raw** features as ``model.predict`` does:
+
+* the booster's leaf values already hold LightGBM's shrinkage (the learning rate) and any init
+  score (LightGBM adds a starting score into the first tree's leaves), so every format gets the
+  plain sum of the leaves of its trees, with weight 1 and no base score;
+* a fitted scaler in ``model.preprocessor_`` (``StandardScaler``, ``MinMaxScaler`` without
+  ``clip``, ``MaxAbsScaler``, ``RobustScaler``) is folded into the thresholds: the trees compare
+  ``x' = f(x) <= t`` with ``f`` monotone per feature, so each threshold is replaced by the largest
+  raw value ``r`` (of the reader's number type) with ``f(r) <= t``, found by stepping from the
+  algebraic inverse ``f^-1(t)`` one representable number at a time while checking ``f`` computed
+  with the scaler's own operations. The decision is then identical for every input of that type,
+  not only up to rounding. A decreasing ``f`` (a negative scale) swaps the two children;
+* LightGBM goes left when ``x <= t``; the XGBoost dump goes to ``yes`` when ``x < c``: for the
+  float32 inputs of the readers that use the dump, ``x <= r`` is ``x < nextafter(r, +inf)``;
+* a threshold beyond the float32 range (LightGBM writes one near 1e300 on a node that only
+  separates missing values from the others) becomes the largest float32, so the float32 formats
+  route every finite input but that largest value (and infinities) as LightGBM does;
+* LightGBM reads an input within 1e-35 of 0 as 0 (its zero threshold); the search above
+  compares what LightGBM compares, so the float32 formats route such inputs as LightGBM does;
+* a missing value (NaN) is routed as LightGBM routes it: to the ``default_left`` side on a node
+  of missing type NaN, and on a node of missing type None (no NaN in training) to the side of
+  ``0`` in the transformed space, since LightGBM replaces NaN by 0 there.
+
+Formats ("lightgbm", "xgboost-json", "solr", "onnx") and what they cannot hold:
+
+* linear trees and categorical splits: only "lightgbm", and only without a preprocessor
+  (GBDTPropDCG refuses both at ``fit``; a booster from elsewhere may hold them);
+* LightGBM's ``zero_as_missing`` nodes (missing type Zero: ``|x'| <= 1e-35`` takes the default
+  side): only "lightgbm" without a preprocessor;
+* NaN in "xgboost-json" goes to the node's ``missing`` child, as XGBoost's dump defines it; a
+  stack that fills a feature it cannot compute with 0 routes that document as 0, not as NaN;
+* NaN in "solr": Solr's ``MultipleAdditiveTreesModel`` (Solr Reference Guide 9.x, "Learning To
+  Rank") compares every feature value with ``<=``; a feature that a document lacks takes its
+  feature's default value (0 unless the feature defines another) before the model sees it, so the
+  exported trees route such a document by that value, not by LightGBM's NaN route. Give missing
+  features a default in the feature store that the trees route as you want. (Solr 9.2 added an
+  optional per-node ``missing`` branch for null feature values, SOLR-16596; it is not written, so
+  the model loads in every Solr from 7 on.)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+
+__all__ = ["TREE_WRITERS"]
+
+# LightGBM's text model separates feature names by spaces and its JSON dump quotes them: names
+# holding whitespace or JSON's structural characters cannot travel through it.
+_LGB_BAD_NAME = re.compile(r'[\s\[\]{}:,"]')
+_LGB_NAME_FORMATS = ("lightgbm", "onnx")
+# LightGBM decision_type bits: 1 categorical, 2 default left, (type >> 2) & 3: missing none/zero/NaN.
+_DEFAULT_LEFT, _MISSING_NAN = 2, 8
+# LightGBM's kZeroThreshold: an input value within it is read as 0 (a float32 1e-35, as a double).
+_LGB_ZERO = float(np.float32(1e-35))
+_SOLR_CLASS = "org.apache.solr.ltr.model.MultipleAdditiveTreesModel"
+_MODEL_NAME = "cltr-gbdt-propdcg"
+_ONNX_INPUT, _ONNX_OUTPUT = "features", "score"
+_ONNX_OPSET = 15
+
+
+# ----------------------------------------------------------------------------------------- checks
+def _booster(model):
+    """The fitted booster of ``model``, or a ValueError saying what is not a fitted GBDTPropDCG."""
+    booster = getattr(model, "booster_", None)
+    if booster is None or not hasattr(booster, "dump_model"):
+        raise ValueError(f"tree export needs a fitted GBDTPropDCG (with booster_), got {type(model).__name__}"
+                         + ("" if booster is None else " whose booster_ is not a LightGBM booster"))
+    return booster
+
+
+def _check_names(model, feature_names, fmt: str) -> list:
+    """``feature_names`` checked against the model's raw width and the format's rules."""
+    width = int(getattr(model, "n_features_in_", _booster(model).num_feature()))
+    if isinstance(feature_names, (str, bytes)) or not hasattr(feature_names, "__len__"):
+        raise ValueError(f"feature_names must be a list of {width} strings, got {type(feature_names).__name__}")
+    names = list(feature_names)
+    if len(names) != width:
+        raise ValueError(f"feature_names has {len(names)} names but the model takes {width} features"
+                         + (f" (first unnamed feature: column {len(names)})" if len(names) < width else
+                            f" (first extra name: {names[width]!r} at position {width})"))
+    seen = {}
+    for i, name in enumerate(names):
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"feature_names[{i}] must be a non-empty string, got {name!r}")
+        if name in seen:
+            raise ValueError(f"feature name {name!r} is given twice (positions {seen[name]} and {i})")
+        seen[name] = i
+        if fmt in _LGB_NAME_FORMATS and _LGB_BAD_NAME.search(name):
+            raise ValueError(f"feature name {name!r} (position {i}) holds whitespace or one of []{{}}:,\" which "
+                             f"LightGBM's model text cannot carry (format {fmt!r}); 'xgboost-json' and 'solr' "
+                             "take any name")
+    return names
+
+
+# ------------------------------------------------------------------------------------ preprocessor
+class _Affine:
+    """A fitted scikit-learn scaler as per-feature elementwise steps, applied in the scaler's own order.
+
+    ``steps`` is a list of ``(op, values)`` with ``op`` in ``-``, ``/``, ``*``, ``+``: the float64
+    operations ``transform`` performs on a dense array, so :meth:`forward` gives bit for bit what
+    the scaler gives (checked against ``transform`` on probe values when built).
+    """
+
+    def __init__(self, steps, width):
+        self.steps, self.width = steps, width
+
+    @classmethod
+    def identity(cls, width):
+        return cls([], width)
+
+    @classmethod
+    def of(cls, pre, width):
+        from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, RobustScaler, StandardScaler
+
+        if pre is None:
+            return cls.identity(width)
+        steps = []
+        if isinstance(pre, StandardScaler):
+            if pre.with_mean:
+                steps.append(("-", pre.mean_))
+            if pre.with_std:
+                steps.append(("/", pre.scale_))
+        elif isinstance(pre, RobustScaler):
+            if pre.with_centering:
+                steps.append(("-", pre.center_))
+            if pre.with_scaling:
+                steps.append(("/", pre.scale_))
+        elif isinstance(pre, MinMaxScaler):
+            if pre.clip:
+                raise ValueError("the model's preprocessor MinMaxScaler(clip=True) clips, which is not monotone "
+                                 "affine: it cannot be folded into tree thresholds; refit with clip=False")
+            steps += [("*", pre.scale_), ("+", pre.min_)]
+        elif isinstance(pre, MaxAbsScaler):
+            steps.append(("/", pre.scale_))
+        else:
+            raise ValueError(f"the model's preprocessor {type(pre).__name__} cannot be folded into tree thresholds: "
+                             "supported are StandardScaler, MinMaxScaler (clip=False), MaxAbsScaler and RobustScaler")
+        steps = [(op, np.asarray(v, dtype=np.float64).reshape(-1)) for op, v in steps]
+        for op, values in steps:
+            if values.size != width:
+                raise ValueError(f"the model's preprocessor holds {values.size} values per step for {width} features")
+            bad = np.flatnonzero(~np.isfinite(values) | ((values == 0) if op in "/*" else False))
+            if bad.size:
+                raise ValueError(f"the model's preprocessor has an unusable {'scale' if op in '/*' else 'offset'} "
+                                 f"{values[bad[0]]!r} for feature {bad[0]}")
+        affine = cls(steps, width)
+        affine._check_against(pre)
+        return affine
+
+    def _check_against(self, pre):
+        probe = np.array([[0.0] * self.width, [1.0] * self.width, [-3.25] * self.width, [1e6] * self.width])
+        mine = np.stack([self.forward(probe[:, j], j) for j in range(self.width)], axis=1)
+        theirs = np.asarray(pre.transform(probe.copy()), dtype=np.float64)
+        if theirs.shape != mine.shape or not np.array_equal(mine, theirs):
+            raise ValueError(f"the model's preprocessor {type(pre).__name__} does not transform as its fitted "
+                             "parameters say (another scikit-learn version?): it cannot be folded exactly")
+
+    def forward(self, x, j):
+        """The transformed value(s) of raw ``x`` for feature ``j``, in float64 as the scaler computes them."""
+        x = np.asarray(x, dtype=np.float64)
+        for op, values in self.steps:
+            v = values[j]
+            x = x - v if op == "-" else x / v if op == "/" else x * v if op == "*" else x + v
+        return x
+
+    def seen(self, x, j):
+        """The value LightGBM compares for raw ``x``: the transform, with ``|x'| <= 1e-35`` read as 0.
+
+        LightGBM drops input values within its zero threshold (1e-35 as a float32) when it reads a
+        row, so they are scored as 0; the map stays monotone, so the threshold search still holds.
+        """
+        x = self.forward(x, j)
+        return np.where(np.abs(x) <= _LGB_ZERO, 0.0, x)
+
+    def inverse(self, t, j) -> float:
+        """An approximate raw value whose transform is ``t`` (the start of the exact search)."""
+        x = float(t)
+        for op, values in reversed(self.steps):
+            v = float(values[j])
+            x = x + v if op == "-" else x * v if op == "/" else x / v if op == "*" else x - v
+        return x
+
+    def increasing(self, j) -> bool:
+        sign = 1.0
+        for op, values in self.steps:
+            if op in "/*":
+                sign *= np.sign(values[j])
+        return sign > 0
+
+
+def _fold(affine: _Affine, j: int, t: float, dtype, where: str):
+    """The split ``f(x) <= t`` on raw ``x`` of type ``dtype`` as ``(r, swapped)``: ``x <= r`` (or ``x > r``).
+
+    ``swapped`` is False when ``f`` increases (``f(x) <= t`` exactly when ``x <= r``), True when it
+    decreases (``f(x) <= t`` exactly when ``x > r``). ``r`` is found by stepping from the inverse
+    one representable number of ``dtype`` at a time, so no input of that type is routed otherwise.
+    """
+    big = dtype(np.finfo(dtype).max)
+    up, down = dtype(np.inf), dtype(-np.inf)
+    with np.errstate(over="ignore"):
+        c = dtype(np.clip(affine.inverse(t, j), -float(big), float(big)))
+
+    def ok(v):
+        with np.errstate(over="ignore"):        # near the type's largest value the transform may overflow
+            return bool(affine.seen(float(v), j) <= t)
+
+    steps = 0
+    if affine.increasing(j):        # largest c with f(c) <= t
+        while c < big and ok(np.nextafter(c, up)):
+            c, steps = np.nextafter(c, up), steps + 1
+        while c > -big and not ok(c):
+            c, steps = np.nextafter(c, down), steps + 1
+        r, swapped = c, False
+    else:                           # smallest c with f(c) <= t; then f(x) <= t  <=>  x > prev(c)
+        while c > -big and ok(np.nextafter(c, down)):
+            c, steps = np.nextafter(c, down), steps + 1
+        while c < big and not ok(c):
+            c, steps = np.nextafter(c, up), steps + 1
+        r, swapped = np.nextafter(c, down), True
+    if dtype is np.float64 and affine.steps and abs(r) <= _LGB_ZERO:
+        # The folded LightGBM text reads every raw value within 1e-35 as 0, so a raw threshold inside that
+        # band cannot route them apart: any threshold inside it routes all others right; this one routes 0 right.
+        r = np.float64(0.0) if (ok(0.0) != swapped) else np.nextafter(np.float64(0.0), -np.inf)
+    if steps > 4096:
+        raise ValueError(f"the threshold {t!r} of {where} could not be mapped back to raw {np.dtype(dtype).name} "
+                         "values through the preprocessor (no nearby value is routed as LightGBM routes it)")
+    # A threshold beyond the type's range (LightGBM writes one near 1e300 for a split of missing values
+    # from all others) is held by the largest finite value: only +-inf and +-max itself may then go otherwise.
+    return dtype(np.clip(r, -big, big)), swapped
+
+
+# ----------------------------------------------------------------------------------------- trees
+def _split_info(node, tree_index, feature_names) -> str:
+    """Where a split node is, for error messages: tree, node and feature name."""
+    return f"tree {tree_index}, node {node.get('split_index')} (feature {feature_names[node['split_feature']]!r})"
+
+
+def _raw_trees(model, feature_names, fmt: str, dtype):
+    """The booster's trees in raw-feature space as nested dicts ``{split_index, feature, threshold, le, gt, nan}``.
+
+    ``le`` is the child of ``x <= threshold``, ``gt`` the other, ``nan`` ("le" or "gt") the child
+    of a missing value; leaves are ``{leaf_index, value}``. A ValueError names the first node
+    the format cannot hold.
+    """
+    booster = _booster(model)
+    dump = booster.dump_model()
+    if int(dump.get("num_tree_per_iteration", 1)) != 1 or int(dump.get("num_class", 1)) != 1:
+        raise ValueError("the booster has several trees per iteration (a multi-class model): a ranker has one "
+                         "score per document; none of the formats holds it as one")
+    width = booster.num_feature()
+    affine = _Affine.of(getattr(model, "preprocessor_", None), width)
+    others = "'lightgbm' (without a preprocessor)"
+    trees = []
+    for info in dump["tree_info"]:
+        index = info["tree_index"]
+
+        def convert(node):
+            if "split_index" not in node:
+                if "leaf_coeff" in node or "leaf_const" in node:
+                    raise ValueError(f"tree {index} is a linear tree (leaves with coefficients): format {fmt!r} "
+                                     f"cannot hold it; {others} can")
+                return {"leaf_index": int(node.get("leaf_index", 0)), "value": float(node["leaf_value"])}
+            where = _split_info(node, index, feature_names)
+            if node["decision_type"] != "<=":
+                raise ValueError(f"{where} is a categorical split ({node['decision_type']!r}): format {fmt!r} "
+                                 f"cannot hold it; {others} can")
+            missing = node["missing_type"]
+            if missing == "Zero":
+                raise ValueError(f"{where} treats zero as missing (zero_as_missing): format {fmt!r} cannot hold "
+                                 f"it; {others} can")
+            j, t = int(node["split_feature"]), float(node["threshold"])
+            if missing == "NaN":
+                nan_left = bool(node["default_left"])
+            elif missing == "None":
+                nan_left = 0.0 <= t      # LightGBM scores NaN as 0 on such a node
+            else:
+                raise ValueError(f"{where} has an unknown missing type {missing!r}")
+            r, swapped = _fold(affine, j, t, dtype, where)
+            le, gt = convert(node["left_child"]), convert(node["right_child"])
+            if swapped:
+                le, gt, nan_left = gt, le, not nan_left
+            return {"split_index": int(node["split_index"]), "feature": j, "threshold": r, "le": le, "gt": gt,
+                    "nan": "le" if nan_left else "gt"}
+
+        trees.append(convert(info["tree_structure"]))
+    return trees
+
+
+def _has_unfoldable(model) -> bool:
+    """True when the booster text holds linear trees, categorical splits or zero-as-missing nodes."""
+    text = _booster(model).model_to_string()
+    if re.search(r"^is_linear=1$", text, re.M) or re.search(r"^num_cat=[1-9]", text, re.M):
+        return True
+    for line in re.findall(r"^decision_type=(.*)$", text, re.M):
+        if any((int(v) >> 2) & 3 == 1 for v in line.split()):
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------------------- LightGBM text
+def _tree_blocks(text: str):
+    """``(head, blocks, tail)`` of a LightGBM text model: the header, each ``Tree=`` block, the rest."""
+    end = text.index("end of trees")
+    starts = [m.start() for m in re.finditer(r"^Tree=\d+$", text, re.M)]
+    if not starts:
+        raise ValueError("the booster's text holds no tree")
+    blocks = [text[a:b] for a, b in zip(starts, starts[1:] + [end])]
+    return text[:starts[0]], blocks, text[end:]
+
+
+def _set_line(block: str, key: str, value: str) -> str:
+    new, n = re.subn(rf"^{key}=.*$", lambda _m: f"{key}={value}", block, count=1, flags=re.M)
+    if n != 1:
+        raise ValueError(f"the booster's text has no {key}= line where one was expected")
+    return new
+
+
+def _number(v) -> str:
+    return repr(float(v))
+
+
+def _rewrite_text(model, feature_names, fmt, dtype, objective=None) -> str:
+    """The booster's text with raw-space thresholds, explicit NaN routes and ``feature_names`` set."""
+    trees = _raw_trees(model, feature_names, fmt, dtype)
+    head, blocks, tail = _tree_blocks(_booster(model).model_to_string())
+    if len(blocks) != len(trees):
+        raise ValueError(f"the booster's text holds {len(blocks)} trees but its dump {len(trees)}")
+    out = []
+    for block, tree in zip(blocks, trees):
+        nodes = []
+
+        def walk(node):
+            if "value" in node:
+                return ~node["leaf_index"]
+            nodes.append(node)
+            node["_le"], node["_gt"] = walk(node["le"]), walk(node["gt"])
+            return node["split_index"]
+
+        walk(tree)
+        if nodes:
+            nodes.sort(key=lambda n: n["split_index"])
+            block = _set_line(block, "threshold", " ".join(_number(n["threshold"]) for n in nodes))
+            block = _set_line(block, "decision_type", " ".join(
+                str(_MISSING_NAN | (_DEFAULT_LEFT if n["nan"] == "le" else 0)) for n in nodes))
+            block = _set_line(block, "left_child", " ".join(str(n["_le"]) for n in nodes))
+            block = _set_line(block, "right_child", " ".join(str(n["_gt"]) for n in nodes))
+        out.append(block)
+    head = _set_line(head, "feature_names", " ".join(feature_names))
+    head = _set_line(head, "feature_infos", _raw_feature_infos(model, head))
+    head = _set_line(head, "tree_sizes", " ".join(str(len(b.encode("utf-8"))) for b in out))
+    if objective is not None and not re.search(r"^objective=", head, re.M):
+        head = re.sub(r"^(max_feature_idx=.*)$", lambda m: f"{m.group(1)}\nobjective={objective}", head, count=1,
+                      flags=re.M)
+    return head + "".join(out) + "end of trees\n"
+
+
+def _raw_feature_infos(model, head: str) -> str:
+    """LightGBM's ``feature_infos`` (each feature's training range) mapped back to raw values."""
+    infos = re.search(r"^feature_infos=(.*)$", head, re.M).group(1).split(" ")
+    affine = _Affine.of(getattr(model, "preprocessor_", None), len(infos))
+    out = []
+    for j, info in enumerate(infos):
+        m = re.fullmatch(r"\[(.+):(.+)\]", info)
+        if m is None or not affine.steps:
+            out.append(info)
+            continue
+        lo, hi = sorted((affine.inverse(float(m.group(1)), j), affine.inverse(float(m.group(2)), j)))
+        out.append(f"[{lo!r}:{hi!r}]")
+    return " ".join(out)
+
+
+def write_lightgbm(model, feature_names) -> str:
+    """LightGBM's own text model, with the feature names set and any preprocessor folded in.
+
+    Without a preprocessor this is the booster's text (trees byte for byte, anything after
+    ``end of trees`` dropped); with one, every threshold is the largest float64 ``r`` with
+    ``f(r) <= t`` and every node routes NaN explicitly (missing type NaN), so LightGBM scores raw
+    float64 features exactly as ``model.predict`` does, but for raw values within 1e-35 of 0 other
+    than 0 itself, which LightGBM reads as 0 (a threshold folded into that band, as from
+    ``MaxAbsScaler``'s threshold of LightGBM's own zero band, cannot route them apart).
+
+    Parameters
+    ----------
+    model : GBDTPropDCG
+        A fitted model.
+    feature_names : list of str
+        One name per raw input feature (no whitespace, no ``[]{}:,"``).
+
+    Returns
+    -------
+    str
+        What ``lightgbm.Booster(model_str=...)`` reads.
+
+    Examples
+    --------
+    >>> import lightgbm
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> from counterfactual_ltr.estimators import GBDTPropDCG
+    >>> data = make_ranking(n_queries=30, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=3, random_state=0)
+    >>> model = GBDTPropDCG(n_estimators=5, num_leaves=4).fit(log)
+    >>> text = write_lightgbm(model, [f"f{j}" for j in range(10)])
+    >>> booster = lightgbm.Booster(model_str=text)
+    >>> bool(abs(booster.predict(data.X) - model.predict(data)).max() == 0)
+    True
+    """
+    names = _check_names(model, feature_names, "lightgbm")
+    if getattr(model, "preprocessor_", None) is None:
+        head, blocks, _ = _tree_blocks(_booster(model).model_to_string())
+        head = _set_line(head, "feature_names", " ".join(names))
+        return head + "".join(blocks) + "end of trees\n"
+    if _has_unfoldable(model):
+        _raw_trees(model, names, "lightgbm", np.float64)    # raises, naming the node
+    return _rewrite_text(model, names, "lightgbm", np.float64)
+
+
+# ----------------------------------------------------------------------------------- XGBoost JSON
+def write_xgboost_json(model, feature_names) -> str:
+    """The trees as XGBoost's JSON dump: the OpenSearch/Elasticsearch LTR plugin's ``model/xgboost+json``.
+
+    A list of trees; each node has ``nodeid``, ``depth``, ``split`` (the feature's name),
+    ``split_condition``, ``yes`` (taken when ``x < split_condition``), ``no``, ``missing`` (the
+    child of a NaN) and ``children``; a leaf has ``nodeid`` and ``leaf``. LightGBM's ``x' <= t``
+    becomes ``x < c`` with ``c`` the next float32 above the largest raw float32 routed left, so the
+    plugin (float32 features) routes every input as LightGBM does. Leaves are written as float64
+    numbers; the plugin sums them in float32 (about 1e-7 relative per tree).
+
+    Parameters
+    ----------
+    model : GBDTPropDCG
+        A fitted model.
+    feature_names : list of str
+        One name per raw input feature: the names of the plugin's feature set.
+
+    Returns
+    -------
+    str
+        JSON text of the list of trees (the model ``definition``).
+
+    Examples
+    --------
+    >>> import json
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> from counterfactual_ltr.estimators import GBDTPropDCG
+    >>> data = make_ranking(n_queries=30, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=3, random_state=0)
+    >>> model = GBDTPropDCG(n_estimators=5, num_leaves=4).fit(log)
+    >>> trees = json.loads(write_xgboost_json(model, [f"f{j}" for j in range(10)]))
+    >>> len(trees), sorted(trees[0])
+    (5, ['children', 'depth', 'missing', 'no', 'nodeid', 'split', 'split_condition', 'yes'])
+    """
+    names = _check_names(model, feature_names, "xgboost-json")
+    out = []
+    for tree in _raw_trees(model, names, "xgboost-json", np.float32):
+        counter = iter(range(1 << 62))
+
+        def emit(node, depth, nodeid):
+            if "value" in node:
+                return {"nodeid": nodeid, "leaf": node["value"]}
+            with np.errstate(over="ignore"):
+                cond = np.nextafter(np.float32(node["threshold"]), np.float32(np.inf))
+            if not np.isfinite(cond):       # strict JSON has no Infinity: x = max float32 and +inf go "no"
+                cond = np.float32(node["threshold"])
+            yes, no = next(counter), next(counter)
+            return {"nodeid": nodeid, "depth": depth, "split": names[node["feature"]],
+                    "split_condition": float(cond), "yes": yes, "no": no,
+                    "missing": yes if node["nan"] == "le" else no,
+                    "children": [emit(node["le"], depth + 1, yes), emit(node["gt"], depth + 1, no)]}
+
+        out.append(emit(tree, 0, next(counter)))
+    return json.dumps(out)
+
+
+# ------------------------------------------------------------------------------------------ Solr
+def write_solr(model, feature_names) -> str:
+    """Solr LTR's ``MultipleAdditiveTreesModel`` JSON (for the model store), weights 1 and raw thresholds.
+
+    Solr goes to ``left`` when ``value <= threshold`` (float32 values): each threshold is the
+    largest raw float32 LightGBM routes left. Solr has no NaN route: a feature a document lacks
+    takes its feature's default value (see the module docstring).
+
+    Parameters
+    ----------
+    model : GBDTPropDCG
+        A fitted model.
+    feature_names : list of str
+        One name per raw input feature: the names in Solr's feature store.
+
+    Returns
+    -------
+    str
+        JSON text of the model (``class``, ``name``, ``features``, ``params.trees``).
+
+    Examples
+    --------
+    >>> import json
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> from counterfactual_ltr.estimators import GBDTPropDCG
+    >>> data = make_ranking(n_queries=30, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=3, random_state=0)
+    >>> model = GBDTPropDCG(n_estimators=5, num_leaves=4).fit(log)
+    >>> doc = json.loads(write_solr(model, [f"f{j}" for j in range(10)]))
+    >>> doc["class"], len(doc["params"]["trees"])
+    ('org.apache.solr.ltr.model.MultipleAdditiveTreesModel', 5)
+    """
+    names = _check_names(model, feature_names, "solr")
+
+    def emit(node):
+        if "value" in node:
+            return {"value": repr(node["value"])}
+        return {"feature": names[node["feature"]], "threshold": repr(float(node["threshold"])),
+                "left": emit(node["le"]), "right": emit(node["gt"])}
+
+    trees = [{"weight": "1", "root": emit(tree)} for tree in _raw_trees(model, names, "solr", np.float32)]
+    return json.dumps({"class": _SOLR_CLASS, "name": _MODEL_NAME, "features": [{"name": n} for n in names],
+                       "params": {"trees": trees}}, indent=1)
+
+
+# ------------------------------------------------------------------------------------------ ONNX
+def write_onnx(model, feature_names) -> bytes:
+    """An ONNX model (``onnxmltools.convert_lightgbm``): input ``features`` float32 [N, n], output ``score`` [N, 1].
+
+    The converter reads a LightGBM text whose thresholds are the largest raw float32 routed left
+    and whose nodes route NaN explicitly, so ONNX Runtime (float32 inputs) routes every input as
+    LightGBM does. The feature order is in the model's ``doc_string`` and in its metadata
+    ``feature_names`` (a JSON list).
+
+    Parameters
+    ----------
+    model : GBDTPropDCG
+        A fitted model.
+    feature_names : list of str
+        One name per raw input feature, in the order of the input's columns.
+
+    Returns
+    -------
+    bytes
+        The serialised ``onnx.ModelProto``.
+
+    Examples
+    --------
+    >>> import onnxruntime
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> from counterfactual_ltr.estimators import GBDTPropDCG
+    >>> data = make_ranking(n_queries=30, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=3, random_state=0)
+    >>> model = GBDTPropDCG(n_estimators=5, num_leaves=4).fit(log)
+    >>> session = onnxruntime.InferenceSession(write_onnx(model, [f"f{j}" for j in range(10)]))
+    >>> score = session.run(["score"], {"features": data.X.astype("float32")})[0][:, 0]
+    >>> bool(abs(score - model.predict(data)).max() < 1e-5)
+    True
+    """
+    names = _check_names(model, feature_names, "onnx")
+    try:
+        import lightgbm
+        import onnxmltools
+        from onnxmltools.convert.common.data_types import FloatTensorType
+    except ImportError as err:
+        raise ImportError(f"format 'onnx' needs onnx and onnxmltools: pip install 'counterfactual-ltr[export]' "
+                          f"({err})") from None
+    text = _rewrite_text(model, names, "onnx", np.float32, objective="regression")
+    booster = lightgbm.Booster(model_str=text)
+    proto = onnxmltools.convert_lightgbm(booster, name=_MODEL_NAME,
+                                         initial_types=[(_ONNX_INPUT, FloatTensorType([None, len(names)]))],
+                                         target_opset=_ONNX_OPSET)
+    _rename_output(proto, _ONNX_OUTPUT)
+    proto.doc_string = (f"GBDTPropDCG ranker exported by counterfactual_ltr: input '{_ONNX_INPUT}' float32 "
+                        f"[N, {len(names)}] of raw features in this order: {', '.join(names)}; output "
+                        f"'{_ONNX_OUTPUT}' [N, 1], higher ranks first.")
+    del proto.metadata_props[:]
+    for key, value in (("feature_names", json.dumps(names)), ("input", _ONNX_INPUT), ("output", _ONNX_OUTPUT)):
+        entry = proto.metadata_props.add()
+        entry.key, entry.value = key, value
+    return proto.SerializeToString()
+
+
+def _rename_output(proto, new: str):
+    """Rename the graph's single output (and the node output that produces it) to ``new``."""
+    graph = proto.graph
+    if len(graph.output) != 1:
+        raise ValueError(f"the converted ONNX graph has {len(graph.output)} outputs, expected 1")
+    old = graph.output[0].name
+    for node in graph.node:
+        for i, name in enumerate(node.output):
+            if name == old:
+                node.output[i] = new
+        for i, name in enumerate(node.input):
+            if name == old:
+                node.input[i] = new
+    graph.output[0].name = new
+
+
+#: Format name -> writer ``(model, feature_names) -> str | bytes`` for a fitted GBDTPropDCG.
+TREE_WRITERS = {"lightgbm": write_lightgbm, "xgboost-json": write_xgboost_json, "solr": write_solr,
+                "onnx": write_onnx}

@@ -1,0 +1,109 @@
+"""Independent readers of exported tree models, written from each stack's documentation.
+
+They share no code with ``counterfactual_ltr.export`` (nor with LightGBM): each parses the
+exported text itself and evaluates it the way the serving stack's documentation says the stack
+does, in that stack's number type (Java ``float``: float32 features, thresholds and sums).
+LightGBM text is read back by ``lightgbm.Booster(model_str=...)`` and ONNX by ``onnxruntime``
+in the tests themselves.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+__all__ = ["score_xgboost_json", "score_solr_mart"]
+
+
+def _as_float32_matrix(X, n_names):
+    X = np.asarray(X, dtype=np.float32)
+    if X.ndim != 2 or X.shape[1] != n_names:
+        raise ValueError(f"X has shape {X.shape}, expected (n, {n_names})")
+    return X
+
+
+# --------------------------------------------------------------------------------------------------
+# OpenSearch / Elasticsearch LTR plugin, model type "model/xgboost+json".
+# Written from: OpenSearch documentation, "Learning to Rank > Uploading trained models", section on
+# XGBoost (OpenSearch 2.x, opensearch-project/opensearch-learning-to-rank-base plugin 2.x, the same
+# format as o19s elasticsearch-learning-to-rank 1.5 "Uploading A Trained Model"): the definition is
+# XGBoost's JSON tree dump (`Booster.get_dump(dump_format="json")`; XGBoost 2.x doc/dump.schema: a
+# split node has nodeid, depth, split, split_condition, yes, no, missing, children; a leaf has nodeid
+# and leaf). A document goes to the child `yes` when its feature value is below split_condition, else
+# to `no`, and to `missing` when the value is missing (NaN); the score is the sum of the leaves of
+# all trees (no base score is added by the plugin for a bare list of trees). Features are named by
+# the feature set's names and carried as Java floats.
+# --------------------------------------------------------------------------------------------------
+def score_xgboost_json(definition: str, feature_names, X) -> np.ndarray:
+    """Scores of the rows of ``X`` (columns in ``feature_names`` order) under an XGBoost JSON dump."""
+    trees = json.loads(definition)
+    if not isinstance(trees, list):
+        raise ValueError("an xgboost+json definition is a JSON list of trees")
+    column = {name: i for i, name in enumerate(feature_names)}
+    X = _as_float32_matrix(X, len(column))
+    total = np.zeros(X.shape[0], dtype=np.float32)
+    for tree in trees:
+        total += _xgb_tree(tree, column, X, np.arange(X.shape[0]))
+    return total
+
+
+def _xgb_tree(node, column, X, rows):
+    out = np.zeros(X.shape[0], dtype=np.float32)
+    stack = [(node, rows)]
+    while stack:
+        node, rows = stack.pop()
+        if rows.size == 0:
+            continue
+        if "leaf" in node:
+            out[rows] = np.float32(node["leaf"])
+            continue
+        by_id = {child["nodeid"]: child for child in node["children"]}
+        value = X[rows, column[node["split"]]]
+        cond = np.float32(node["split_condition"])
+        missing = np.isnan(value)
+        below = ~missing & (value < cond)
+        to_yes = below | (missing & (node["missing"] == node["yes"]))
+        to_no = ~to_yes
+        stack.append((by_id[node["yes"]], rows[to_yes]))
+        stack.append((by_id[node["no"]], rows[to_no]))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Solr LTR, class org.apache.solr.ltr.model.MultipleAdditiveTreesModel.
+# Written from: Apache Solr Reference Guide 9.x (9.6), Query Guide, "Learning To Rank", section
+# "Models" (MultipleAdditiveTreesModel) and the class's Javadoc (Solr 9.9 API docs): params.trees is
+# a list of {weight, root}; a node is either {value} (a leaf) or {feature, threshold, left, right};
+# the document goes left when its feature value is <= threshold, right otherwise; the score is the
+# sum over the trees of weight times the leaf reached. Numbers may be given as strings; values,
+# thresholds and weights are Java floats. A feature the document lacks is given its feature's
+# default value (0 unless configured) by the feature store before the model sees it: here
+# `missing_value` stands for that default.
+# --------------------------------------------------------------------------------------------------
+def score_solr_mart(model_json: str, X, missing_value: float = 0.0) -> np.ndarray:
+    """Scores of the rows of ``X`` (columns in the model's ``features`` order) under Solr's MART model."""
+    model = json.loads(model_json)
+    if model.get("class") != "org.apache.solr.ltr.model.MultipleAdditiveTreesModel":
+        raise ValueError(f"not a MultipleAdditiveTreesModel: {model.get('class')!r}")
+    names = [f["name"] for f in model["features"]]
+    column = {name: i for i, name in enumerate(names)}
+    X = _as_float32_matrix(X, len(names)).copy()
+    X[np.isnan(X)] = np.float32(missing_value)
+    total = np.zeros(X.shape[0], dtype=np.float32)
+    for tree in model["params"]["trees"]:
+        weight = np.float32(float(tree["weight"]))
+        out = np.zeros(X.shape[0], dtype=np.float32)
+        stack = [(tree["root"], np.arange(X.shape[0]))]
+        while stack:
+            node, rows = stack.pop()
+            if rows.size == 0:
+                continue
+            if "value" in node:
+                out[rows] = np.float32(float(node["value"]))
+                continue
+            left = X[rows, column[node["feature"]]] <= np.float32(float(node["threshold"]))
+            stack.append((node["left"], rows[left]))
+            stack.append((node["right"], rows[~left]))
+        total += weight * out
+    return total
