@@ -242,18 +242,6 @@ def test_a_format_that_cannot_hold_the_model_lists_those_that_can(synthetic):
         export_model(GBDTPropDCG(), "vespa")
 
 
-def test_tree_models_go_to_the_tree_writers(monkeypatch):
-    from pathlib import Path
-
-    import counterfactual_ltr.export as export
-    from counterfactual_ltr.estimators import GBDTPropDCG
-
-    if (Path(export.__file__).parent / "_trees.py").exists():
-        pytest.skip("the tree writers are installed: their own tests check them")
-    with pytest.raises(ValueError, match="GBDTPropDCG cannot be exported: this installation has no tree writers"):
-        export_model(GBDTPropDCG(), "onnx")
-
-
 def test_unknown_format_unfitted_model_and_unfoldable_scaler(ranksvm, synthetic):
     from sklearn.preprocessing import MinMaxScaler, QuantileTransformer
     from counterfactual_ltr.estimators import SVMPropDCG

@@ -46,11 +46,8 @@ def _refuse(model, fmt: str, kind: str, formats) -> None:
 
 
 def _export_trees(model, fmt, feature_names):
-    try:
-        from ._trees import TREE_WRITERS
-    except ImportError as err:
-        raise ValueError(f"{type(model).__name__} cannot be exported: this installation has no tree writers "
-                         f"(counterfactual_ltr.export._trees: {err})") from None
+    from ._trees import TREE_WRITERS
+
     if fmt == "opensearch":           # the plugin's _createmodel body around the XGBoost JSON dump, as for linear
         import json
 
