@@ -218,7 +218,8 @@ class Comparison:
         The lower end of the interval of ``improvement``, ``improvement_interval[0]``
         (``ci_low``, or ``-ci_high`` where lower is better): ``improvement - t se`` at the
         two-sided corrected level, a one-sided bound at ``1 - alpha/2`` (HCPI's Student-t
-        bound, Thomas et al. 2015, at the interval's level).
+        bound, Thomas et al. 2015, at the interval's level), or lower where the propensity's
+        replicates widen the interval.
     confidence : float
         The level asked for, in (0, 1), before the correction.
     candidate_estimate, baseline_estimate : Estimate
