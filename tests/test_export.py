@@ -238,8 +238,10 @@ def test_a_format_that_cannot_hold_the_model_lists_those_that_can(synthetic):
         with pytest.raises(ValueError, match=rf"'{fmt}' format cannot hold DeepPropDCG .*formats that can: onnx, "
                                              "solr"):
             export_model(model, fmt)
-    with pytest.raises(ValueError, match="'vespa' format cannot hold GBDTPropDCG .*lightgbm, onnx, opensearch, solr"):
-        export_model(GBDTPropDCG(), "vespa")
+    with pytest.raises(ValueError, match="'lightgbm' format cannot hold DeepPropDCG"):
+        export_model(model, "lightgbm")
+    with pytest.raises(ValueError, match="fitted GBDTPropDCG"):
+        export_model(GBDTPropDCG(), "vespa", feature_names=["a"])
 
 
 def test_unknown_format_unfitted_model_and_unfoldable_scaler(ranksvm, synthetic):

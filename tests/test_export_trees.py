@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, QuantileTransformer, RobustScaler, StandardScaler
 
-from _tree_readers import score_solr_mart, score_xgboost_json
+from _tree_readers import score_lightgbm_json, score_solr_mart, score_xgboost_json
 from conftest import mq2008_available, mq2008_dir
 
 lightgbm = pytest.importorskip("lightgbm")
@@ -24,7 +24,7 @@ from click_sim import load_letor, make_ranking, simulate_clicks, train_productio
 from counterfactual_ltr.estimators import GBDTPropDCG  # noqa: E402
 from counterfactual_ltr.export._trees import TREE_WRITERS  # noqa: E402
 
-FORMATS = ("lightgbm", "xgboost-json", "solr", "onnx")
+FORMATS = ("lightgbm", "xgboost-json", "solr", "onnx", "vespa")
 RTOL = 1e-5
 
 
@@ -39,6 +39,9 @@ def score(fmt, exported, names, X):
         return session.run(["score"], {"features": np.asarray(X, dtype=np.float32)})[0][:, 0]
     if fmt == "xgboost-json":
         return score_xgboost_json(exported, names, X)
+    if fmt == "vespa":          # the rank features Vespa hands the model, by the names in the dump
+        refs = json.loads(exported)["feature_names"]
+        return score_lightgbm_json(exported, {ref: X[:, j] for j, ref in enumerate(refs)})
     return score_solr_mart(exported, X)
 
 
@@ -283,6 +286,8 @@ def test_refuses_names_lightgbm_cannot_carry(nan_models):
             TREE_WRITERS[fmt](model, names)
     for fmt in ("xgboost-json", "solr"):
         TREE_WRITERS[fmt](model, names)
+    with pytest.raises(ValueError, match="'two words' is neither a Vespa field name"):
+        TREE_WRITERS["vespa"](model, names)
 
 
 @pytest.fixture(scope="module")
@@ -305,7 +310,7 @@ def test_refuses_what_a_format_cannot_hold(unfoldable, what):
         assert '"=="' in text
     elif what == "zero as missing":
         assert '"Zero"' in text
-    for fmt in ("xgboost-json", "solr", "onnx"):
+    for fmt in ("xgboost-json", "solr", "onnx", "vespa"):
         with pytest.raises(ValueError, match=rf"{what.split()[0]}.*format '{fmt}' cannot hold it; 'lightgbm'"):
             TREE_WRITERS[fmt](model, names_for(5))
     # LightGBM's own text holds it as it is (no preprocessor to fold)
@@ -345,6 +350,25 @@ def test_export_model_routes_trees_to_their_writers(nan_models):
     assert body["model"]["model"]["type"] == "model/xgboost+json"
     assert_same(score("xgboost-json", body["model"]["model"]["definition"], names, X), reference(model, X),
                 "opensearch")
-    assert {f for f, kinds in FORMATS.items() if "trees" in kinds} == {"solr", "opensearch", "onnx", "lightgbm"}
-    with pytest.raises(ValueError, match="formats that can: lightgbm, onnx, opensearch, solr"):
-        export_model(model, "vespa", feature_names=names)
+    assert {f for f, kinds in FORMATS.items() if "trees" in kinds} == {"solr", "opensearch", "onnx", "lightgbm",
+                                                                       "vespa"}
+
+
+def test_write_export_vespa_trees_writes_model_and_profile(nan_models, tmp_path):
+    """Vespa: the JSON model for models/ and, beside it, the rank profile that calls lightgbm() on it."""
+    from counterfactual_ltr.export import write_export
+
+    models, X = nan_models
+    model = models["fitted+scaler"]
+    names = ["bm25(title)", "pagerank", "click_rate", "age", "3"]
+    out = write_export(model, "vespa", tmp_path / "cltr_gbdtpropdcg.json", feature_names=names)
+    dump = out.read_text()
+    assert json.loads(dump)["feature_names"] == ["bm25(title)", "attribute(pagerank)", "attribute(click_rate)",
+                                                 "attribute(age)", "attribute(f3)"]
+    profile = (tmp_path / "cltr_gbdtpropdcg.profile").read_text()
+    assert 'first-phase {\n        expression: lightgbm("cltr_gbdtpropdcg.json")' in profile
+    assert profile.startswith("rank-profile cltr_gbdtpropdcg inherits default {")
+    assert_same(score("vespa", dump, names, X), reference(model, X), "write_export vespa")
+    with pytest.raises(ValueError, match="name the file \\*.json"):
+        write_export(model, "vespa", tmp_path / "model.txt", feature_names=names)
+    assert not (tmp_path / "model.txt").exists()

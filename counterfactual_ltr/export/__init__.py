@@ -20,7 +20,7 @@ __all__ = ["FORMATS", "export_model", "write_export"]
 
 #: Format -> the model kinds it can hold: "linear" (RankSVM, SVMPropRank/DCG/RBP, SLAMRanker, the online
 #: learners' ``coef_``), "mlp" (DeepPropDCG), "trees" (GBDTPropDCG, through ``_trees.TREE_WRITERS``).
-FORMATS = {"solr": ("linear", "mlp", "trees"), "opensearch": ("linear", "trees"), "vespa": ("linear",),
+FORMATS = {"solr": ("linear", "mlp", "trees"), "opensearch": ("linear", "trees"), "vespa": ("linear", "trees"),
            "onnx": ("linear", "mlp", "trees"), "lightgbm": ("trees",)}
 _KINDS = {"linear": "a linear ranker", "mlp": "an MLP (Deep PropDCG)", "trees": "gradient-boosted trees"}
 
@@ -74,7 +74,10 @@ def export_model(model, format: str, *, feature_names=None) -> str | bytes:
     format : {"solr", "opensearch", "vespa", "onnx", "lightgbm"}
         The stack's format (:data:`FORMATS` lists the model kinds each holds): Solr LTR's
         ``LinearModel`` / ``NeuralNetworkModel`` JSON, the OpenSearch/Elasticsearch LTR plugin's
-        ``_createmodel`` body (``model/linear``), a Vespa rank profile, an ONNX model.
+        ``_createmodel`` body (``model/linear``), a Vespa rank profile, an ONNX model. For
+        GBDTPropDCG, ``"vespa"`` gives the JSON model that Vespa's ``lightgbm("file.json")`` rank
+        feature reads (LightGBM's ``dump_model`` form, raw thresholds, feature names as Vespa rank
+        features); its rank profile is :func:`write_export`'s second file.
     feature_names : list of str, optional
         The raw features' names in column order, as the stack knows them; default the model's
         ``feature_names_in_``, else LETOR's feature numbers ``"1".."n"`` (Vespa: ``attribute(f1)`` ...).
@@ -132,6 +135,10 @@ def write_export(model, format: str, path, *, feature_names=None) -> Path:
     """Write :func:`export_model`'s content to ``path`` (text as UTF-8, ONNX as bytes).
 
     The content is built before the file is opened, so a refused model leaves no file behind.
+    For ``"vespa"`` and GBDTPropDCG, ``path`` (a ``.json`` file, for the application package's
+    ``models/`` folder) receives LightGBM's JSON dump, and the rank profile that scores with it,
+    ``first-phase { expression: lightgbm("<path's name>") }``, is written beside it with the suffix
+    ``.profile`` (paste it into the schema).
 
     Parameters
     ----------
@@ -161,8 +168,17 @@ def write_export(model, format: str, path, *, feature_names=None) -> Path:
     """
     content = export_model(model, format, feature_names=feature_names)
     path = Path(path)
+    profile = None
+    if format == "vespa" and _kind(model) == "trees":
+        from ._trees import vespa_tree_profile
+
+        if path.suffix != ".json":
+            raise ValueError(f"path {str(path)!r}: Vespa's lightgbm(...) reads a .json file; name the file *.json")
+        profile = vespa_tree_profile(path.name)
     if isinstance(content, bytes):
         path.write_bytes(content)
     else:
         path.write_text(content, encoding="utf-8")
+    if profile is not None:
+        path.with_suffix(".profile").write_text(profile, encoding="utf-8")
     return path
