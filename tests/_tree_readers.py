@@ -150,3 +150,46 @@ def score_lightgbm_json(text: str, features: dict) -> np.ndarray:
             stack.append((node["right_child"], rows[~left]))
         total += out
     return total
+
+
+# --------------------------------------------------------------------------------------------------
+# OpenSearch / Elasticsearch LTR plugin, model type "model/ranklib" holding a MART / LambdaMART model.
+# Written from: the plugin's documentation ("Uploading A Trained Model", RankLib models; o19s plugin
+# 1.5 / OpenSearch LTR 2.x, which load RankLib text through RankLib 2.8's loader) and RankLib's
+# documentation of its saved models (Lemur Project wiki, "RankLib File Format" / "How to use": a
+# LambdaMART or MART model is "##" comment lines then an <ensemble> of <tree id weight>, each a
+# nested <split> with <feature> (a 1-based feature id), <threshold> and two <split pos="left|right">
+# children, or an <output> at a leaf). A document goes left when its value <= threshold; thresholds
+# and outputs are Java floats; the score is the sum of weight * output over the trees. The plugin
+# gives a feature that does not match a document the value 0 (`missing_value` here).
+# --------------------------------------------------------------------------------------------------
+def score_ranklib_ensemble(text: str, X, missing_value: float = 0.0) -> np.ndarray:
+    """Scores of the rows of ``X`` (column ``j`` is RankLib feature id ``j + 1``) under a RankLib ensemble."""
+    import xml.etree.ElementTree as ET
+
+    lines = [line for line in text.splitlines() if line.strip() and not line.strip().startswith("##")]
+    if not text.startswith("## LambdaMART") and not text.startswith("## MART"):
+        raise ValueError("a RankLib tree model starts with '## LambdaMART' or '## MART'")
+    root = ET.fromstring("\n".join(lines))
+    X = np.asarray(X, dtype=np.float32).copy()
+    X[np.isnan(X)] = np.float32(missing_value)
+    total = np.zeros(X.shape[0], dtype=np.float64)
+    for tree in root.findall("tree"):
+        weight = float(np.float32(float(tree.get("weight"))))
+        out = np.zeros(X.shape[0], dtype=np.float64)
+        stack = [(tree.find("split"), np.arange(X.shape[0]))]
+        while stack:
+            node, rows = stack.pop()
+            if rows.size == 0:
+                continue
+            leaf = node.find("output")
+            if leaf is not None:
+                out[rows] = float(np.float32(float(leaf.text.strip())))
+                continue
+            fid = int(node.find("feature").text.strip())
+            left = X[rows, fid - 1] <= np.float32(float(node.find("threshold").text.strip()))
+            children = {child.get("pos"): child for child in node.findall("split")}
+            stack.append((children["left"], rows[left]))
+            stack.append((children["right"], rows[~left]))
+        total += weight * out
+    return total

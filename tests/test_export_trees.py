@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, QuantileTransformer, RobustScaler, StandardScaler
 
-from _tree_readers import score_lightgbm_json, score_solr_mart, score_xgboost_json
+from _tree_readers import score_lightgbm_json, score_ranklib_ensemble, score_solr_mart, score_xgboost_json
 from conftest import mq2008_available, mq2008_dir
 
 lightgbm = pytest.importorskip("lightgbm")
@@ -24,7 +24,9 @@ from click_sim import load_letor, make_ranking, simulate_clicks, train_productio
 from counterfactual_ltr.estimators import GBDTPropDCG  # noqa: E402
 from counterfactual_ltr.export._trees import TREE_WRITERS  # noqa: E402
 
-FORMATS = ("lightgbm", "xgboost-json", "solr", "onnx", "vespa")
+FORMATS = ("lightgbm", "xgboost-json", "solr", "onnx", "vespa", "ranklib")
+# Formats with no route for a missing value: the stack gives a feature a document lacks the value 0.
+NO_NAN = ("solr", "ranklib")
 RTOL = 1e-5
 
 
@@ -42,6 +44,8 @@ def score(fmt, exported, names, X):
     if fmt == "vespa":          # the rank features Vespa hands the model, by the names in the dump
         refs = json.loads(exported)["feature_names"]
         return score_lightgbm_json(exported, {ref: X[:, j] for j, ref in enumerate(refs)})
+    if fmt == "ranklib":
+        return score_ranklib_ensemble(exported, X)
     return score_solr_mart(exported, X)
 
 
@@ -178,7 +182,7 @@ def test_nan_and_integer_features(nan_models, fmt, kind):
     model = models[kind]
     names = names_for(X.shape[1])
     exported = TREE_WRITERS[fmt](model, names)
-    if fmt == "solr":       # Solr has no NaN route: a missing feature is its default value (0) to the trees
+    if fmt in NO_NAN:       # no NaN route: a missing feature is its default value (0) to the trees
         X = np.where(np.isnan(X), 0.0, X)
     assert_same(score(fmt, exported, names, X), reference(model, X), f"{fmt} ({kind}) with NaN")
     edges = _boundary_rows(model, X)
@@ -212,7 +216,7 @@ def test_every_foldable_scaler(nan_models, pre):
     tiny = ((np.abs(edges) <= 1e-35) & (edges != 0)).any(axis=1)
     for fmt in FORMATS:
         exported = TREE_WRITERS[fmt](model, names)
-        rows = np.where(np.isnan(X), 0.0, X) if fmt == "solr" else X
+        rows = np.where(np.isnan(X), 0.0, X) if fmt in NO_NAN else X
         assert_same(score(fmt, exported, names, rows), reference(model, rows), f"{fmt} behind {pre!r}")
         # LightGBM reads raw values within 1e-35 of 0 as 0, so its folded text cannot split them (documented)
         at = edges[~tiny] if fmt == "lightgbm" else edges
@@ -310,7 +314,7 @@ def test_refuses_what_a_format_cannot_hold(unfoldable, what):
         assert '"=="' in text
     elif what == "zero as missing":
         assert '"Zero"' in text
-    for fmt in ("xgboost-json", "solr", "onnx", "vespa"):
+    for fmt in ("xgboost-json", "solr", "onnx", "vespa", "ranklib"):
         with pytest.raises(ValueError, match=rf"{what.split()[0]}.*format '{fmt}' cannot hold it; 'lightgbm'"):
             TREE_WRITERS[fmt](model, names_for(5))
     # LightGBM's own text holds it as it is (no preprocessor to fold)
@@ -350,8 +354,11 @@ def test_export_model_routes_trees_to_their_writers(nan_models):
     assert body["model"]["model"]["type"] == "model/xgboost+json"
     assert_same(score("xgboost-json", body["model"]["model"]["definition"], names, X), reference(model, X),
                 "opensearch")
+    body = json.loads(export_model(model, "ranklib", feature_names=names))
+    assert body["model"]["name"] == "cltr_gbdtpropdcg" and body["model"]["model"]["type"] == "model/ranklib"
+    assert_same(score("ranklib", body["model"]["model"]["definition"], names, X), reference(model, X), "ranklib")
     assert {f for f, kinds in FORMATS.items() if "trees" in kinds} == {"solr", "opensearch", "onnx", "lightgbm",
-                                                                       "vespa"}
+                                                                       "vespa", "ranklib"}
 
 
 def test_write_export_vespa_trees_writes_model_and_profile(nan_models, tmp_path):

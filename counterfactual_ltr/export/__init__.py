@@ -21,7 +21,7 @@ __all__ = ["FORMATS", "export_model", "write_export"]
 #: Format -> the model kinds it can hold: "linear" (RankSVM, SVMPropRank/DCG/RBP, SLAMRanker, the online
 #: learners' ``coef_``), "mlp" (DeepPropDCG), "trees" (GBDTPropDCG, through ``_trees.TREE_WRITERS``).
 FORMATS = {"solr": ("linear", "mlp", "trees"), "opensearch": ("linear", "trees"), "vespa": ("linear", "trees"),
-           "onnx": ("linear", "mlp", "trees"), "lightgbm": ("trees",)}
+           "onnx": ("linear", "mlp", "trees"), "lightgbm": ("trees",), "ranklib": ("linear", "trees")}
 _KINDS = {"linear": "a linear ranker", "mlp": "an MLP (Deep PropDCG)", "trees": "gradient-boosted trees"}
 
 
@@ -57,6 +57,10 @@ def _export_trees(model, fmt, feature_names):
         body = {"model": {"name": model_name(type(model).__name__),
                           "model": {"type": "model/xgboost+json", "definition": dump}}}
         return json.dumps(body, indent=2) + "\n"
+    if fmt == "ranklib":              # the plugin's _createmodel body around RankLib's LambdaMART text
+        from ._linear import ranklib_body
+
+        return ranklib_body(type(model).__name__, TREE_WRITERS["ranklib"](model, feature_names))
     if fmt not in TREE_WRITERS:
         _refuse(model, fmt, "trees", [f for f, kinds in FORMATS.items() if "trees" in kinds])
     return TREE_WRITERS[fmt](model, feature_names)
@@ -71,13 +75,17 @@ def export_model(model, format: str, *, feature_names=None) -> str | bytes:
         A linear ranker (``RankSVM``, ``SVMPropRank``, ``SVMPropDCG``, ``SVMPropRBP``, ``SLAMRanker``, an
         online learner with ``coef_``), ``DeepPropDCG`` or ``GBDTPropDCG``; its fitted ``preprocessor_``
         (StandardScaler, MaxAbsScaler or MinMaxScaler) is folded in, so the export scores raw features.
-    format : {"solr", "opensearch", "vespa", "onnx", "lightgbm"}
+    format : {"solr", "opensearch", "vespa", "onnx", "lightgbm", "ranklib"}
         The stack's format (:data:`FORMATS` lists the model kinds each holds): Solr LTR's
         ``LinearModel`` / ``NeuralNetworkModel`` JSON, the OpenSearch/Elasticsearch LTR plugin's
         ``_createmodel`` body (``model/linear``), a Vespa rank profile, an ONNX model. For
         GBDTPropDCG, ``"vespa"`` gives the JSON model that Vespa's ``lightgbm("file.json")`` rank
         feature reads (LightGBM's ``dump_model`` form, raw thresholds, feature names as Vespa rank
-        features); its rank profile is :func:`write_export`'s second file.
+        features); its rank profile is :func:`write_export`'s second file. ``"ranklib"`` is the
+        LTR plugin's ``_createmodel`` body with a ``model/ranklib`` definition: RankLib's Linear
+        Regression text (weights and a constant, the scaler folded in) for a linear ranker, its
+        LambdaMART ensemble text for GBDTPropDCG; features are RankLib ids, the 1-based positions
+        of ``feature_names`` in the plugin's feature set.
     feature_names : list of str, optional
         The raw features' names in column order, as the stack knows them; default the model's
         ``feature_names_in_``, else LETOR's feature numbers ``"1".."n"`` (Vespa: ``attribute(f1)`` ...).
@@ -128,7 +136,7 @@ def export_model(model, format: str, *, feature_names=None) -> str | bytes:
         weights, bias = form.folded()
         return onnx_layers(form.kind, [(weights[:, None], [bias], "identity")], form.names, __version__)
     return {"solr": _linear.solr_linear, "opensearch": _linear.opensearch_linear,
-            "vespa": _linear.vespa_linear}[format](form)
+            "vespa": _linear.vespa_linear, "ranklib": _linear.ranklib_linear}[format](form)
 
 
 def write_export(model, format: str, path, *, feature_names=None) -> Path:

@@ -25,7 +25,8 @@ one model that scores **raw** features as ``model.predict`` does:
   ``0`` in the transformed space, since LightGBM replaces NaN by 0 there.
 
 Formats ("lightgbm", "xgboost-json", "solr", "onnx", "vespa": LightGBM's JSON dump for Vespa's
-``lightgbm(...)`` rank feature, compared in float64 on raw values) and what they cannot hold:
+``lightgbm(...)`` rank feature, compared in float64 on raw values; "ranklib": RankLib's LambdaMART
+ensemble text, routed as Solr's) and what they cannot hold:
 
 * linear trees and categorical splits: only "lightgbm", and only without a preprocessor
   (GBDTPropDCG refuses both at ``fit``; a booster from elsewhere may hold them);
@@ -691,6 +692,74 @@ def vespa_tree_profile(model_file: str, profile: str = "cltr_gbdtpropdcg") -> st
             f"        expression: lightgbm(\"{model_file}\")\n    }}\n}}\n")
 
 
+# ------------------------------------------------------------------------------------- RankLib MART
+def write_ranklib(model, feature_names) -> str:
+    """RankLib's LambdaMART ensemble text, the LTR plugin's ``model/ranklib`` definition for trees.
+
+    The plugin (o19s elasticsearch-learning-to-rank 1.5.x / opensearch-learning-to-rank-base 2.x)
+    reads it with RankLib's loader (o19s RankyMcRankFace 0.1.x, a fork of RankLib 2.8): a first
+    line ``## LambdaMART``, other ``##`` lines as comments, then ``<ensemble>`` of ``<tree id
+    weight>``, each a nested ``<split>`` with ``<feature>`` (the 1-based position of the feature in
+    the plugin's feature set), ``<threshold>`` and two ``<split pos="left|right">`` children, or
+    ``<output>`` at a leaf. RankLib goes left when ``value <= threshold`` and parses thresholds and
+    outputs as Java floats, so each threshold is the largest raw float32 LightGBM routes left
+    (as for Solr); the weights are 1 (the leaves hold the learning rate). RankLib has no route for a
+    missing value: the plugin gives a feature that does not match a document the value 0.
+
+    Parameters
+    ----------
+    model : GBDTPropDCG
+        A fitted model.
+    feature_names : list of str
+        One name per raw input feature, in the order of the plugin's feature set.
+
+    Returns
+    -------
+    str
+        The RankLib model text.
+
+    Examples
+    --------
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> from counterfactual_ltr.estimators import GBDTPropDCG
+    >>> data = make_ranking(n_queries=30, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=3, random_state=0)
+    >>> model = GBDTPropDCG(n_estimators=5, num_leaves=4).fit(log)
+    >>> text = write_ranklib(model, [f"f{j}" for j in range(10)])
+    >>> text.splitlines()[0], text.count("<tree id=")
+    ('## LambdaMART', 5)
+    """
+    from ._linear import ranklib_text_names
+
+    names = ranklib_text_names(_check_names(model, feature_names, "ranklib"))
+    trees = _raw_trees(model, names, "ranklib", np.float32)
+    lines = ["## LambdaMART", f"## No. of trees = {len(trees)}",
+             "## Learning rate = 1 (exported by counterfactual_ltr.export from GBDTPropDCG: the leaves hold "
+             "LightGBM's shrinkage; raw features, scaler folded into the thresholds)",
+             "## Features (id = position in the feature set): "
+             + " ".join(f"{j + 1}={name}" for j, name in enumerate(names)), "<ensemble>"]
+
+    def emit(node, depth, pos=None):
+        tab = "\t" * depth
+        lines.append(f"{tab}<split>" if pos is None else f'{tab}<split pos="{pos}">')
+        if "value" in node:
+            lines.append(f"{tab}\t<output> {node['value']!r} </output>")
+        else:
+            lines.append(f"{tab}\t<feature> {node['feature'] + 1} </feature>")
+            lines.append(f"{tab}\t<threshold> {float(node['threshold'])!r} </threshold>")
+            emit(node["le"], depth + 1, "left")
+            emit(node["gt"], depth + 1, "right")
+        lines.append(f"{tab}</split>")
+
+    for i, tree in enumerate(trees):
+        lines.append(f'\t<tree id="{i + 1}" weight="1.0">')
+        emit(tree, 2)
+        lines.append("\t</tree>")
+    lines.append("</ensemble>")
+    return "\n".join(lines) + "\n"
+
+
 #: Format name -> writer ``(model, feature_names) -> str | bytes`` for a fitted GBDTPropDCG.
 TREE_WRITERS = {"lightgbm": write_lightgbm, "xgboost-json": write_xgboost_json, "solr": write_solr,
-                "onnx": write_onnx, "vespa": write_vespa_lightgbm}
+                "onnx": write_onnx, "vespa": write_vespa_lightgbm,
+                "ranklib": write_ranklib}
