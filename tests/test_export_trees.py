@@ -100,6 +100,46 @@ def test_mq2008_lightgbm_text_is_exact_without_preprocessor(mq2008):
     np.testing.assert_array_equal(booster.predict(X), model.predict(X))
 
 
+# ------------------------------------------------------------------------- a raw log's feature table
+@pytest.fixture(scope="module")
+def trec_models():
+    """GBDTPropDCG (plain and behind a scaler) on the TREC Session 2014 log joined to its impression features."""
+    import warnings
+
+    import pandas as pd
+    from click_sim import data_path
+    from counterfactual_ltr import ClickLog, RankingDataset
+    from counterfactual_ltr.logs import impression_features
+
+    try:
+        folder = data_path("real-logs/trec-session-2014")
+    except (OSError, ValueError) as err:
+        pytest.skip(f"the TREC Session 2014 log is absent (set CLTR_DATA to the folder holding real-logs/): {err}")
+    frames = {name: pd.read_csv(folder / f"{name}.csv", dtype={"query": str, "doc": str})
+              for name in ("train", "test", "labels")}
+    table = impression_features(*frames.values(), page="page")
+    data = RankingDataset.from_frame(table, query="query", doc="doc")
+    names = [c for c in table.columns if c not in ("query", "doc")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # pages that show a document twice are dropped, and said so
+        log = ClickLog.from_events(frames["train"], session="page").with_data(data, missing="drop_sessions")
+    models = {"plain": GBDTPropDCG(n_estimators=30, num_leaves=7, random_state=0).fit(log),
+              "scaled": GBDTPropDCG(n_estimators=30, num_leaves=7, random_state=0,
+                                    preprocessor=StandardScaler()).fit(log)}
+    return models, np.asarray(data.X, dtype=np.float64), names
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("kind", ["plain", "scaled"])
+def test_raw_log_feature_table(trec_models, fmt, kind):
+    """Every tree format, with the table's column names as feature names, on every row of the table."""
+    models, X, names = trec_models
+    model = models[kind]
+    assert model.booster_.num_trees() == 30 and np.ptp(model.predict(X)) > 0
+    exported = TREE_WRITERS[fmt](model, names)
+    assert_same(score(fmt, exported, names, X), model.predict(X), f"{fmt} ({kind}) on the TREC Session 2014 table")
+
+
 # ------------------------------------------------------------------- NaN and integer-valued features
 def _table(seed=0, n=600):
     """Integer-valued (categorical-looking) columns 0-2 and continuous 3-4, NaN in about 15% of cells."""
