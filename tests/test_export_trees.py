@@ -419,3 +419,12 @@ def test_write_export_vespa_trees_writes_model_and_profile(nan_models, tmp_path)
     with pytest.raises(ValueError, match="name the file \\*.json"):
         write_export(model, "vespa", tmp_path / "model.txt", feature_names=names)
     assert not (tmp_path / "model.txt").exists()
+
+
+def test_tree_names_default_to_letor_numbers(nan_models):
+    """Without feature_names a tree export names the features as the other kinds do: LETOR's numbers."""
+    from counterfactual_ltr.export import export_model
+
+    model = nan_models[0]["fitted"]
+    assert json.loads(export_model(model, "vespa"))["feature_names"] == [f"attribute(f{j})" for j in range(1, 6)]
+    assert "1=1 2=2 3=3 4=4 5=5" in json.loads(export_model(model, "ranklib"))["model"]["model"]["definition"]

@@ -48,6 +48,11 @@ def _refuse(model, fmt: str, kind: str, formats) -> None:
 def _export_trees(model, fmt, feature_names):
     from ._trees import TREE_WRITERS
 
+    if feature_names is None and getattr(model, "n_features_in_", None) is not None:
+        from ._names import resolve_names    # the fitted names, else LETOR's numbers, as for the other kinds
+
+        feature_names = resolve_names(model, int(model.n_features_in_))
+
     if fmt == "opensearch":           # the plugin's _createmodel body around the XGBoost JSON dump, as for linear
         import json
 
