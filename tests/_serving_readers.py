@@ -169,3 +169,29 @@ def vespa_scores(text: str, features: dict) -> np.ndarray:
         if i < len(tokens) and tokens[i][1] not in "+-":
             raise ValueError(f"expected + or - after a term, got {tokens[i][1]!r}")
     return total
+
+
+# RankLib's Linear Regression text inside the LTR plugin's "model/ranklib" (the plugin loads it with RankLib
+# 2.8's loader, o19s fork RankyMcRankFace). Written from RankLib's documentation of its saved linear models
+# (Lemur Project wiki, "RankLib How to use"; the saved file of ranker 9, Linear Regression): the first line
+# "## Linear Regression", "##" comment lines, then one line of "id:weight" pairs; id is a 1-based feature
+# id (the position in the plugin's feature set) and id 0 is a constant added to every score. Features are
+# Java floats, weights and the sum doubles.
+def ranklib_linear_scores(text: str, features_in_order) -> np.ndarray:
+    """Scores under a ``model/ranklib`` linear body; ``features_in_order`` is the feature set's columns."""
+    body = json.loads(text)["model"]["model"]
+    if body["type"] != "model/ranklib":
+        raise ValueError(f"not a RankLib model: {body['type']!r}")
+    lines = body["definition"].splitlines()
+    if lines[0].strip() != "## Linear Regression":
+        raise ValueError(f"not RankLib's Linear Regression text: {lines[0]!r}")
+    model = [line for line in lines if line.strip() and not line.startswith("##")]
+    if len(model) != 1:
+        raise ValueError(f"expected one line of id:weight pairs, got {len(model)}")
+    columns = [np.asarray(c, dtype=F).astype(np.float64) for c in features_in_order]
+    score = np.zeros(columns[0].shape[0])
+    for pair in model[0].split():
+        fid, weight = pair.split(":")
+        fid, weight = int(fid), float(weight)
+        score += weight if fid == 0 else weight * columns[fid - 1]
+    return score

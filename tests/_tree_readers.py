@@ -107,3 +107,89 @@ def score_solr_mart(model_json: str, X, missing_value: float = 0.0) -> np.ndarra
             stack.append((node["right"], rows[~left]))
         total += weight * out
     return total
+
+
+# --------------------------------------------------------------------------------------------------
+# Vespa, rank feature lightgbm("file.json").
+# Written from: Vespa 8 documentation, "Ranking with LightGBM models" (the model is LightGBM's JSON
+# dump, `booster.dump_model()` written with json.dump, placed in the application package's models/;
+# features are referred to by the names in `feature_names` as rank features), and LightGBM 4.x's
+# documentation of the dump (`Booster.dump_model`; the tree_structure node fields): a split node has
+# split_feature (index into feature_names), threshold, decision_type ("<=": go to left_child when
+# value <= threshold), default_left and missing_type ("None", "Zero", "NaN": a missing value goes to
+# the left child when default_left, else right), left_child and right_child; a leaf has leaf_value;
+# the score is the sum of the leaves of all trees (shrinkage is already in the leaf values). Vespa
+# evaluates ranking expressions in double precision. Only the "<=" / "NaN" / "None" subset is read.
+# --------------------------------------------------------------------------------------------------
+def score_lightgbm_json(text: str, features: dict) -> np.ndarray:
+    """Scores under a LightGBM JSON dump; ``features`` maps each name in its ``feature_names`` to values."""
+    dump = json.loads(text)
+    names = dump["feature_names"]
+    missing = [n for n in names if n not in features]
+    if missing:
+        raise KeyError(f"the model uses features {missing}, which were not supplied")
+    columns = [np.asarray(features[n], dtype=np.float64) for n in names]
+    n = columns[0].shape[0]
+    total = np.zeros(n, dtype=np.float64)
+    for tree in dump["tree_info"]:
+        out = np.zeros(n, dtype=np.float64)
+        stack = [(tree["tree_structure"], np.arange(n))]
+        while stack:
+            node, rows = stack.pop()
+            if rows.size == 0:
+                continue
+            if "split_feature" not in node:
+                out[rows] = float(node["leaf_value"])
+                continue
+            if node["decision_type"] != "<=" or node["missing_type"] not in ("NaN", "None"):
+                raise ValueError(f"unsupported node: {node['decision_type']!r}, {node['missing_type']!r}")
+            value = columns[node["split_feature"]][rows]
+            nan = np.isnan(value)
+            left = (~nan & (value <= float(node["threshold"]))) | (nan & bool(node["default_left"]))
+            stack.append((node["left_child"], rows[left]))
+            stack.append((node["right_child"], rows[~left]))
+        total += out
+    return total
+
+
+# --------------------------------------------------------------------------------------------------
+# OpenSearch / Elasticsearch LTR plugin, model type "model/ranklib" holding a MART / LambdaMART model.
+# Written from: the plugin's documentation ("Uploading A Trained Model", RankLib models; o19s plugin
+# 1.5 / OpenSearch LTR 2.x, which load RankLib text through RankLib 2.8's loader) and RankLib's
+# documentation of its saved models (Lemur Project wiki, "RankLib File Format" / "How to use": a
+# LambdaMART or MART model is "##" comment lines then an <ensemble> of <tree id weight>, each a
+# nested <split> with <feature> (a 1-based feature id), <threshold> and two <split pos="left|right">
+# children, or an <output> at a leaf). A document goes left when its value <= threshold; thresholds
+# and outputs are Java floats; the score is the sum of weight * output over the trees. The plugin
+# gives a feature that does not match a document the value 0 (`missing_value` here).
+# --------------------------------------------------------------------------------------------------
+def score_ranklib_ensemble(text: str, X, missing_value: float = 0.0) -> np.ndarray:
+    """Scores of the rows of ``X`` (column ``j`` is RankLib feature id ``j + 1``) under a RankLib ensemble."""
+    import xml.etree.ElementTree as ET
+
+    lines = [line for line in text.splitlines() if line.strip() and not line.strip().startswith("##")]
+    if not text.startswith("## LambdaMART") and not text.startswith("## MART"):
+        raise ValueError("a RankLib tree model starts with '## LambdaMART' or '## MART'")
+    root = ET.fromstring("\n".join(lines))
+    X = np.asarray(X, dtype=np.float32).copy()
+    X[np.isnan(X)] = np.float32(missing_value)
+    total = np.zeros(X.shape[0], dtype=np.float64)
+    for tree in root.findall("tree"):
+        weight = float(np.float32(float(tree.get("weight"))))
+        out = np.zeros(X.shape[0], dtype=np.float64)
+        stack = [(tree.find("split"), np.arange(X.shape[0]))]
+        while stack:
+            node, rows = stack.pop()
+            if rows.size == 0:
+                continue
+            leaf = node.find("output")
+            if leaf is not None:
+                out[rows] = float(np.float32(float(leaf.text.strip())))
+                continue
+            fid = int(node.find("feature").text.strip())
+            left = X[rows, fid - 1] <= np.float32(float(node.find("threshold").text.strip()))
+            children = {child.get("pos"): child for child in node.findall("split")}
+            stack.append((children["left"], rows[left]))
+            stack.append((children["right"], rows[~left]))
+        total += weight * out
+    return total

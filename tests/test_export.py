@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from _serving_readers import (opensearch_linear_scores, solr_linear_scores, solr_network_scores,
-                              vespa_scores)
+from _serving_readers import (opensearch_linear_scores, ranklib_linear_scores, solr_linear_scores,
+                              solr_network_scores, vespa_scores)
 from counterfactual_ltr.export import FORMATS, export_model, write_export
 
 RTOL = 1e-5
@@ -37,7 +37,7 @@ def _onnx_scores(content, X):
 
 
 def check_linear(model, X, names=None):
-    """All four linear formats against model.predict on X (names: given to the export, else LETOR numbers)."""
+    """All linear formats against model.predict on X (names: given to the export, else LETOR numbers)."""
     expected = model.predict(X)
     shown = names or [str(j) for j in range(1, X.shape[1] + 1)]
     features = _by_name(X, shown)
@@ -45,6 +45,7 @@ def check_linear(model, X, names=None):
     _close(opensearch_linear_scores(export_model(model, "opensearch", feature_names=names), features), expected)
     _close(vespa_scores(export_model(model, "vespa", feature_names=names), _by_name(X, _vespa_refs(shown))),
            expected)
+    _close(ranklib_linear_scores(export_model(model, "ranklib", feature_names=names), X.T), expected)
     pytest.importorskip("onnx")
     _close(_onnx_scores(export_model(model, "onnx", feature_names=names), X), expected)
 
@@ -238,8 +239,10 @@ def test_a_format_that_cannot_hold_the_model_lists_those_that_can(synthetic):
         with pytest.raises(ValueError, match=rf"'{fmt}' format cannot hold DeepPropDCG .*formats that can: onnx, "
                                              "solr"):
             export_model(model, fmt)
-    with pytest.raises(ValueError, match="'vespa' format cannot hold GBDTPropDCG .*lightgbm, onnx, opensearch, solr"):
-        export_model(GBDTPropDCG(), "vespa")
+    with pytest.raises(ValueError, match="'lightgbm' format cannot hold DeepPropDCG"):
+        export_model(model, "lightgbm")
+    with pytest.raises(ValueError, match="fitted GBDTPropDCG"):
+        export_model(GBDTPropDCG(), "vespa", feature_names=["a"])
 
 
 def test_unknown_format_unfitted_model_and_unfoldable_scaler(ranksvm, synthetic):
@@ -287,4 +290,15 @@ def test_write_export_writes_text_and_bytes(ranksvm, tmp_path):
     assert write_export(ranksvm, "solr", tmp_path / "m.json").read_text().startswith("{")
     pytest.importorskip("onnx")
     assert write_export(ranksvm, "onnx", tmp_path / "m.onnx").read_bytes()[:2] != b"{"
-    assert set(FORMATS) == {"solr", "opensearch", "vespa", "onnx", "lightgbm"}
+    assert set(FORMATS) == {"solr", "opensearch", "vespa", "onnx", "lightgbm", "ranklib"}
+
+
+def test_ranklib_linear_text(ranksvm):
+    """RankLib's Linear Regression text: its header first, the constant as id 0, ids 1..n in feature order."""
+    body = json.loads(export_model(ranksvm, "ranklib", feature_names=["a", "b", "c", "d", "e"]))
+    assert body["model"]["name"] == "cltr_ranksvm" and body["model"]["model"]["type"] == "model/ranklib"
+    lines = body["model"]["model"]["definition"].splitlines()
+    assert lines[0] == "## Linear Regression" and "1=a 2=b 3=c 4=d 5=e" in lines[2]
+    assert [pair.split(":")[0] for pair in lines[-1].split()] == ["0", "1", "2", "3", "4", "5"]
+    with pytest.raises(ValueError, match=r"'b\\nc' \(position 1\) holds a line break"):
+        export_model(ranksvm, "ranklib", feature_names=["a", "b\nc", "d", "e", "f"])

@@ -48,5 +48,5 @@ def test_export_refusals_are_one_line_with_status_2(saved):
     run = cltr("export", "model.npz", "--format", "xml", "-o", "m.json", cwd=folder)
     assert run.returncode == 2 and "'xml' is not one of" in run.stderr
     run = cltr("export", "model.npz", "--format", "lightgbm", "-o", "m.txt", cwd=folder)
-    assert run.returncode == 2 and "formats that can: onnx, opensearch, solr, vespa" in run.stderr
+    assert run.returncode == 2 and "formats that can: onnx, opensearch, ranklib, solr, vespa" in run.stderr
     assert not (folder / "m.txt").exists()

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, QuantileTransformer, RobustScaler, StandardScaler
 
-from _tree_readers import score_solr_mart, score_xgboost_json
+from _tree_readers import score_lightgbm_json, score_ranklib_ensemble, score_solr_mart, score_xgboost_json
 from conftest import mq2008_available, mq2008_dir
 
 lightgbm = pytest.importorskip("lightgbm")
@@ -24,7 +24,9 @@ from click_sim import load_letor, make_ranking, simulate_clicks, train_productio
 from counterfactual_ltr.estimators import GBDTPropDCG  # noqa: E402
 from counterfactual_ltr.export._trees import TREE_WRITERS  # noqa: E402
 
-FORMATS = ("lightgbm", "xgboost-json", "solr", "onnx")
+FORMATS = ("lightgbm", "xgboost-json", "solr", "onnx", "vespa", "ranklib")
+# Formats with no route for a missing value: the stack gives a feature a document lacks the value 0.
+NO_NAN = ("solr", "ranklib")
 RTOL = 1e-5
 
 
@@ -39,6 +41,11 @@ def score(fmt, exported, names, X):
         return session.run(["score"], {"features": np.asarray(X, dtype=np.float32)})[0][:, 0]
     if fmt == "xgboost-json":
         return score_xgboost_json(exported, names, X)
+    if fmt == "vespa":          # the rank features Vespa hands the model, by the names in the dump
+        refs = json.loads(exported)["feature_names"]
+        return score_lightgbm_json(exported, {ref: X[:, j] for j, ref in enumerate(refs)})
+    if fmt == "ranklib":
+        return score_ranklib_ensemble(exported, X)
     return score_solr_mart(exported, X)
 
 
@@ -91,6 +98,46 @@ def test_mq2008_lightgbm_text_is_exact_without_preprocessor(mq2008):
     booster = lightgbm.Booster(model_str=text)
     assert booster.feature_name() == names_for(X.shape[1])
     np.testing.assert_array_equal(booster.predict(X), model.predict(X))
+
+
+# ------------------------------------------------------------------------- a raw log's feature table
+@pytest.fixture(scope="module")
+def trec_models():
+    """GBDTPropDCG (plain and behind a scaler) on the TREC Session 2014 log joined to its impression features."""
+    import warnings
+
+    import pandas as pd
+    from click_sim import data_path
+    from counterfactual_ltr import ClickLog, RankingDataset
+    from counterfactual_ltr.logs import impression_features
+
+    try:
+        folder = data_path("real-logs/trec-session-2014")
+    except (OSError, ValueError) as err:
+        pytest.skip(f"the TREC Session 2014 log is absent (set CLTR_DATA to the folder holding real-logs/): {err}")
+    frames = {name: pd.read_csv(folder / f"{name}.csv", dtype={"query": str, "doc": str})
+              for name in ("train", "test", "labels")}
+    table = impression_features(*frames.values(), page="page")
+    data = RankingDataset.from_frame(table, query="query", doc="doc")
+    names = [c for c in table.columns if c not in ("query", "doc")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # pages that show a document twice are dropped, and said so
+        log = ClickLog.from_events(frames["train"], session="page").with_data(data, missing="drop_sessions")
+    models = {"plain": GBDTPropDCG(n_estimators=30, num_leaves=7, random_state=0).fit(log),
+              "scaled": GBDTPropDCG(n_estimators=30, num_leaves=7, random_state=0,
+                                    preprocessor=StandardScaler()).fit(log)}
+    return models, np.asarray(data.X, dtype=np.float64), names
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("kind", ["plain", "scaled"])
+def test_raw_log_feature_table(trec_models, fmt, kind):
+    """Every tree format, with the table's column names as feature names, on every row of the table."""
+    models, X, names = trec_models
+    model = models[kind]
+    assert model.booster_.num_trees() == 30 and np.ptp(model.predict(X)) > 0
+    exported = TREE_WRITERS[fmt](model, names)
+    assert_same(score(fmt, exported, names, X), model.predict(X), f"{fmt} ({kind}) on the TREC Session 2014 table")
 
 
 # ------------------------------------------------------------------- NaN and integer-valued features
@@ -175,7 +222,7 @@ def test_nan_and_integer_features(nan_models, fmt, kind):
     model = models[kind]
     names = names_for(X.shape[1])
     exported = TREE_WRITERS[fmt](model, names)
-    if fmt == "solr":       # Solr has no NaN route: a missing feature is its default value (0) to the trees
+    if fmt in NO_NAN:       # no NaN route: a missing feature is its default value (0) to the trees
         X = np.where(np.isnan(X), 0.0, X)
     assert_same(score(fmt, exported, names, X), reference(model, X), f"{fmt} ({kind}) with NaN")
     edges = _boundary_rows(model, X)
@@ -209,7 +256,7 @@ def test_every_foldable_scaler(nan_models, pre):
     tiny = ((np.abs(edges) <= 1e-35) & (edges != 0)).any(axis=1)
     for fmt in FORMATS:
         exported = TREE_WRITERS[fmt](model, names)
-        rows = np.where(np.isnan(X), 0.0, X) if fmt == "solr" else X
+        rows = np.where(np.isnan(X), 0.0, X) if fmt in NO_NAN else X
         assert_same(score(fmt, exported, names, rows), reference(model, rows), f"{fmt} behind {pre!r}")
         # LightGBM reads raw values within 1e-35 of 0 as 0, so its folded text cannot split them (documented)
         at = edges[~tiny] if fmt == "lightgbm" else edges
@@ -283,6 +330,8 @@ def test_refuses_names_lightgbm_cannot_carry(nan_models):
             TREE_WRITERS[fmt](model, names)
     for fmt in ("xgboost-json", "solr"):
         TREE_WRITERS[fmt](model, names)
+    with pytest.raises(ValueError, match="'two words' is neither a Vespa field name"):
+        TREE_WRITERS["vespa"](model, names)
 
 
 @pytest.fixture(scope="module")
@@ -305,7 +354,7 @@ def test_refuses_what_a_format_cannot_hold(unfoldable, what):
         assert '"=="' in text
     elif what == "zero as missing":
         assert '"Zero"' in text
-    for fmt in ("xgboost-json", "solr", "onnx"):
+    for fmt in ("xgboost-json", "solr", "onnx", "vespa", "ranklib"):
         with pytest.raises(ValueError, match=rf"{what.split()[0]}.*format '{fmt}' cannot hold it; 'lightgbm'"):
             TREE_WRITERS[fmt](model, names_for(5))
     # LightGBM's own text holds it as it is (no preprocessor to fold)
@@ -345,6 +394,37 @@ def test_export_model_routes_trees_to_their_writers(nan_models):
     assert body["model"]["model"]["type"] == "model/xgboost+json"
     assert_same(score("xgboost-json", body["model"]["model"]["definition"], names, X), reference(model, X),
                 "opensearch")
-    assert {f for f, kinds in FORMATS.items() if "trees" in kinds} == {"solr", "opensearch", "onnx", "lightgbm"}
-    with pytest.raises(ValueError, match="formats that can: lightgbm, onnx, opensearch, solr"):
-        export_model(model, "vespa", feature_names=names)
+    body = json.loads(export_model(model, "ranklib", feature_names=names))
+    assert body["model"]["name"] == "cltr_gbdtpropdcg" and body["model"]["model"]["type"] == "model/ranklib"
+    assert_same(score("ranklib", body["model"]["model"]["definition"], names, X), reference(model, X), "ranklib")
+    assert {f for f, kinds in FORMATS.items() if "trees" in kinds} == {"solr", "opensearch", "onnx", "lightgbm",
+                                                                       "vespa", "ranklib"}
+
+
+def test_write_export_vespa_trees_writes_model_and_profile(nan_models, tmp_path):
+    """Vespa: the JSON model for models/ and, beside it, the rank profile that calls lightgbm() on it."""
+    from counterfactual_ltr.export import write_export
+
+    models, X = nan_models
+    model = models["fitted+scaler"]
+    names = ["bm25(title)", "pagerank", "click_rate", "age", "3"]
+    out = write_export(model, "vespa", tmp_path / "cltr_gbdtpropdcg.json", feature_names=names)
+    dump = out.read_text()
+    assert json.loads(dump)["feature_names"] == ["bm25(title)", "attribute(pagerank)", "attribute(click_rate)",
+                                                 "attribute(age)", "attribute(f3)"]
+    profile = (tmp_path / "cltr_gbdtpropdcg.profile").read_text()
+    assert 'first-phase {\n        expression: lightgbm("cltr_gbdtpropdcg.json")' in profile
+    assert profile.startswith("rank-profile cltr_gbdtpropdcg inherits default {")
+    assert_same(score("vespa", dump, names, X), reference(model, X), "write_export vespa")
+    with pytest.raises(ValueError, match="name the file \\*.json"):
+        write_export(model, "vespa", tmp_path / "model.txt", feature_names=names)
+    assert not (tmp_path / "model.txt").exists()
+
+
+def test_tree_names_default_to_letor_numbers(nan_models):
+    """Without feature_names a tree export names the features as the other kinds do: LETOR's numbers."""
+    from counterfactual_ltr.export import export_model
+
+    model = nan_models[0]["fitted"]
+    assert json.loads(export_model(model, "vespa"))["feature_names"] == [f"attribute(f{j})" for j in range(1, 6)]
+    assert "1=1 2=2 3=3 4=4 5=5" in json.loads(export_model(model, "ranklib"))["model"]["model"]["definition"]

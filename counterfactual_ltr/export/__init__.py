@@ -20,8 +20,8 @@ __all__ = ["FORMATS", "export_model", "write_export"]
 
 #: Format -> the model kinds it can hold: "linear" (RankSVM, SVMPropRank/DCG/RBP, SLAMRanker, the online
 #: learners' ``coef_``), "mlp" (DeepPropDCG), "trees" (GBDTPropDCG, through ``_trees.TREE_WRITERS``).
-FORMATS = {"solr": ("linear", "mlp", "trees"), "opensearch": ("linear", "trees"), "vespa": ("linear",),
-           "onnx": ("linear", "mlp", "trees"), "lightgbm": ("trees",)}
+FORMATS = {"solr": ("linear", "mlp", "trees"), "opensearch": ("linear", "trees"), "vespa": ("linear", "trees"),
+           "onnx": ("linear", "mlp", "trees"), "lightgbm": ("trees",), "ranklib": ("linear", "trees")}
 _KINDS = {"linear": "a linear ranker", "mlp": "an MLP (Deep PropDCG)", "trees": "gradient-boosted trees"}
 
 
@@ -48,6 +48,11 @@ def _refuse(model, fmt: str, kind: str, formats) -> None:
 def _export_trees(model, fmt, feature_names):
     from ._trees import TREE_WRITERS
 
+    if feature_names is None and getattr(model, "n_features_in_", None) is not None:
+        from ._names import resolve_names    # the fitted names, else LETOR's numbers, as for the other kinds
+
+        feature_names = resolve_names(model, int(model.n_features_in_))
+
     if fmt == "opensearch":           # the plugin's _createmodel body around the XGBoost JSON dump, as for linear
         import json
 
@@ -57,6 +62,10 @@ def _export_trees(model, fmt, feature_names):
         body = {"model": {"name": model_name(type(model).__name__),
                           "model": {"type": "model/xgboost+json", "definition": dump}}}
         return json.dumps(body, indent=2) + "\n"
+    if fmt == "ranklib":              # the plugin's _createmodel body around RankLib's LambdaMART text
+        from ._linear import ranklib_body
+
+        return ranklib_body(type(model).__name__, TREE_WRITERS["ranklib"](model, feature_names))
     if fmt not in TREE_WRITERS:
         _refuse(model, fmt, "trees", [f for f, kinds in FORMATS.items() if "trees" in kinds])
     return TREE_WRITERS[fmt](model, feature_names)
@@ -71,10 +80,17 @@ def export_model(model, format: str, *, feature_names=None) -> str | bytes:
         A linear ranker (``RankSVM``, ``SVMPropRank``, ``SVMPropDCG``, ``SVMPropRBP``, ``SLAMRanker``, an
         online learner with ``coef_``), ``DeepPropDCG`` or ``GBDTPropDCG``; its fitted ``preprocessor_``
         (StandardScaler, MaxAbsScaler or MinMaxScaler) is folded in, so the export scores raw features.
-    format : {"solr", "opensearch", "vespa", "onnx", "lightgbm"}
+    format : {"solr", "opensearch", "vespa", "onnx", "lightgbm", "ranklib"}
         The stack's format (:data:`FORMATS` lists the model kinds each holds): Solr LTR's
         ``LinearModel`` / ``NeuralNetworkModel`` JSON, the OpenSearch/Elasticsearch LTR plugin's
-        ``_createmodel`` body (``model/linear``), a Vespa rank profile, an ONNX model.
+        ``_createmodel`` body (``model/linear``), a Vespa rank profile, an ONNX model. For
+        GBDTPropDCG, ``"vespa"`` gives the JSON model that Vespa's ``lightgbm("file.json")`` rank
+        feature reads (LightGBM's ``dump_model`` form, raw thresholds, feature names as Vespa rank
+        features); its rank profile is :func:`write_export`'s second file. ``"ranklib"`` is the
+        LTR plugin's ``_createmodel`` body with a ``model/ranklib`` definition: RankLib's Linear
+        Regression text (weights and a constant, the scaler folded in) for a linear ranker, its
+        LambdaMART ensemble text for GBDTPropDCG; features are RankLib ids, the 1-based positions
+        of ``feature_names`` in the plugin's feature set.
     feature_names : list of str, optional
         The raw features' names in column order, as the stack knows them; default the model's
         ``feature_names_in_``, else LETOR's feature numbers ``"1".."n"`` (Vespa: ``attribute(f1)`` ...).
@@ -125,13 +141,17 @@ def export_model(model, format: str, *, feature_names=None) -> str | bytes:
         weights, bias = form.folded()
         return onnx_layers(form.kind, [(weights[:, None], [bias], "identity")], form.names, __version__)
     return {"solr": _linear.solr_linear, "opensearch": _linear.opensearch_linear,
-            "vespa": _linear.vespa_linear}[format](form)
+            "vespa": _linear.vespa_linear, "ranklib": _linear.ranklib_linear}[format](form)
 
 
 def write_export(model, format: str, path, *, feature_names=None) -> Path:
     """Write :func:`export_model`'s content to ``path`` (text as UTF-8, ONNX as bytes).
 
     The content is built before the file is opened, so a refused model leaves no file behind.
+    For ``"vespa"`` and GBDTPropDCG, ``path`` (a ``.json`` file, for the application package's
+    ``models/`` folder) receives LightGBM's JSON dump, and the rank profile that scores with it,
+    ``first-phase { expression: lightgbm("<path's name>") }``, is written beside it with the suffix
+    ``.profile`` (paste it into the schema).
 
     Parameters
     ----------
@@ -161,8 +181,17 @@ def write_export(model, format: str, path, *, feature_names=None) -> Path:
     """
     content = export_model(model, format, feature_names=feature_names)
     path = Path(path)
+    profile = None
+    if format == "vespa" and _kind(model) == "trees":
+        from ._trees import vespa_tree_profile
+
+        if path.suffix != ".json":
+            raise ValueError(f"path {str(path)!r}: Vespa's lightgbm(...) reads a .json file; name the file *.json")
+        profile = vespa_tree_profile(path.name)
     if isinstance(content, bytes):
         path.write_bytes(content)
     else:
         path.write_text(content, encoding="utf-8")
+    if profile is not None:
+        path.with_suffix(".profile").write_text(profile, encoding="utf-8")
     return path

@@ -77,6 +77,48 @@ def opensearch_linear(form: LinearForm) -> str:
     return json.dumps({"model": {"name": model_name(form.kind), "model": model}}, indent=2) + "\n"
 
 
+# RankLib's text model, as the OpenSearch/Elasticsearch LTR plugin reads it for "model/ranklib": the plugin
+# (o19s elasticsearch-learning-to-rank 1.5.x / opensearch-learning-to-rank-base 2.x) parses the definition
+# with RankLib's RankerFactory.loadRankerFromString, through o19s' RankyMcRankFace 0.1.x, a fork of RankLib
+# 2.8. The first line names the ranker ("## Linear Regression" -> LinearRegRank); other "##" lines are
+# comments; the model line is "id:weight" pairs where id is the 1-based position of a feature in the
+# plugin's feature set and id 0 is the constant (LinearRegRank keeps it as its last weight and adds it to
+# every score). Coordinate Ascent's text ("## Coordinate Ascent") has no constant, so Linear Regression's
+# is written: it carries the folded scaler exactly.
+_RANKLIB_LINEAR_HEADER = "## Linear Regression"
+
+
+def ranklib_text_names(names, fmt: str = "ranklib") -> list:
+    """The feature names, checked to fit on one RankLib comment line (no line breaks)."""
+    for i, name in enumerate(names):
+        if "\n" in name or "\r" in name:
+            raise ValueError(f"feature name {name!r} (position {i}) holds a line break, which format {fmt!r} "
+                             "cannot carry in its feature list")
+    return list(names)
+
+
+def ranklib_linear(form: LinearForm) -> str:
+    """The LTR plugin's ``_createmodel`` body with a ``model/ranklib`` definition: RankLib's Linear Regression text.
+
+    The scaler is folded into the weights and RankLib's constant (feature id ``0``), so the model
+    scores raw feature values; feature ``j`` (0-based column) is RankLib id ``j + 1``, its position
+    in the plugin's feature set, which must list the features in ``form.names`` order.
+    """
+    names = ranklib_text_names(form.names)
+    weights, bias = form.folded()
+    pairs = " ".join([f"0:{float(bias)!r}"] + [f"{j + 1}:{float(w)!r}" for j, w in enumerate(weights)])
+    text = (f"{_RANKLIB_LINEAR_HEADER}\n## Lambda = 0 (exported by counterfactual_ltr.export from {form.kind}; "
+            f"raw features, scaler folded in)\n## Features (id = position in the feature set): "
+            + " ".join(f"{j + 1}={name}" for j, name in enumerate(names)) + f"\n{pairs}\n")
+    return ranklib_body(form.kind, text)
+
+
+def ranklib_body(kind: str, definition: str) -> str:
+    """The plugin's ``_createmodel`` request body around a RankLib text ``definition``."""
+    model = {"type": "model/ranklib", "definition": definition}
+    return json.dumps({"model": {"name": model_name(kind), "model": model}}, indent=2) + "\n"
+
+
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _RANK_FEATURE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\([^()]*\)(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 

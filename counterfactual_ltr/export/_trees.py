@@ -24,7 +24,9 @@ one model that scores **raw** features as ``model.predict`` does:
   of missing type NaN, and on a node of missing type None (no NaN in training) to the side of
   ``0`` in the transformed space, since LightGBM replaces NaN by 0 there.
 
-Formats ("lightgbm", "xgboost-json", "solr", "onnx") and what they cannot hold:
+Formats ("lightgbm", "xgboost-json", "solr", "onnx", "vespa": LightGBM's JSON dump for Vespa's
+``lightgbm(...)`` rank feature, compared in float64 on raw values; "ranklib": RankLib's LambdaMART
+ensemble text, routed as Solr's) and what they cannot hold:
 
 * linear trees and categorical splits: only "lightgbm", and only without a preprocessor
   (GBDTPropDCG refuses both at ``fit``; a booster from elsewhere may hold them);
@@ -194,12 +196,14 @@ class _Affine:
         return sign > 0
 
 
-def _fold(affine: _Affine, j: int, t: float, dtype, where: str):
+def _fold(affine: _Affine, j: int, t: float, dtype, where: str, zero_band: bool = True):
     """The split ``f(x) <= t`` on raw ``x`` of type ``dtype`` as ``(r, swapped)``: ``x <= r`` (or ``x > r``).
 
     ``swapped`` is False when ``f`` increases (``f(x) <= t`` exactly when ``x <= r``), True when it
     decreases (``f(x) <= t`` exactly when ``x > r``). ``r`` is found by stepping from the inverse
     one representable number of ``dtype`` at a time, so no input of that type is routed otherwise.
+    ``zero_band`` says the reader is LightGBM itself (float64), which reads raw values within 1e-35
+    of 0 as 0; a reader that compares raw values as they are (Vespa) passes False.
     """
     big = dtype(np.finfo(dtype).max)
     up, down = dtype(np.inf), dtype(-np.inf)
@@ -223,7 +227,7 @@ def _fold(affine: _Affine, j: int, t: float, dtype, where: str):
         while c < big and not ok(c):
             c, steps = np.nextafter(c, up), steps + 1
         r, swapped = np.nextafter(c, down), True
-    if dtype is np.float64 and affine.steps and abs(r) <= _LGB_ZERO:
+    if zero_band and dtype is np.float64 and affine.steps and abs(r) <= _LGB_ZERO:
         # The folded LightGBM text reads every raw value within 1e-35 as 0, so a raw threshold inside that
         # band cannot route them apart: any threshold inside it routes all others right; this one routes 0 right.
         r = np.float64(0.0) if (ok(0.0) != swapped) else np.nextafter(np.float64(0.0), -np.inf)
@@ -281,7 +285,7 @@ def _raw_trees(model, feature_names, fmt: str, dtype):
                 nan_left = 0.0 <= t      # LightGBM scores NaN as 0 on such a node
             else:
                 raise ValueError(f"{where} has an unknown missing type {missing!r}")
-            r, swapped = _fold(affine, j, t, dtype, where)
+            r, swapped = _fold(affine, j, t, dtype, where, zero_band=fmt != "vespa")
             le, gt = convert(node["left_child"]), convert(node["right_child"])
             if swapped:
                 le, gt, nan_left = gt, le, not nan_left
@@ -596,6 +600,166 @@ def _rename_output(proto, new: str):
     graph.output[0].name = new
 
 
+# ------------------------------------------------------------------------------- Vespa (LightGBM JSON)
+def write_vespa_lightgbm(model, feature_names) -> str:
+    """LightGBM's JSON dump (``Booster.dump_model()``) of the raw-space trees, for Vespa's ``lightgbm(...)``.
+
+    Vespa's ``lightgbm("file.json")`` rank feature (Vespa 8 documentation, "Ranking with LightGBM
+    models") reads this JSON from the application package's ``models/`` folder and refers to each
+    feature by its name in ``feature_names`` as a rank feature: a name ``n`` is written as
+    :func:`~counterfactual_ltr.export._linear.vespa_reference` gives it (``attribute(n)``, a rank
+    feature such as ``bm25(title)`` as given, ``attribute(fN)`` for a LETOR number), as in the linear
+    rank profile. Thresholds are the largest raw float64 ``r`` routed left (``x <= r``), every node has
+    missing type NaN with ``default_left`` the side LightGBM sends a missing value to, and the leaves
+    already hold the learning rate, so the score is the plain sum of the leaves.
+
+    Parameters
+    ----------
+    model : GBDTPropDCG
+        A fitted model.
+    feature_names : list of str
+        One name per raw input feature, each a Vespa field name, rank feature or LETOR number.
+
+    Returns
+    -------
+    str
+        JSON text of the dump (``feature_names``, ``tree_info[*].tree_structure``).
+
+    Examples
+    --------
+    >>> import json
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> from counterfactual_ltr.estimators import GBDTPropDCG
+    >>> data = make_ranking(n_queries=30, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=3, random_state=0)
+    >>> model = GBDTPropDCG(n_estimators=5, num_leaves=4).fit(log)
+    >>> dump = json.loads(write_vespa_lightgbm(model, [f"f{j}" for j in range(10)]))
+    >>> len(dump["tree_info"]), dump["feature_names"][:2]
+    (5, ['attribute(f0)', 'attribute(f1)'])
+    """
+    from ._linear import vespa_reference
+
+    names = _check_names(model, feature_names, "vespa")
+    refs = [vespa_reference(name) for name in names]
+    first = {}
+    for name, ref in zip(names, refs):
+        if first.setdefault(ref, name) != name:
+            raise ValueError(f"feature names {first[ref]!r} and {name!r} are both {ref} in Vespa: rename one")
+
+    def emit(node):
+        if "value" in node:
+            return {"leaf_index": node["leaf_index"], "leaf_value": node["value"]}
+        return {"split_index": node["split_index"], "split_feature": node["feature"],
+                "threshold": float(node["threshold"]), "decision_type": "<=",
+                "default_left": node["nan"] == "le", "missing_type": "NaN",
+                "left_child": emit(node["le"]), "right_child": emit(node["gt"])}
+
+    trees = _raw_trees(model, names, "vespa", np.float64)
+    info = [{"tree_index": i, "num_leaves": _count_leaves(tree), "num_cat": 0, "shrinkage": 1,
+             "tree_structure": emit(tree)} for i, tree in enumerate(trees)]
+    return json.dumps({"name": "tree", "version": "v3", "num_class": 1, "num_tree_per_iteration": 1,
+                       "label_index": 0, "max_feature_idx": len(names) - 1, "objective": "regression",
+                       "feature_names": refs, "tree_info": info}, indent=1) + "\n"
+
+
+def _count_leaves(node) -> int:
+    return 1 if "value" in node else _count_leaves(node["le"]) + _count_leaves(node["gt"])
+
+
+def vespa_tree_profile(model_file: str, profile: str = "cltr_gbdtpropdcg") -> str:
+    """A Vespa rank profile whose first phase is ``lightgbm("<model_file>")`` (the file in ``models/``).
+
+    Parameters
+    ----------
+    model_file : str
+        The JSON file's name inside the application package's ``models/`` folder.
+    profile : str
+        The rank profile's name.
+
+    Returns
+    -------
+    str
+        The rank-profile text, to paste into the document's schema.
+
+    Examples
+    --------
+    >>> print(vespa_tree_profile("cltr_gbdtpropdcg.json").splitlines()[2])
+            expression: lightgbm("cltr_gbdtpropdcg.json")
+    """
+    if not re.fullmatch(r"[A-Za-z0-9_.\-]+\.json", model_file):
+        raise ValueError(f"model_file {model_file!r} must be a plain .json file name (letters, digits, _ . -)")
+    return (f"rank-profile {profile} inherits default {{\n    first-phase {{\n"
+            f"        expression: lightgbm(\"{model_file}\")\n    }}\n}}\n")
+
+
+# ------------------------------------------------------------------------------------- RankLib MART
+def write_ranklib(model, feature_names) -> str:
+    """RankLib's LambdaMART ensemble text, the LTR plugin's ``model/ranklib`` definition for trees.
+
+    The plugin (o19s elasticsearch-learning-to-rank 1.5.x / opensearch-learning-to-rank-base 2.x)
+    reads it with RankLib's loader (o19s RankyMcRankFace 0.1.x, a fork of RankLib 2.8): a first
+    line ``## LambdaMART``, other ``##`` lines as comments, then ``<ensemble>`` of ``<tree id
+    weight>``, each a nested ``<split>`` with ``<feature>`` (the 1-based position of the feature in
+    the plugin's feature set), ``<threshold>`` and two ``<split pos="left|right">`` children, or
+    ``<output>`` at a leaf. RankLib goes left when ``value <= threshold`` and parses thresholds and
+    outputs as Java floats, so each threshold is the largest raw float32 LightGBM routes left
+    (as for Solr); the weights are 1 (the leaves hold the learning rate). RankLib has no route for a
+    missing value: the plugin gives a feature that does not match a document the value 0.
+
+    Parameters
+    ----------
+    model : GBDTPropDCG
+        A fitted model.
+    feature_names : list of str
+        One name per raw input feature, in the order of the plugin's feature set.
+
+    Returns
+    -------
+    str
+        The RankLib model text.
+
+    Examples
+    --------
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> from counterfactual_ltr.estimators import GBDTPropDCG
+    >>> data = make_ranking(n_queries=30, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=3, random_state=0)
+    >>> model = GBDTPropDCG(n_estimators=5, num_leaves=4).fit(log)
+    >>> text = write_ranklib(model, [f"f{j}" for j in range(10)])
+    >>> text.splitlines()[0], text.count("<tree id=")
+    ('## LambdaMART', 5)
+    """
+    from ._linear import ranklib_text_names
+
+    names = ranklib_text_names(_check_names(model, feature_names, "ranklib"))
+    trees = _raw_trees(model, names, "ranklib", np.float32)
+    lines = ["## LambdaMART", f"## No. of trees = {len(trees)}",
+             "## Learning rate = 1 (exported by counterfactual_ltr.export from GBDTPropDCG: the leaves hold "
+             "LightGBM's shrinkage; raw features, scaler folded into the thresholds)",
+             "## Features (id = position in the feature set): "
+             + " ".join(f"{j + 1}={name}" for j, name in enumerate(names)), "<ensemble>"]
+
+    def emit(node, depth, pos=None):
+        tab = "\t" * depth
+        lines.append(f"{tab}<split>" if pos is None else f'{tab}<split pos="{pos}">')
+        if "value" in node:
+            lines.append(f"{tab}\t<output> {node['value']!r} </output>")
+        else:
+            lines.append(f"{tab}\t<feature> {node['feature'] + 1} </feature>")
+            lines.append(f"{tab}\t<threshold> {float(node['threshold'])!r} </threshold>")
+            emit(node["le"], depth + 1, "left")
+            emit(node["gt"], depth + 1, "right")
+        lines.append(f"{tab}</split>")
+
+    for i, tree in enumerate(trees):
+        lines.append(f'\t<tree id="{i + 1}" weight="1.0">')
+        emit(tree, 2)
+        lines.append("\t</tree>")
+    lines.append("</ensemble>")
+    return "\n".join(lines) + "\n"
+
+
 #: Format name -> writer ``(model, feature_names) -> str | bytes`` for a fitted GBDTPropDCG.
 TREE_WRITERS = {"lightgbm": write_lightgbm, "xgboost-json": write_xgboost_json, "solr": write_solr,
-                "onnx": write_onnx}
+                "onnx": write_onnx, "vespa": write_vespa_lightgbm,
+                "ranklib": write_ranklib}
