@@ -1019,7 +1019,8 @@ def _read_feature_names(path) -> list[str]:
                    "body; vespa: a rank profile; onnx: an ONNX model; lightgbm: LightGBM model text (trees).")
 @click.option("--feature-names", default=None, type=click.Path(exists=True, dir_okay=False),
               help="Text file of the raw features' names, one a line in column order, as the serving stack knows "
-                   "them  [default: LETOR's numbers 1..n]")
+                   "them  [default: the feature table's column names for a model fitted with --features, else "
+                   "LETOR's numbers 1..n]")
 @click.option("-o", "--output", required=True, type=OUTPUT_FILE, help="The file to write.")
 @_quiet_option
 def export(model, fmt, feature_names, output, quiet):

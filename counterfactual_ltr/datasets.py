@@ -46,10 +46,16 @@ class RankingDataset:
         order of the queries is kept as given.
     name : str, optional
         A name shown in the ``repr`` (e.g. the file it was read from).
+    feature_names : list of str, optional
+        The name of every feature column, in column order (``from_frame`` sets the feature
+        table's column names). A ranker fitted on the data set keeps them as
+        ``feature_names_in_``, so that an export names the features as the table did.
 
     Attributes
     ----------
     X, y, qid : arrays as above (``X`` float64, dense or CSR; ``y`` int64, ``qid`` int64)
+    feature_names : list of str or None
+        As above; None when the columns have no names (LETOR files number them).
     query_offsets : array of shape (n_queries + 1,)
         Rows of query ``q`` are ``query_offsets[q]:query_offsets[q + 1]``.
     query_ids : array of shape (n_queries,)
@@ -63,7 +69,7 @@ class RankingDataset:
     (2, [0, 2, 3], [1, 0, 1])
     """
 
-    def __init__(self, X, y, qid, *, name: str | None = None):
+    def __init__(self, X, y, qid, *, name: str | None = None, feature_names=None):
         if sp.issparse(X):
             X = checked_csr(X)
         else:
@@ -101,6 +107,7 @@ class RankingDataset:
         self.query_offsets = np.r_[starts, n].astype(np.int64)
         self.query_ids = run_ids
         self.name = name
+        self.feature_names = None if feature_names is None else _check_feature_names(feature_names, X.shape[1])
         self._query_keys = self._doc_keys = None
         self.has_labels = True
 
@@ -139,6 +146,8 @@ class RankingDataset:
         ...                                   "f1": [0.5, 1.0, 0.0]})
         >>> data.query_keys.tolist(), data.doc_keys.tolist(), data.X[:, 0].tolist(), data.has_labels
         (['b', 'a'], [7, 9, 7], [0.5, 0.0, 1.0], False)
+        >>> data.feature_names
+        ['f1']
         """
         from .ids import factorize, format_id, frame_of, id_column
 
@@ -171,7 +180,7 @@ class RankingDataset:
         y = np.zeros(len(order), dtype=np.int64) if label is None else _frame_column(frame, label)[order]
         qid = query_keys[query_code[order]] if query_keys.dtype == np.int64 else query_code[order]
         try:
-            data = cls(X, y, qid, name=name)
+            data = cls(X, y, qid, name=name, feature_names=[str(f) for f in features])
         except ValueError as err:
             raise ValueError(f"column {label!r}: {err}" if label is not None and "label" in str(err) else str(err)) \
                 from None
@@ -298,7 +307,8 @@ class RankingDataset:
             raise ValueError(f"subset: query index {unique[counts > 1][0]} is repeated; "
                              "each query may appear once")
         rows = self.rows_of(queries)
-        sub = RankingDataset(self.X[rows], self.y[rows], self.qid[rows], name=self.name)
+        sub = RankingDataset(self.X[rows], self.y[rows], self.qid[rows], name=self.name,
+                             feature_names=self.feature_names)
         sub.has_labels = self.has_labels
         if self._query_keys is not None:
             sub._query_keys, sub._doc_keys = self._query_keys[queries], self._doc_keys[rows]
@@ -417,6 +427,28 @@ def binarize(y, threshold: float = DEFAULT_RELEVANCE_THRESHOLD) -> np.ndarray:
     """
     threshold = check_real(threshold, "threshold")
     return (np.asarray(y) >= threshold).astype(np.int64)
+
+
+def _check_feature_names(names, n_features: int) -> list[str]:
+    """``names`` as a list of ``n_features`` distinct non-empty strings, or a ValueError naming the bad one.
+
+    A name per column is what lets a fitted ranker's export find each feature in the serving stack,
+    so a wrong count or a repeat (two columns one stack feature) is refused here rather than there.
+    """
+    if isinstance(names, (str, bytes)):
+        raise ValueError("feature_names must be a list of names, one per feature column, not one string")
+    names = list(names)
+    if len(names) != n_features:
+        raise ValueError(f"feature_names has {len(names)} names but X has {n_features} feature columns")
+    seen = {}
+    for position, name in enumerate(names):
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"feature_names[{position}] is {name!r}: every feature column needs a non-empty "
+                             "string name")
+        if name in seen:
+            raise ValueError(f"feature_names names column {name!r} twice (positions {seen[name]} and {position})")
+        seen[name] = position
+    return names
 
 
 def _check_integer(values, name: str) -> np.ndarray:

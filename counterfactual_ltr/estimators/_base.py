@@ -184,6 +184,29 @@ def transform_aggregate(agg: ClickAggregate, pre, *, fit: bool = False):
                                      agg.propensity), pre
 
 
+def input_feature_names(X):
+    """The feature names of a fit's input: those of its :class:`RankingDataset`, or None.
+
+    Parameters
+    ----------
+    X : RankingDataset, ClickLog, ClickAggregate or array
+        A fit's input; a log or an aggregate has its names from the data set it refers to.
+
+    Returns
+    -------
+    list of str or None
+        None for an array or a data set without names (LETOR files, generated data).
+
+    Examples
+    --------
+    >>> from counterfactual_ltr import RankingDataset
+    >>> input_feature_names(RankingDataset.from_frame({"query": [1, 1], "doc": [1, 2], "bm25": [0.5, 0.2]}))
+    ['bm25']
+    """
+    data = X.data if isinstance(X, (ClickLog, ClickAggregate)) else X
+    return getattr(data, "feature_names", None) if isinstance(data, RankingDataset) else None
+
+
 class RankerMixin:
     """What every ranker shares: the optional ``preprocessor`` and :meth:`score`.
 
@@ -192,10 +215,24 @@ class RankerMixin:
     (for a click log: the rows of its queries, i.e. the training fold's), kept as
     ``preprocessor_`` and applied in ``predict``. As a parameter it is tuned like
     any other: ``GridSearchCV(..., {"preprocessor__with_mean": [True, False]})``.
+
+    A fit on data whose columns have names (a :class:`RankingDataset` built by ``from_frame``,
+    or a click log or aggregate over one) keeps them, as scikit-learn does, in
+    ``feature_names_in_`` (an object array of str, one per raw feature); the export
+    (:mod:`counterfactual_ltr.export`) names the serving stack's features by them.
     """
 
     def _begin_fit(self, X, y=None, qid=None):
-        """Fit the preprocessor (if any); the input with transformed features, and ``(y, qid)``."""
+        """Fit the preprocessor (if any); the input with transformed features, and ``(y, qid)``.
+
+        Also records the raw columns' names (``feature_names_in_``), or forgets those of an
+        earlier fit when the new input has none.
+        """
+        names = input_feature_names(X)
+        if names is None:
+            self.__dict__.pop("feature_names_in_", None)
+        else:
+            self.feature_names_in_ = np.asarray(names, dtype=object)
         pre = getattr(self, "preprocessor", None)
         self.preprocessor_ = None
         if pre is None:

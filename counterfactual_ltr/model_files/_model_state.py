@@ -214,9 +214,32 @@ def _selection(value, ctx):
     return {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in out.items()}
 
 
+def _feature_names(value, ctx):
+    """The raw features' names (``feature_names_in_``): one distinct non-empty string per feature.
+
+    Stored as a JSON list of strings (a model file's arrays hold numbers only), given back as
+    scikit-learn keeps them, an object array of str; the export names the stack's features by them.
+    """
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)):
+        raise _Fail(f"must be a list of names, got {type(value).__name__}")
+    if len(value) != ctx["n_features"]:
+        raise _Fail(f"holds {len(value)} names but the model has {ctx['n_features']} features")
+    seen = set()
+    for position, name in enumerate(value):
+        if not isinstance(name, str) or not name or len(name) > 1000:
+            raise _Fail(f"[{position}] must be a non-empty string of at most 1000 characters, got "
+                        f"{type(name).__name__} {name!r:.40}")
+        if name in seen:
+            raise _Fail(f"[{position}] repeats the name {name!r:.40}")
+        seen.add(name)
+    return np.asarray(value, dtype=object)
+
+
 #: Fitted attributes a model may hold or not (``click_sim.train_production_ranker`` records its queries;
-#: ``model_selection.grid_search`` its record).
-OPTIONAL_STATE = {name: {"selection_": _selection} for name in STATE}
+#: ``model_selection.grid_search`` its record; a fit on a named feature table its ``feature_names_in_``).
+OPTIONAL_STATE = {name: {"selection_": _selection, "feature_names_in_": _feature_names} for name in STATE}
 OPTIONAL_STATE["RankSVM"]["training_queries_"] = _counts
 
 

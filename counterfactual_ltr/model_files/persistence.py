@@ -660,6 +660,8 @@ def save_model(model, path) -> None:
             encoded[k] = {"__mlp__": {"hidden_layer_sizes": list(v.hidden_layer_sizes), "activation": v.activation,
                                       "dtype": v.dtype.name, "n_features": int(v.params[0].shape[0]),
                                       "params": [writer.array(p, f"{name}.model_") for p in v.params]}}
+        elif k == "feature_names_in_":  # names are text: a JSON list, not an (object) array entry
+            encoded[k] = [str(n) for n in v]
         elif k == "booster_":  # GBDTPropDCG's trees: LightGBM's own text model, as bytes (no code)
             encoded[k] = {"__booster__": writer.array(model.booster_to_array(), f"{name}.booster_")}
         else:
