@@ -370,8 +370,13 @@ def test_swap_simulation_and_propensity_estimation_match_the_api(small_files, mo
     (("--tempering", "0.5", "--model", "svm-rank", "--propensity", "swap.json"), "--tempering"),
 ])
 def test_bad_tempering_exits_2(args, expected, small_files, capsys):
-    if not (small_files / "swap.json").exists():
-        pytest.skip("needs the swap estimate written by test_swap_simulation_and_propensity_estimation_match_the_api")
+    from counterfactual_ltr.persistence import propensity_to_dict
+    from counterfactual_ltr.propensity import EstimatedPropensity
+
+    if not (small_files / "swap.json").exists():      # an estimate with an interval, as cltr propensity writes
+        estimate = EstimatedPropensity([1.0, 0.5, 0.33, 0.25], [1.0, 0.4, 0.2, 0.1], [1.0, 0.6, 0.5, 0.4],
+                                       method="swap")
+        (small_files / "swap.json").write_text(json.dumps({"propensity": propensity_to_dict(estimate)}))
     _bad(("fit", "log.parquet", "data.txt", "--C", "1", "--cv", "2", "-o", "t.npz") + args, capsys, small_files,
          expected)
 
