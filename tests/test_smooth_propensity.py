@@ -9,7 +9,7 @@ import pytest
 from click_sim.raw import simulate_raw_events
 from counterfactual_ltr import ClickLog, estimate_propensities
 from counterfactual_ltr.propensity._methods import _Impressions
-from counterfactual_ltr.propensity._smooth import TAU_GRID, _MovingDocuments, held_out_conditional_loglik
+from counterfactual_ltr.propensity._smooth import _MovingDocuments, held_out_conditional_loglik
 from counterfactual_ltr.propensity.estimation import reestimate
 from counterfactual_ltr.propensity.uncertainty import (failed_curves, percentile_interval, percentile_spread,
                                                        replicate_models)
@@ -156,14 +156,20 @@ def test_a_degenerate_replicate_does_not_blow_up_the_comparison():
         results[1].propensity_uncertainty
 
 
-def test_pbm_replicates_at_the_bound_count_as_failed():
-    log, _ = _raw_log(7, pages=600, queries=80)
-    est = _estimate(log, "harvest", n_bootstrap=20, random_state=0)
-    weights = np.ones((5, log.n_queries))
-    reps = replicate_models(est, log, weights, random_state=0)
-    assert reps.how == "re-estimated" and len(reps.models) == 5 and reps.n_failed == 0
-    assert TAU_GRID[0] < TAU_GRID[-1]
+def test_replicates_at_a_bound_or_a_floor_count_as_failed():
+    """pbm replicates at theta = 1 below position 1, and any replicate below 1e-6, fail; the rest are models."""
+    from counterfactual_ltr.propensity import EstimatedPropensity
 
+    log, _ = _raw_log(7, pages=300, queries=40)
+    rows = np.array([[1.0, 0.5, 0.3], [1.0, 1.0, 0.3], [1.0, 0.5, 1e-8], [1.0, 0.4, 0.2]])
+    weights = np.ones((4, log.n_queries))
+    for method, failed in (("pbm", [1, 2]), ("harvest", [2])):
+        model = EstimatedPropensity([1.0, 0.5, 0.3], method=method, bootstrap=rows)   # from another log
+        reps = replicate_models(model, log, weights, random_state=0)
+        assert reps.how == "replicates of its own log"
+        assert [i for i, m in enumerate(reps.models) if m is None] == failed
+    est = _estimate(log, "harvest", max_position=5, n_bootstrap=20, random_state=0)
+    assert replicate_models(est, log, weights, random_state=0).how == "re-estimated"
 
 def test_tempered_moves_each_position_towards_its_interval_upper_end():
     from counterfactual_ltr.propensity import EstimatedPropensity
