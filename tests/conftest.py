@@ -126,3 +126,32 @@ def least_squares_scores(data) -> np.ndarray:
     A = np.c_[data.X, np.ones(data.n_docs)]
     coef, *_ = np.linalg.lstsq(A, data.y.astype(float), rcond=None)
     return A @ coef
+
+
+def trec_joined(files=("train", "test", "labels")):
+    """The TREC Session 2014 log's impression features over ``files`` (train.csv among them) and its training
+    clicks joined to them.
+
+    Returns ``(data, log, names)``: the feature table as a RankingDataset, train.csv's pages joined to it
+    (pages that show a document twice dropped), and the feature columns. Skips when the log is absent.
+    """
+    import warnings
+
+    import pandas as pd
+    from click_sim import data_path
+    from counterfactual_ltr import ClickLog, RankingDataset
+    from counterfactual_ltr.logs import impression_features
+
+    try:
+        folder = data_path("real-logs/trec-session-2014")
+    except (OSError, ValueError) as err:
+        pytest.skip(f"the TREC Session 2014 log is absent (set CLTR_DATA to the folder holding real-logs/): {err}")
+    frames = {name: pd.read_csv(folder / f"{name}.csv", dtype={"query": str, "doc": str}) for name in files}
+    table = impression_features(*frames.values(), page="page")
+    data = RankingDataset.from_frame(table, query="query", doc="doc")
+    names = [c for c in table.columns if c not in ("query", "doc")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # pages that show a document twice are dropped, and said so
+        log = ClickLog.from_events(frames["train"], session="page").with_data(data, missing="drop_sessions")
+    return data, log, names
+

@@ -106,25 +106,9 @@ def test_slam_with_weights_and_a_scaler():
 @pytest.fixture(scope="module")
 def trec_table():
     """The TREC Session 2014 log's impression features (named columns) and its training clicks on them."""
-    import warnings
+    from conftest import trec_joined
 
-    import pandas as pd
-    from click_sim import data_path
-    from counterfactual_ltr import ClickLog, RankingDataset
-    from counterfactual_ltr.logs import impression_features
-
-    try:
-        folder = data_path("real-logs/trec-session-2014")
-    except (OSError, ValueError) as err:
-        pytest.skip(f"the TREC Session 2014 log is absent: {err}")
-    frames = {name: pd.read_csv(folder / f"{name}.csv", dtype={"query": str, "doc": str}) for name in ("train", "test")}
-    table = impression_features(*frames.values(), page="page")
-    data = RankingDataset.from_frame(table, query="query", doc="doc")
-    names = [c for c in table.columns if c not in ("query", "doc")]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")   # pages that show a document twice are dropped, and said so
-        log = ClickLog.from_events(frames["train"], session="page").with_data(data, missing="drop_sessions")
-    return data, log, names
+    return trec_joined(("train", "test"))
 
 
 def test_linear_on_a_raw_log_feature_table(trec_table):

@@ -104,25 +104,9 @@ def test_mq2008_lightgbm_text_is_exact_without_preprocessor(mq2008):
 @pytest.fixture(scope="module")
 def trec_models():
     """GBDTPropDCG (plain and behind a scaler) on the TREC Session 2014 log joined to its impression features."""
-    import warnings
+    from conftest import trec_joined
 
-    import pandas as pd
-    from click_sim import data_path
-    from counterfactual_ltr import ClickLog, RankingDataset
-    from counterfactual_ltr.logs import impression_features
-
-    try:
-        folder = data_path("real-logs/trec-session-2014")
-    except (OSError, ValueError) as err:
-        pytest.skip(f"the TREC Session 2014 log is absent (set CLTR_DATA to the folder holding real-logs/): {err}")
-    frames = {name: pd.read_csv(folder / f"{name}.csv", dtype={"query": str, "doc": str})
-              for name in ("train", "test", "labels")}
-    table = impression_features(*frames.values(), page="page")
-    data = RankingDataset.from_frame(table, query="query", doc="doc")
-    names = [c for c in table.columns if c not in ("query", "doc")]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")   # pages that show a document twice are dropped, and said so
-        log = ClickLog.from_events(frames["train"], session="page").with_data(data, missing="drop_sessions")
+    data, log, names = trec_joined()
     models = {"plain": GBDTPropDCG(n_estimators=30, num_leaves=7, random_state=0).fit(log),
               "scaled": GBDTPropDCG(n_estimators=30, num_leaves=7, random_state=0,
                                     preprocessor=StandardScaler()).fit(log)}
