@@ -638,7 +638,7 @@ def fit(log, data, output, features, label, repeated, missing, model_name, C, al
     dataset, click_log, _ = _log_and_data(log, data, features, label, raw, repeated, missing)
     if len(grid) > 1:
         return _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, output, quiet, dataset,
-                              prop, strengths)
+                              strengths)
     (parameter, values), = grid.items()
     with show_progress(_progress_setting(quiet)):
         bar = progress(total=len(values) * cv * len(strengths), desc=f"grid search {model_name}", unit="fit")
@@ -661,12 +661,13 @@ def fit(log, data, output, features, label, repeated, missing, model_name, C, al
 
 
 def _tempering_values(text, prop, model_name) -> list:
-    """The strengths of ``--tempering``: given, or 0, 0.5, 1 for an estimate with an interval, else 0."""
+    """The strengths of ``--tempering``: given, or ``TEMPERING`` for an estimate with an interval, else 0."""
+    from .model_selection import TEMPERING
     from .propensity import EstimatedPropensity
 
     estimated = isinstance(prop, EstimatedPropensity) and prop.upper_ is not None
     if text is None:
-        return [0.0, 0.5, 1.0] if estimated and model_name != "svm-rank" else [0.0]
+        return list(TEMPERING) if estimated and model_name != "svm-rank" else [0.0]
     values = _floats(text, "--tempering")
     if any(not 0 <= v <= 1 for v in values):
         raise click.BadParameter("strengths must lie in [0, 1]", param_hint="--tempering")
@@ -675,13 +676,6 @@ def _tempering_values(text, prop, model_name) -> list:
                                  "a propensity file of 'cltr propensity' with --bootstrap > 0 (and a propensity "
                                  "model, not svm-rank)", param_hint="--tempering")
     return sorted(set(values))
-
-
-def _tempered(estimator, prop, strength):
-    """``estimator`` with its propensity tempered by ``strength`` (itself for 0)."""
-    from sklearn.base import clone
-
-    return estimator if strength == 0 else clone(estimator).set_params(propensity=prop.tempered(strength))
 
 
 def _echo_tempering(record, quiet) -> None:
@@ -693,30 +687,30 @@ def _echo_tempering(record, quiet) -> None:
                                  for v, sc in zip(tempering["strengths"], tempering["best_scores"])))
 
 
-def _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, output, quiet, dataset, prop=None,
+def _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, output, quiet, dataset,
                    strengths=(0.0,)):
     """``cltr fit`` over a grid of several parameters (the tree options): GridSearchCV, its table printed and
     stored as the model's ``selection_``, binding edges warned with values the options accept (no extension)."""
     from sklearn.model_selection import GridSearchCV, GroupKFold
 
     from ._progress import progress, show_progress
-    from .model_selection import _warn_once_per_cause, check_grid_edge, search_record, selection_lines
+    from .model_selection import (_warn_once_per_cause, best_tempering, check_grid_edge, search_record,
+                                  selection_lines, with_tempering)
     from .model_files.persistence import save_model
 
-    n_fits = int(np.prod([len(v) for v in grid.values()])) * cv
+    n_fits = int(np.prod([len(v) for v in grid.values()])) * cv * len(strengths)
     searches = []
-    for strength in strengths:
-        with show_progress(_progress_setting(quiet)):
-            bar = progress(total=n_fits, desc=f"grid search {model_name}", unit="fit")
-            search = GridSearchCV(_tempered(estimator, prop, strength), grid, cv=GroupKFold(cv),
-                                  scoring=_CountingScorer(scorer, bar), error_score="raise")
-            try:
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    search.fit(click_log, groups=click_log.groups)
-            finally:
-                bar.close()
-        searches.append(search)
+    with show_progress(_progress_setting(quiet)), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        bar = progress(total=n_fits, desc=f"grid search {model_name}", unit="fit")
+        try:
+            for strength in strengths:          # one search per tempering of an estimated propensity
+                search = GridSearchCV(with_tempering(estimator, strength), grid, cv=GroupKFold(cv),
+                                      scoring=_CountingScorer(scorer, bar), error_score="raise")
+                search.fit(click_log, groups=click_log.groups)
+                searches.append(search)
+        finally:
+            bar.close()
     scores = [sr.best_score_ for sr in searches]
     search = searches[int(np.argmax(scores))]
     _warn_once_per_cause(caught, n_fits)
@@ -727,10 +721,8 @@ def _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, 
         raise InputError(_degenerate_tree_message(search, chosen, click_log))
     model = search.best_estimator_
     model.selection_ = search_record(search, scoring_name=scoring, edges=edges)
-    if len(strengths) > 1:
-        model.selection_["tempering"] = {"strengths": list(strengths), "best_scores": [float(v) for v in scores],
-                                         "chosen": strengths[int(np.argmax(scores))]}
-        _echo_tempering(model.selection_, quiet)
+    model = best_tempering([model if sr is search else sr.best_estimator_ for sr in searches], strengths, scores)
+    _echo_tempering(model.selection_, quiet)
     save_model(model, output)
     _echo(quiet, f"chose {chosen} (cross-validated {scoring} {search.best_score_:.5f}); wrote {output}")
     for line in selection_lines(model.selection_):

@@ -24,8 +24,8 @@ import numpy as np
 
 from ._validation import check_bool, check_int
 
-__all__ = ["GridEdgeWarning", "grid_search", "tempered_grid_search", "check_grid_edge", "search_record",
-           "selection_lines", "TEMPERING"]
+__all__ = ["GridEdgeWarning", "grid_search", "tempered_grid_search", "with_tempering", "best_tempering",
+           "check_grid_edge", "search_record", "selection_lines", "TEMPERING"]
 
 #: The tempering strengths ``tempered_grid_search`` (and ``cltr fit``) choose from with an estimated propensity.
 TEMPERING = (0.0, 0.5, 1.0)
@@ -235,13 +235,69 @@ def tempered_grid_search(estimator, log, parameter: str, values, *, strengths=TE
     if strengths != [0.0] and getattr(propensity, "upper_", None) is None:
         raise ValueError("tempering needs an estimated propensity with an interval (estimate_propensities with "
                          "n_bootstrap > 0) as the estimator's propensity")
-    fits = [grid_search(estimator if s == 0 else clone(estimator).set_params(propensity=propensity.tempered(s)),
-                        log, parameter, values, **options) for s in strengths]
-    scores = [f.selection_["best_score"] for f in fits]
-    model = fits[int(np.argmax(scores))]
+    fits = [grid_search(with_tempering(estimator, s), log, parameter, values, **options) for s in strengths]
+    return best_tempering(fits, strengths, [f.selection_["best_score"] for f in fits])
+
+
+def with_tempering(estimator, strength: float):
+    """``estimator`` whose estimated propensity is tempered by ``strength`` (a clone; itself for 0).
+
+    Parameters
+    ----------
+    estimator : scikit-learn ranker with a ``propensity`` parameter
+        Its propensity is an :class:`~counterfactual_ltr.propensity.EstimatedPropensity` with an interval.
+    strength : float in [0, 1]
+        As :meth:`~counterfactual_ltr.propensity.EstimatedPropensity.tempered` takes it.
+
+    Returns
+    -------
+    estimator
+
+    Examples
+    --------
+    >>> from counterfactual_ltr import SVMPropRank
+    >>> from counterfactual_ltr.propensity import EstimatedPropensity
+    >>> est = EstimatedPropensity([1.0, 0.25], lower=[1.0, 0.1], upper=[1.0, 1.0], method="harvest")
+    >>> with_tempering(SVMPropRank(propensity=est), 0.5).propensity.relative_.tolist()
+    [1.0, 0.5]
+    """
+    from sklearn.base import clone
+
+    if strength == 0:
+        return estimator
+    return clone(estimator).set_params(propensity=estimator.get_params()["propensity"].tempered(strength))
+
+
+def best_tempering(fits, strengths, scores):
+    """The fit of the best score among ``strengths``; its ``selection_`` records the choice (if there was one).
+
+    Parameters
+    ----------
+    fits : list of fitted estimators
+        One per strength, each with a ``selection_`` record.
+    strengths : list of float
+        The tempering strengths, in the order of ``fits``.
+    scores : list of float
+        Each fit's best cross-validated score.
+
+    Returns
+    -------
+    estimator
+        The best fit, its ``selection_["tempering"]`` holding ``strengths``, ``best_scores`` and ``chosen``.
+
+    Examples
+    --------
+    >>> class Fit:
+    ...     selection_ = {}
+    >>> best_tempering([Fit(), Fit()], [0.0, 1.0], [0.2, 0.3]).selection_["tempering"]["chosen"]
+    1.0
+    """
+    best = int(np.argmax(scores))
+    model = fits[best]
     if len(strengths) > 1:
-        model.selection_["tempering"] = {"strengths": strengths, "best_scores": [float(v) for v in scores],
-                                         "chosen": strengths[int(np.argmax(scores))]}
+        model.selection_ = {**model.selection_, "tempering": {
+            "strengths": [float(v) for v in strengths], "best_scores": [float(v) for v in scores],
+            "chosen": float(strengths[best])}}
     return model
 
 
