@@ -832,7 +832,7 @@ def _compare(log, candidates: dict, baseline, baseline_name: str, *, estimator, 
     for name, (X, _, w, bias, unshown, _) in terms.items():
         paired[name] = (_paired(_by_query(log, X)[0], Ab, B), estimate(estimator, X, W, w, bias, unshown))
     boot = _bootstrap_bounds(log, terms, Ab, B, confidence, m, n_bootstrap, random_state)
-    how = "treated as known"
+    how, spread = "treated as known", {}
     if propagate_propensity and n_bootstrap:
         spread, how, boot_prop = _propagated(setup, log, candidates, baseline if not logging else None, metric,
                                              metric_params, value, ratio, confidence, m, n_bootstrap, random_state)
@@ -845,7 +845,7 @@ def _compare(log, candidates: dict, baseline, baseline_name: str, *, estimator, 
     query_share = float(np.abs(W_q).max() / np.abs(W_q).sum()) if np.abs(W_q).sum() > 0 else 0.0
     # Thinly clicked positions are a doubt about a propensity treated as known; once its replicates are in
     # the interval, the interval already says how much they move the answer.
-    propagated = not how.startswith("treated as known")
+    propagated = bool(spread)
     thin = (0.0, []) if propagated else _thin_positions(log, setup.model, rules.min_position_clicks)
     out = {}
     for name, (p, cand_est) in paired.items():

@@ -220,6 +220,11 @@ def _point(estimate, present):
     return estimate(present[None, :].astype(np.float64)), getattr(estimate, "converged", np.ones(1, dtype=bool))
 
 
+def _replicates_of(estimate, W, rng):
+    """The curves of ``estimate`` on rows of query weights ``W``, drawn with ``rng`` where its replicates draw."""
+    return estimate(W, rng=rng) if hasattr(estimate, "point") else estimate(W)
+
+
 def _check_log_shows(log, method: str, K: int) -> None:
     """``ValueError`` for a log that never shows position ``K`` or has no click (before any table is allocated)."""
     longest = int(log.positions.max(initial=0))
@@ -303,7 +308,7 @@ def reestimate(estimate, log: ClickLog, query_weights) -> "EstimatedPropensity":
         fit, n_sessions = _FITS[method](log, K, opts)
     if opts["monotone"]:
         fit = _monotone(fit)
-    if method == "smooth":
+    if hasattr(fit, "point_for"):           # an estimate whose replicates draw: its point on these weights
         values, converged = fit.point_for(w)
         values = values[None, :]
     else:
@@ -332,7 +337,7 @@ def _replicates_checked(method, estimate, opts, B, Q, present, random_state):
     if B:
         rng = np.random.default_rng(random_state)
         weights = _BootstrapWeights(rng, B, Q, np.flatnonzero(present))
-        boot = estimate(weights, rng=rng) if method == "smooth" else estimate(weights)
+        boot = _replicates_of(estimate, weights, rng)
         converged = getattr(estimate, "converged", None)
         if converged is not None and not converged.all():
             warnings.warn(f"{method!r}: {int((~converged).sum())} of {B} bootstrap replicates did not converge (no "
@@ -688,8 +693,7 @@ def replicate_curves(model, log: ClickLog, query_weights: np.ndarray, random_sta
             if opts["monotone"]:                      # the shape of the point estimate, on every replicate
                 estimate = _monotone(estimate)
             W = np.asarray(query_weights, dtype=np.float64)
-            curves = np.asarray(estimate(W, rng=np.random.default_rng(random_state)) if recipe["method"] == "smooth"
-                                else estimate(W))
+            curves = np.asarray(_replicates_of(estimate, W, np.random.default_rng(random_state)))
         return curves, "re-estimated"
     if model.bootstrap_.shape[0] == 0:
         return None, "an estimate from another log, without bootstrap replicates"

@@ -27,7 +27,7 @@ def one_setting(method, *, eta, pages, queries, drift, candidates, seeds):
     from click_sim.raw import simulate_raw_events
     from counterfactual_ltr import ClickLog, estimate_propensities
 
-    theta = np.arange(1, 11) ** -eta
+    theta = np.asarray(eta, dtype=np.float64) if np.ndim(eta) else np.arange(1, 11) ** -eta
     errors, covered, refused, cpu = [], [], 0, 0.0
     for seed in range(seeds):
         frame, _ = simulate_raw_events(pages, n_queries=queries, theta=theta, drift=drift, n_candidates=candidates,
@@ -55,19 +55,22 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--methods", default="smooth,harvest,pbm")
     p.add_argument("--eta", type=float, default=1.2)
+    p.add_argument("--theta", default=None, help="examination at positions 1-10, comma-separated; overrides --eta")
     p.add_argument("--pages", type=int, default=2000)
     p.add_argument("--queries", type=int, default=300)
     p.add_argument("--drifts", default="0.1,0.3,1")
     p.add_argument("--candidates", default="10,20", help="documents per query (10 shown)")
     p.add_argument("--seeds", type=int, default=6)
     args = p.parse_args(argv)
-    print(f"{args.queries} queries, {args.pages} pages, examination (1/r)^{args.eta:g}, seeds 0-{args.seeds - 1}, "
+    eta = args.eta if args.theta is None else tuple(float(v) for v in args.theta.split(","))
+    shape = f"(1/r)^{args.eta:g}" if args.theta is None else f"{list(eta)}"
+    print(f"{args.queries} queries, {args.pages} pages, examination {shape}, seeds 0-{args.seeds - 1}, "
           "200 replicates; rmse of log theta over positions 1-10, coverage of positions 2-10 by the 95 % interval")
     print("drift | cands | method | rmse | coverage | refused | cpu s | mean log error by position")
     for drift in (float(v) for v in args.drifts.split(",")):
         for candidates in (int(v) for v in args.candidates.split(",")):
             for method in args.methods.split(","):
-                rmse, bias, coverage, refused, cpu = one_setting(method, eta=args.eta, pages=args.pages,
+                rmse, bias, coverage, refused, cpu = one_setting(method, eta=eta, pages=args.pages,
                                                                  queries=args.queries, drift=drift,
                                                                  candidates=candidates, seeds=args.seeds)
                 print(f"{drift:g} | {candidates} | {method} | {rmse:.3f} | {coverage:.1%} | {refused} | {cpu:.2f} | "

@@ -266,6 +266,12 @@ def hardest_null_scale(truth, f0, noise, *, grid=256, s_max=0.5, max_scale=1e3, 
 # ----------------------------------------------------------------------------- one log
 
 def _theta(eta, n_shown=10):
+    """Examination at positions ``1..n_shown``: ``(1/r)^eta`` for a number, or the curve itself (``--theta``)."""
+    if np.ndim(eta):
+        theta = np.asarray(eta, dtype=np.float64)
+        if theta.shape != (n_shown,) or not np.all((theta > 0) & (theta <= 1)):
+            raise ValueError(f"--theta must give {n_shown} examination probabilities in (0, 1]")
+        return theta
     return (1.0 / np.arange(1, n_shown + 1)) ** float(eta)
 
 
@@ -404,6 +410,9 @@ def main(argv=None):
     p.add_argument("--queries", type=int, default=300, help="distinct queries (popularity 1 / (k + 10))")
     p.add_argument("--pages", type=int, default=2000, help="result pages (of 10 results) per log")
     p.add_argument("--eta", type=float, default=1.2, help="examination (1 / r) ** eta")
+    p.add_argument("--theta", default=None,
+                   help="examination at positions 1-10, comma-separated (a curve that is no power law); "
+                        "overrides --eta")
     p.add_argument("--drifts", type=float, nargs="*", default=[0.1, 0.3, 1.0])
     p.add_argument("--candidates", type=int, nargs="*", default=[10, 20], help="candidates per query (10 shown)")
     p.add_argument("--logs", type=int, default=8, help="logs per setting")
@@ -421,9 +430,11 @@ def main(argv=None):
     args = p.parse_args(argv)
     methods = _methods(args)
     seeds = list(range(args.first_seed, args.first_seed + args.logs))
-    theta = _theta(args.eta)
+    eta = args.eta if args.theta is None else tuple(float(v) for v in args.theta.split(","))
+    theta = _theta(eta)
+    shape = f"(1/r)^{args.eta:g} = " if args.theta is None else ""
     print(f"Simulated raw logs: {args.queries} queries (popularity 1/(k+10)), {args.pages} pages of 10 results, "
-          f"alpha ~ Beta(1, 3), examination (1/r)^{args.eta:g} = {np.round(theta, 3).tolist()}, ranking "
+          f"alpha ~ Beta(1, 3), examination {shape}{np.round(theta, 3).tolist()}, ranking "
           f"log alpha + drift * Gumbel; {args.logs} logs per setting, seeds {seeds[0]}..{seeds[-1]} (the same in "
           f"every setting); propensity by {', '.join(methods)} from each log ('true': theta given; min_clicks "
           f"{'library default' if args.min_clicks is None else args.min_clicks}); "
@@ -432,7 +443,7 @@ def main(argv=None):
           f"{args.truth_draws} rankings per query; null = f0 + s f1 at the smallest s with true "
           f"difference <= 0, ideal = f0", flush=True)
     settings = [(d, c) for d in args.drifts for c in args.candidates]
-    kwargs = dict(pages=args.pages, methods=tuple(methods), queries=args.queries, eta=args.eta,
+    kwargs = dict(pages=args.pages, methods=tuple(methods), queries=args.queries, eta=eta,
                   estimator=args.estimator, n_bootstrap=args.bootstrap, truth_draws=args.truth_draws, grid=args.grid,
                   min_clicks=args.min_clicks)
     tasks = [(seed, dict(kwargs, drift=d, n_candidates=c)) for d, c in settings for seed in seeds]
