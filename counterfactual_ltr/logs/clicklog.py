@@ -179,6 +179,7 @@ class ClickLog:
             raise ValueError(f"logging_policy must have a position_probabilities(data) method, got "
                              f"{type(logging_policy).__name__}")
         self.logging_policy = logging_policy
+        self._counts = None         # the count table, kept once the log is frozen (see frozen())
 
     # ----------------------------------------------------------- sizes
     @property
@@ -317,6 +318,33 @@ class ClickLog:
                         intervention=self.intervention[index], logging_policy=self.logging_policy,
                         positions=None if self._positions is None else self._positions[items], ids=self.ids)
 
+    def frozen(self) -> "ClickLog":
+        """This log with its arrays read-only, so that it keeps its count table between aggregates.
+
+        Every learner fitted on the log counts its clicks and impressions per ``(doc, position)``
+        (:meth:`aggregate`); a frozen log counts once, however many learners and grid values are
+        fitted on it (what :func:`counterfactual_ltr.model_selection.select_learner` does with its folds).
+        Writing to a frozen log's arrays raises ``ValueError``.
+
+        Returns
+        -------
+        ClickLog
+            ``self``.
+
+        Examples
+        --------
+        >>> from click_sim import make_ranking, simulate_clicks
+        >>> data = make_ranking(n_queries=5, random_state=0)
+        >>> log = simulate_clicks(data, data.X[:, 0], n_passes=2, random_state=0)[:4].frozen()
+        >>> log.aggregate().n_clicks == log.aggregate(2.0).n_clicks == log.n_clicks
+        True
+        """
+        for array in (self.docs, self.clicks, self.session_offsets, self.session_query, self.positions):
+            array.setflags(write=False)
+        if self._counts is None:
+            self._counts = count_table(self.docs, self.positions, self.clicks)
+        return self
+
     # ---------------------------------------------------------- aggregation
     def aggregate(self, propensity=None) -> ClickAggregate:
         """Clicks and impressions counted per ``(doc, position)``, weighted by ``1 / propensity`` per row.
@@ -337,8 +365,7 @@ class ClickLog:
         ClickAggregate
         """
         self._need_data("the aggregate")
-        docs, positions, clicks, impressions = count_table(self.docs, self.positions, self.clicks)
-        table = (docs, positions, clicks, impressions)
+        table = self._counts or count_table(self.docs, self.positions, self.clicks)
         model = as_propensity_model(propensity)
         if is_session_dependent(model):   # one propensity per click (Vardasbi et al. 2020): sum 1 / q per row
             q = self.propensities(model)
