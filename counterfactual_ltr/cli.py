@@ -564,8 +564,14 @@ def _estimation_payload(result, method) -> dict:
               help="Model file to write (JSON + arrays in one .npz archive; opening it runs no code).")
 @_features_options
 @_raw_log_options
-@click.option("--model", "model_name", default="svm-propdcg", show_default=True, type=click.Choice(list(MODELS)),
-              help="Estimator (svm-rank is the naive baseline: clicks as labels).")
+@click.option("--model", "model_name", default="svm-propdcg", show_default=True,
+              type=click.Choice([*MODELS, "auto"]),
+              help="Estimator (svm-rank is the naive baseline: clicks as labels); auto: every learner of --learners "
+                   "tuned on the same folds, the best kept (a cheaper one within the noise of the lead).")
+@click.option("--learners", default=None,
+              help="With --model auto: comma-separated learners to compare, cheapest first  [default: "
+                   "svm-rank,svm-proprank,svm-propdcg,gbdt-propdcg (gbdt-propdcg when LightGBM is installed); "
+                   "deep on request]")
 @click.option("--C", "C", default=None, help="Comma-separated grid of C (SVMs and slam)  [default: 0.1,1,10,100]; "
               f"a choice at a binding edge extends it by factors of 10, at most {MAX_GRID_EXTENSIONS} times.")
 @click.option("--alpha", default=None, help="Comma-separated grid of weight decay alpha (deep only).")
@@ -600,8 +606,8 @@ def _estimation_payload(result, method) -> dict:
                    "its interval supports (EstimatedPropensity.tempered)  [default: 0,0.5,1 with an estimate that "
                    "has an interval, else 0]")
 @_quiet_option
-def fit(log, data, output, features, label, repeated, missing, model_name, C, alpha, epochs, hidden, cv, scoring,
-        propensity, scale, seed, tempering, quiet, **options):
+def fit(log, data, output, features, label, repeated, missing, model_name, learners, C, alpha, epochs, hidden, cv,
+        scoring, propensity, scale, seed, tempering, quiet, **options):
     """Fit a ranker on the click LOG over DATA (or a raw LOG and --features), choosing hyper-parameters by grid search.
 
     Calls counterfactual_ltr.model_selection.tempered_grid_search (grid_search
@@ -619,10 +625,17 @@ def fit(log, data, output, features, label, repeated, missing, model_name, C, al
     --query/--doc/--position/--click/--session) joined with the feature table
     by (query id, document id): ClickLog.with_data(RankingDataset.from_frame(...)).
 
+    With --model auto, every learner of --learners is tuned so on the same
+    folds (model_selection.select_learner); the table of their best scores,
+    spreads and leads is printed and stored, and the best is refitted, or the
+    cheapest learner whose deficit is within one standard error of the
+    paired per-query differences.
+
     \b
     Examples:
       cltr fit train_log.parquet train.txt --model svm-propdcg --C 0.1,1,10 --cv 3 \\
           --scoring snips-dcg -o model.npz
+      cltr fit train_log.parquet train.txt --model auto -o model.npz
       cltr fit clicks.csv --features features.csv --session page --propensity pbm.json -o model.npz
     """
     from ._progress import progress, show_progress
@@ -633,6 +646,13 @@ def fit(log, data, output, features, label, repeated, missing, model_name, C, al
     tree_grid = {k: v for k, v in options.items() if not k.startswith("raw_")}
     prop = _propensity(propensity)
     scorer = _scorer(scoring, prop)
+    if model_name == "auto":
+        candidates = _learner_candidates(learners, C, alpha, epochs, hidden, prop, scale, seed, tree_grid)
+        strengths = _tempering_values(tempering, prop, model_name)
+        dataset, click_log, _ = _log_and_data(log, data, features, label, raw, repeated, missing)
+        return _fit_auto(candidates, click_log, cv, scorer, scoring, strengths, output, quiet, dataset)
+    if learners is not None:
+        raise click.BadParameter("--learners is for --model auto", param_hint="--learners")
     estimator, grid = _make_estimator(model_name, C, alpha, epochs, hidden, prop, scale, seed, tree_grid)
     strengths = _tempering_values(tempering, prop, model_name)
     dataset, click_log, _ = _log_and_data(log, data, features, label, raw, repeated, missing)
@@ -689,43 +709,90 @@ def _echo_tempering(record, quiet) -> None:
 
 def _fit_tree_grid(estimator, grid, click_log, cv, scorer, scoring, model_name, output, quiet, dataset,
                    strengths=(0.0,)):
-    """``cltr fit`` over a grid of several parameters (the tree options): GridSearchCV, its table printed and
-    stored as the model's ``selection_``, binding edges warned with values the options accept (no extension)."""
-    from sklearn.model_selection import GridSearchCV, GroupKFold
-
+    """``cltr fit`` over a grid of several parameters (the tree options): ``param_grid_search``, its table printed
+    and stored as the model's ``selection_``, binding edges warned with values the options accept (no extension)."""
     from ._progress import progress, show_progress
-    from .model_selection import (_warn_once_per_cause, best_tempering, check_grid_edge, search_record,
-                                  selection_lines, with_tempering)
+    from .model_selection import param_grid_search, selection_lines
     from .model_files.persistence import save_model
 
     n_fits = int(np.prod([len(v) for v in grid.values()])) * cv * len(strengths)
-    searches = []
-    with show_progress(_progress_setting(quiet)), warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    least = {name: low for name, whole, low in TREE_OPTIONS.values() if whole}
+    with show_progress(_progress_setting(quiet)):
         bar = progress(total=n_fits, desc=f"grid search {model_name}", unit="fit")
         try:
-            for strength in strengths:          # one search per tempering of an estimated propensity
-                search = GridSearchCV(with_tempering(estimator, strength), grid, cv=GroupKFold(cv),
-                                      scoring=_CountingScorer(scorer, bar), error_score="raise")
-                search.fit(click_log, groups=click_log.groups)
-                searches.append(search)
+            model = param_grid_search(estimator, click_log, grid, cv=cv, scoring=_CountingScorer(scorer, bar),
+                                      scoring_name=scoring, strengths=strengths, limits=least)
         finally:
             bar.close()
-    scores = [sr.best_score_ for sr in searches]
-    search = searches[int(np.argmax(scores))]
-    _warn_once_per_cause(caught, n_fits)
-    least = {name: low for name, whole, low in TREE_OPTIONS.values() if whole}
-    edges = check_grid_edge(search, limits=least)
-    chosen = ", ".join(f"{k}={_shown(v)}" for k, v in search.best_params_.items())
-    if _ranks_everything_equal(search.best_estimator_, dataset):
-        raise InputError(_degenerate_tree_message(search, chosen, click_log))
-    model = search.best_estimator_
-    model.selection_ = search_record(search, scoring_name=scoring, edges=edges)
-    model = best_tempering([model if sr is search else sr.best_estimator_ for sr in searches], strengths, scores)
-    _echo_tempering(model.selection_, quiet)
+    record = model.selection_
+    chosen = ", ".join(f"{k}={_shown(v)}" for k, v in zip(record["parameters"], record["chosen"]))
+    if _ranks_everything_equal(model, dataset):
+        raise InputError(_degenerate_tree_message(model, grid, chosen))
+    _echo_tempering(record, quiet)
     save_model(model, output)
-    _echo(quiet, f"chose {chosen} (cross-validated {scoring} {search.best_score_:.5f}); wrote {output}")
-    for line in selection_lines(model.selection_):
+    _echo(quiet, f"chose {chosen} (cross-validated {scoring} {record['best_score']:.5f}); wrote {output}")
+    for line in selection_lines(record):
+        _echo(quiet, line)
+
+
+def _learner_candidates(learners, C, alpha, epochs, hidden, prop, scale, seed, tree_grid) -> dict:
+    """``{learner: (estimator, grid)}`` of ``--model auto``: each learner takes the options that are its own."""
+    from .estimators.gbdt import lightgbm_or_raise
+    from .learner_choice import LEARNER_CLASSES, LEARNERS
+
+    names = _choices(learners, "--learners", list(LEARNER_CLASSES)) if learners is not None else list(LEARNERS)
+    if learners is None:
+        try:
+            lightgbm_or_raise()
+        except ImportError:                 # the default compares the learners this installation has
+            names.remove("gbdt-propdcg")
+    given = {k: v for k, v in tree_grid.items() if v is not None}
+    for option, value, owner in (("--C", C, ("svm-rank", "svm-proprank", "svm-propdcg")), ("--alpha", alpha, ("deep",)),
+                                 (next(iter(given), "").replace("_", "-"), given or None, ("gbdt-propdcg",))):
+        if value is not None and not set(owner) & set(names):
+            hint = option if option.startswith("--") else f"--{option}"
+            raise click.BadParameter(f"none of the learners ({', '.join(names)}) takes it", param_hint=hint)
+    out = {}
+    for name in (n for n in LEARNER_CLASSES if n in names):   # cheapest first, whatever the order given
+        own = dict(C=C if name.startswith("svm") else None, alpha=alpha if name == "deep" else None,
+                   tree_grid=tree_grid if name == "gbdt-propdcg" else None)
+        out[name] = _make_estimator(name, own["C"], own["alpha"], epochs, hidden, prop, scale, seed, own["tree_grid"])
+    return out
+
+
+def _fit_auto(candidates, click_log, cv, scorer, scoring, strengths, output, quiet, dataset):
+    """``cltr fit --model auto``: select_learner over the candidates, its table printed, the choice written."""
+    from ._progress import progress, show_progress
+    from .learner_choice import learner_lines, select_learner
+    from .model_files.persistence import save_model
+    from .model_selection import selection_lines
+
+    n_fits = sum(int(np.prod([len(v) for v in grid.values()])) * cv * (1 if name == "svm-rank" else len(strengths))
+                 for name, (_, grid) in candidates.items())
+    with show_progress(_progress_setting(quiet)):
+        bar = progress(total=n_fits, desc="choosing the learner", unit="fit")
+        counting = _CountingScorer(scorer, bar)
+        try:
+            model = select_learner(click_log, candidates, cv=cv, scoring=scorer, scoring_name=scoring,
+                                   strengths=strengths, extend=True, max_extensions=MAX_GRID_EXTENSIONS,
+                                   scoring_for=lambda name: counting)
+        finally:
+            bar.close()
+    record = model.selection_
+    chosen = record["learners"]["chosen"]
+    if _ranks_everything_equal(model, dataset):
+        if "parameters" in record:
+            raise InputError(_degenerate_tree_message(model, candidates[chosen][1], record["learners"]["chosen_params"]
+                                                      [record["learners"]["names"].index(chosen)]))
+        raise InputError(_degenerate_message(model, chosen, record))
+    save_model(model, output)
+    _echo(quiet, f"compared {len(record['learners']['names'])} learners by cross-validated {scoring}:")
+    for line in learner_lines(record):
+        _echo(quiet, line)
+    _echo_tempering(record, quiet)
+    _echo(quiet, f"chose {chosen} ({record['learners']['chosen_params'][record['learners']['names'].index(chosen)]}); "
+                 f"wrote {output}; its own search:")
+    for line in selection_lines(record):
         _echo(quiet, line)
 
 
@@ -755,10 +822,9 @@ def _degenerate_message(model, model_name, record) -> str:
     return f"the fitted {name} ranks every document equal ({tried}); no model was written: {why}"
 
 
-def _degenerate_tree_message(search, chosen, click_log) -> str:
+def _degenerate_tree_message(model, grid, chosen) -> str:
     """One line: the chosen trees rank everything equal, why, and what to try (nothing is written)."""
-    model = search.best_estimator_
-    tried = "; ".join(f"{k} in {', '.join(map(_shown, values))}" for k, values in search.param_grid.items())
+    tried = "; ".join(f"{k} in {', '.join(map(_shown, values))}" for k, values in grid.items())
     rows = model.n_train_rows_
     if 2 * int(model.min_child_samples) > rows:
         why = (f"every tree has one leaf: --min-child-samples {model.min_child_samples} is more than half the "
@@ -1154,6 +1220,7 @@ def _one_line(text: str) -> str:
 #: Python's spelling of an option in a message -> the command line's, for every command (the join of a raw
 #: log with --features) and for the command that has the option.
 _SPELLINGS = {None: [(r"pass missing='drop_sessions' or 'drop_rows'", "use --missing drop-sessions or drop-rows"),
+                     (r"^cv=(\d+) folds", r"--cv \1 folds"),
                      (r"with_data\(missing='(\w+)'\)", lambda m: "--missing " + _option_value(m[1])),
                      (r"missing='(\w+)'", lambda m: "--missing " + _option_value(m[1])),
                      (r"repeated='(\w+)' or '(\w+)'",

@@ -24,8 +24,8 @@ import numpy as np
 
 from ._validation import check_bool, check_int
 
-__all__ = ["GridEdgeWarning", "grid_search", "tempered_grid_search", "with_tempering", "best_tempering",
-           "check_grid_edge", "search_record", "selection_lines", "TEMPERING"]
+__all__ = ["GridEdgeWarning", "grid_search", "tempered_grid_search", "param_grid_search", "with_tempering",
+           "best_tempering", "check_grid_edge", "search_record", "selection_lines", "cv_folds", "TEMPERING"]
 
 #: The tempering strengths ``tempered_grid_search`` (and ``cltr fit``) choose from with an estimated propensity.
 TEMPERING = (0.0, 0.5, 1.0)
@@ -57,21 +57,77 @@ def _binding_edge(grid, means) -> str | None:
     return ("low" if best == 0 else "high") if means[best] > means[neighbour] else None
 
 
-def _cross_validate(estimator, log, parameter, values, splits, scoring, error_score):
-    from sklearn.model_selection import GridSearchCV
+def cv_folds(log, cv: int = 3) -> list:
+    """``GroupKFold(cv)`` over the log's queries as ``(train, test)`` click logs, frozen so that they count once.
 
-    search = GridSearchCV(estimator, {parameter: list(values)}, cv=splits, scoring=scoring, refit=False,
-                          error_score=error_score)
+    Every search of this module scores its candidates on these folds; :func:`select_learner` hands the
+    same folds to every learner, so all of them are compared on the same held-out clicks and each
+    fold's clicks are counted once (:meth:`~counterfactual_ltr.logs.ClickLog.frozen`).
+
+    Parameters
+    ----------
+    log : ClickLog
+        The log to split.
+    cv : int >= 2, default 3
+        Number of folds.
+
+    Returns
+    -------
+    list of (ClickLog, ClickLog)
+
+    Examples
+    --------
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> data = make_ranking(n_queries=9, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=2, random_state=0)
+    >>> [(len(train), len(test)) for train, test in cv_folds(log, 3)]
+    [(12, 6), (12, 6), (12, 6)]
+    """
+    from sklearn.model_selection import GroupKFold
+
+    cv = check_int(cv, "cv", min_value=2)
+    n_queries = len(np.unique(log.groups))
+    if n_queries < cv:
+        raise ValueError(f"cv={cv} folds of queries need at least {cv} queries with sessions; the log has "
+                         f"{n_queries}")
+    return [(log[train].frozen(), log[test].frozen())
+            for train, test in GroupKFold(cv).split(np.arange(len(log)), groups=log.groups)]
+
+
+def _fold_scores(estimator, folds, candidates, scoring, error_score, stacklevel: int = 5) -> np.ndarray:
+    """Score of every candidate (a dict of parameters) on every fold: an array ``(n_candidates, n_folds)``.
+
+    A clone of ``estimator`` with the candidate's parameters is fitted on each fold's training log and
+    scored on its test log (``scoring(model, test)``, or ``model.score(test)``), as ``GridSearchCV`` does.
+    A failed fit raises, or (``error_score`` a number) scores ``error_score`` with a warning.
+    """
+    from sklearn.base import clone
+    from sklearn.exceptions import FitFailedWarning
+
+    scores = np.empty((len(candidates), len(folds)))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        search.fit(log)
-    _warn_once_per_cause(caught, len(values) * len(splits))
-    res = search.cv_results_
-    return {float(v): (float(m), float(s)) for v, m, s in zip(res[f"param_{parameter}"], res["mean_test_score"],
-                                                             res["std_test_score"])}
+        for i, params in enumerate(candidates):
+            for k, (train, test) in enumerate(folds):
+                try:
+                    model = clone(estimator).set_params(**params).fit(train)
+                    scores[i, k] = model.score(test) if scoring is None else scoring(model, test)
+                except Exception as err:
+                    if isinstance(error_score, str) and error_score == "raise":
+                        raise
+                    scores[i, k] = error_score
+                    warnings.warn(f"the fit of {params} on fold {k} failed and scores {error_score}: "
+                                  f"{type(err).__name__}: {err}", FitFailedWarning)
+    _warn_once_per_cause(caught, scores.size, stacklevel)
+    return scores
 
 
-def _warn_once_per_cause(caught, n_fits: int) -> None:
+def _cross_validate(estimator, folds, parameter, values, scoring, error_score):
+    scores = _fold_scores(estimator, folds, [{parameter: v} for v in values], scoring, error_score, stacklevel=6)
+    return {float(v): row for v, row in zip(values, scores)}
+
+
+def _warn_once_per_cause(caught, n_fits: int, stacklevel: int = 4) -> None:
     """Re-emit the fits' warnings once per cause (category and text up to its numbers), with how many fits said it.
 
     Every fold of every grid value fits the same kind of data, so a warning about it comes from most
@@ -85,11 +141,12 @@ def _warn_once_per_cause(caught, n_fits: int) -> None:
         causes.setdefault(key, [w, 0])[1] += 1
     for (category, _), (first, count) in causes.items():
         where = f" (in {min(count, n_fits)} of {n_fits} fits of the grid search)" if n_fits > 1 else ""
-        warnings.warn(f"{first.message}{where}", category, stacklevel=4)
+        warnings.warn(f"{first.message}{where}", category, stacklevel=stacklevel)
 
 
 def grid_search(estimator, log, parameter: str, values, *, cv: int = 3, scoring=None, scoring_name=None,
-                extend: bool = False, max_extensions: int = 3, error_score="raise"):
+                extend: bool = False, max_extensions: int = 3, error_score="raise", refit: bool = True,
+                folds=None):
     """Choose ``parameter`` from ``values`` by cross-validation over queries; refit; record and report edges.
 
     Parameters
@@ -116,14 +173,19 @@ def grid_search(estimator, log, parameter: str, values, *, cv: int = 3, scoring=
         At most this many values are added.
     error_score : "raise" or float, default "raise"
         As for ``GridSearchCV``.
+    refit : bool, default True
+        Fit the chosen value on the whole log (False: the clone is returned unfitted, with its record).
+    folds : list of (ClickLog, ClickLog), optional
+        The folds to score on, as :func:`cv_folds` makes them (default: ``cv_folds(log, cv)``).
 
     Returns
     -------
     estimator
         A clone fitted on the whole log with the chosen value; ``selection_``
         holds the record (a dict: ``parameter``, ``grid``, ``mean_test_score``,
-        ``std_test_score``, ``chosen``, ``best_score``, ``edge``, ``extended``,
-        ``max_extensions``, ``scoring``, ``n_folds``).
+        ``std_test_score``, ``chosen``, ``best_score``, ``fold_scores`` (the chosen
+        value's score on each fold), ``edge``, ``extended``, ``max_extensions``,
+        ``scoring``, ``n_folds``).
 
     Warns
     -----
@@ -144,34 +206,37 @@ def grid_search(estimator, log, parameter: str, values, *, cv: int = 3, scoring=
     (True, True)
     """
     from sklearn.base import clone
-    from sklearn.model_selection import GroupKFold
 
     grid = sorted({float(v) for v in values})
     if not grid or not all(np.isfinite(grid)):
         raise ValueError(f"the grid of {parameter} must hold finite numbers, got {list(values)!r}")
-    cv = check_int(cv, "cv", min_value=2)
     max_extensions = check_int(max_extensions, "max_extensions", min_value=0)
     extend = check_bool(extend, "extend")
-    splits = list(GroupKFold(cv).split(np.arange(len(log)), groups=log.groups))  # the same folds every round
-    scores = _cross_validate(estimator, log, parameter, grid, splits, scoring, error_score)
+    refit = check_bool(refit, "refit")
+    folds = cv_folds(log, cv) if folds is None else folds      # the same folds every round
+    scores = _cross_validate(estimator, folds, parameter, grid, scoring, error_score)
     added = []
     while True:
         grid = sorted(scores)
-        edge = _binding_edge(grid, [scores[v][0] for v in grid])
+        edge = _binding_edge(grid, [scores[v].mean() for v in grid])
         nxt = None if edge is None else (grid[-1] * 10 if edge == "high" else grid[0] / 10)
         if not extend or nxt is None or nxt <= 0 or len(added) >= max_extensions or nxt in scores:
             break
         added.append(nxt)
-        scores.update(_cross_validate(estimator, log, parameter, [nxt], splits, scoring, error_score))
-    means = [scores[v][0] for v in grid]
+        scores.update(_cross_validate(estimator, folds, parameter, [nxt], scoring, error_score))
+    means = [float(scores[v].mean()) for v in grid]
     chosen = grid[int(np.argmax(means))]
     record = {"parameter": parameter, "grid": grid, "mean_test_score": means,
-              "std_test_score": [scores[v][1] for v in grid], "chosen": chosen, "best_score": max(means),
-              "edge": edge, "extended": added, "max_extensions": max_extensions if extend else 0,
-              "scoring": scoring_name or ("estimator.score" if scoring is None else repr(scoring)), "n_folds": cv}
+              "std_test_score": [float(scores[v].std()) for v in grid], "chosen": chosen, "best_score": max(means),
+              "fold_scores": [float(v) for v in scores[chosen]], "edge": edge, "extended": added,
+              "max_extensions": max_extensions if extend else 0,
+              "scoring": scoring_name or ("estimator.score" if scoring is None else repr(scoring)),
+              "n_folds": len(folds)}
     if edge is not None:
         warnings.warn(_edge_message(record, extend), GridEdgeWarning, stacklevel=2)
-    model = clone(estimator).set_params(**{parameter: chosen}).fit(log)
+    model = clone(estimator).set_params(**{parameter: chosen})
+    if refit:
+        model.fit(log)
     model.selection_ = record
     return model
 
@@ -237,6 +302,96 @@ def tempered_grid_search(estimator, log, parameter: str, values, *, strengths=TE
                          "n_bootstrap > 0) as the estimator's propensity")
     fits = [grid_search(with_tempering(estimator, s), log, parameter, values, **options) for s in strengths]
     return best_tempering(fits, strengths, [f.selection_["best_score"] for f in fits])
+
+
+def param_grid_search(estimator, log, param_grid: dict, *, cv: int = 3, scoring=None, scoring_name=None,
+                      strengths=(0.0,), limits=None, error_score="raise", refit: bool = True, folds=None):
+    """Choose several hyper-parameters at once over the product of their grids; refit; record the search.
+
+    Every combination of ``param_grid`` (as ``GridSearchCV`` takes it) is cross-validated over the
+    same folds of queries (:func:`cv_folds`), once per tempering strength of an estimated propensity
+    (:func:`with_tempering`; the best strength by the same score, :func:`best_tempering`). The best
+    combination (the first of ties) is refitted on the whole log. A numeric parameter whose choice
+    is at a binding edge of its grid warns (:func:`check_grid_edge`); the grid is not extended.
+
+    Parameters
+    ----------
+    estimator : scikit-learn ranker
+        Its other parameters stay as set; a clone is fitted for every combination and fold.
+    log : ClickLog
+        The training log.
+    param_grid : dict of str -> list
+        Values of every parameter searched (e.g. :data:`~counterfactual_ltr.estimators.GBDT_GRID`).
+    cv : int >= 2, default 3
+        Number of folds (of queries).
+    scoring : None or scorer, default None
+        As for :func:`grid_search`.
+    scoring_name : str, optional
+        How the record names the criterion.
+    strengths : sequence of float in [0, 1], default (0.0,)
+        Tempering strengths, as for :func:`tempered_grid_search`.
+    limits : dict, optional
+        Least value of a parameter, for the edge warning's advice (see :func:`check_grid_edge`).
+    error_score : "raise" or float, default "raise"
+        As for ``GridSearchCV``.
+    refit : bool, default True
+        Fit the best combination on the whole log (False: returned unfitted, with its record).
+    folds : list of (ClickLog, ClickLog), optional
+        As for :func:`grid_search`.
+
+    Returns
+    -------
+    estimator
+        The best combination, fitted on the whole log unless ``refit=False``; its ``selection_`` is
+        :func:`search_record`'s record with ``fold_scores`` (and ``tempering`` when several
+        strengths were tried).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from click_sim import make_ranking, simulate_clicks
+    >>> from counterfactual_ltr.estimators import SVMPropRank
+    >>> data = make_ranking(n_queries=30, random_state=0)
+    >>> log = simulate_clicks(data, data.X[:, 0], n_passes=5, random_state=0)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     model = param_grid_search(SVMPropRank(), log, {"C": [0.1, 10], "solver_tol": [1e-6]}, cv=2)
+    >>> model.selection_["parameters"], len(model.selection_["candidates"])
+    (['C', 'solver_tol'], 2)
+    """
+    from types import SimpleNamespace
+
+    from sklearn.base import clone
+    from sklearn.model_selection import ParameterGrid
+
+    strengths = sorted({float(v) for v in strengths})
+    if not strengths or any(not 0 <= v <= 1 for v in strengths):
+        raise ValueError(f"strengths must lie in [0, 1], got {strengths}")
+    refit = check_bool(refit, "refit")
+    folds = cv_folds(log, cv) if folds is None else folds
+    candidates = list(ParameterGrid(param_grid))
+    searches = []
+    for strength in strengths:
+        tempered = with_tempering(estimator, strength)
+        scores = _fold_scores(tempered, folds, candidates, scoring, error_score)
+        means = scores.mean(axis=1)
+        searches.append((tempered, scores, SimpleNamespace(
+            best_index_=int(np.argmax(means)), n_splits_=len(folds), scoring=scoring_name,
+            cv_results_={"params": candidates, "mean_test_score": means, "std_test_score": scores.std(axis=1)})))
+    fits = []
+    for tempered, scores, search in searches:
+        model = clone(tempered).set_params(**candidates[search.best_index_])
+        model.selection_ = {**search_record(search, scoring_name=scoring_name or (
+            "estimator.score" if scoring is None else repr(scoring))),
+            "fold_scores": [float(v) for v in scores[search.best_index_]]}
+        fits.append((model, search))
+    best = int(np.argmax([search.cv_results_["mean_test_score"][search.best_index_] for _, search in fits]))
+    model, search = fits[best]
+    model.selection_["edges"] = {**model.selection_["edges"], **check_grid_edge(search, limits=limits)}
+    model = best_tempering([m for m, _ in fits], strengths, [m.selection_["best_score"] for m, _ in fits])
+    if refit:
+        model.fit(log)
+    return model
 
 
 def with_tempering(estimator, strength: float):
@@ -496,3 +651,4 @@ def check_grid_edge(search, *, limits=None) -> dict:
             warnings.warn(_edge_message(record, False, least=(limits or {}).get(name), whole=whole),
                           GridEdgeWarning, stacklevel=2)
     return out
+

@@ -155,7 +155,7 @@ BAD = [  # (arguments, a word the one-line message must hold)
     (FIT + ("--alpha", "1"), "--alpha"), (FIT + ("--model", "deep", "--alpha", "-1"), "--alpha"),
     (FIT + ("--model", "deep", "--alpha", "nan"), "--alpha"), (FIT + ("--model", "deep", "--epochs", "0"), "--epochs"),
     (FIT + ("--model", "deep", "--hidden", "0"), "--hidden"), (FIT + ("--model", "deep", "--hidden", str(10**9)), "hidden"),
-    (FIT + ("--cv", "0"), "--cv"), (FIT + ("--cv", "1000"), "n_splits"), (FIT + ("--scoring", "ips-"), "--scoring"),
+    (FIT + ("--cv", "0"), "--cv"), (FIT + ("--cv", "1000"), "--cv 1000 folds of queries need at least 1000 queries"), (FIT + ("--scoring", "ips-"), "--scoring"),
     (FIT + ("--scoring", "dcg"), "--scoring"), (FIT + ("--propensity", "-1"), "not a valid eta"),
     (FIT + ("--propensity", "nan"), "not a valid eta"), (FIT + ("--propensity", "inf"), "not a valid eta"),
     (FIT + ("--propensity", "garbage.json"), "garbage.json"), (FIT + ("--propensity", "empty.json"), "empty.json"),

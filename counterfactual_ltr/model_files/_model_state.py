@@ -184,12 +184,47 @@ def _tempering(value, ctx):
     return {"strengths": strengths, "best_scores": scores, "chosen": chosen}
 
 
+def _learners(value, ctx):
+    """``select_learner``'s table: one entry per learner compared (see ``model_selection.learner_lines``)."""
+    keys = {"names", "best_scores", "std_scores", "fold_scores", "chosen_params", "seconds", "failed", "best",
+            "chosen", "reason", "noise", "leads", "lead_errors", "lead_unit"}
+    if not isinstance(value, dict) or set(value) != keys:
+        raise _Fail(f"must be a learner table with the keys {sorted(keys)}")
+    names = _texts(value["names"])
+    out = {"names": names, "best_scores": [_real(v, ctx) for v in _list(value["best_scores"])],
+           "std_scores": [_real(v, ctx) for v in _list(value["std_scores"])],
+           "leads": [_real(v, ctx) for v in _list(value["leads"])],
+           "lead_errors": [_real(v, ctx) for v in _list(value["lead_errors"])],
+           "lead_unit": _choice(value["lead_unit"], ("folds", "queries")),
+           "fold_scores": [[_real(v, ctx) for v in _list(row)] for row in _list(value["fold_scores"])],
+           "chosen_params": [_text(v) for v in _list(value["chosen_params"])],
+           "seconds": [_real(v, ctx, finite=True) for v in _list(value["seconds"])],
+           "failed": {_text(k): _text(v) for k, v in (value["failed"] or {}).items()},
+           "best": _text(value["best"]), "chosen": _text(value["chosen"]), "reason": _long_text(value["reason"]), "noise": _real(value["noise"], ctx, finite=True)}
+    if any(len(out[k]) != len(names) for k in ("best_scores", "std_scores", "fold_scores", "chosen_params",
+                                                "seconds", "leads", "lead_errors")):
+        raise _Fail("must hold one score, spread, fold scores, choice and time per learner")
+    if out["best"] not in names or out["chosen"] not in names:
+        raise _Fail("['best'] and ['chosen'] must be learners of ['names']")
+    return out
+
+
+def _long_text(value):
+    if not isinstance(value, str) or len(value) > 2000:
+        raise _Fail(f"must be a string of at most 2000 characters, got {type(value).__name__}")
+    return value
+
+
+#: Keys a selection record may hold beside its kind's own, each with its check.
+_OPTIONAL_SELECTION = {"tempering": _tempering, "fold_scores": lambda v, c: _reals(v, c), "learners": _learners}
+
+
 def _selection(value, ctx):
     """A grid-search record: exactly the keys of one kind (one parameter, or several), scores per value."""
     several = isinstance(value, dict) and "parameters" in value
     keys = _SEARCH if several else _SELECTION
-    if isinstance(value, dict) and "tempering" in value:     # cltr fit's choice of tempering, beside the grid
-        keys = {**keys, "tempering": _tempering}
+    if isinstance(value, dict):           # records of other versions may lack the optional keys
+        keys = {**keys, **{k: check for k, check in _OPTIONAL_SELECTION.items() if k in value}}
     if not isinstance(value, dict) or set(value) != set(keys):
         got = sorted(value) if isinstance(value, dict) else type(value).__name__
         raise _Fail(f"must be a grid-search record with the keys {sorted(keys)}, got {got}")
