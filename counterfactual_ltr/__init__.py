@@ -35,6 +35,7 @@ _EXPORTS = {
                     "compare_rankers", "dr_estimate", "dr_scorer", "fit_relevance", "ips_estimate", "ips_scorer",
                     "policy_aware_estimate", "policy_aware_scorer", "snips_estimate", "snips_scorer",
                     "validation_report"),
+    ".learner_choice": ("select_learner",),
     ".model_files.persistence": ("load_model", "save_model"),
     ".propensity": ("EstimatedPropensity", "EstimatedTrustBias", "PositionBasedPropensity", "TabularPropensity",
                     "TrustBiasPropensity", "estimate_propensities"),
@@ -49,6 +50,7 @@ if TYPE_CHECKING:   # what static tools and IDEs read: the same names, imported 
                              policy_aware_estimate, policy_aware_scorer, snips_estimate, snips_scorer,
                              validation_report)
     from .logs.aggregate import ClickAggregate, aggregate_clicks
+    from .learner_choice import select_learner
     from .logs.clicklog import ClickLog
     from .model_files.persistence import load_model, save_model
     from .propensity import (EstimatedPropensity, EstimatedTrustBias, PositionBasedPropensity, TabularPropensity,
@@ -62,6 +64,7 @@ __all__ = [
     "EstimatedPropensity", "EstimatedTrustBias",
     # rankers
     "RankSVM", "SVMPropRank", "SVMPropDCG", "SVMPropRBP", "SLAMRanker", "DeepPropDCG", "GBDTPropDCG",
+    "select_learner",
     # off-policy evaluation
     "ips_estimate", "snips_estimate", "clipped_ips_estimate", "dr_estimate", "policy_aware_estimate", "Estimate",
     "fit_relevance", "ips_scorer", "snips_scorer", "clipped_ips_scorer", "dr_scorer", "policy_aware_scorer",

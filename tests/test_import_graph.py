@@ -136,6 +136,7 @@ FLOORS = [
     ("evaluation",),
     ("estimators",),
     ("online",),
+    ("learner_choice",),
     ("model_files",),
     ("export",),
     ("cli",),
