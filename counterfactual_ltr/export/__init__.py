@@ -3,9 +3,10 @@ Vespa and ONNX.
 
 ``export_model(model, format)`` gives the file's content (text, or bytes for ONNX) and
 ``write_export`` writes it; ``cltr export`` is the same on the command line. Every format scores
-RAW features as ``model.predict`` does: the model's scaler is folded into the weights (Vespa, ONNX,
-Solr's network) or written as the stack's own standard normaliser (Solr's and the LTR plugin's
-linear models, which have no constant term). Which model kinds each format holds is :data:`FORMATS`;
+RAW features as ``model.predict`` does: the model's preprocessor (scalers, feature selectors, a
+Pipeline of both; ``_affine``) is folded into the weights (Vespa, ONNX, RankLib, Solr's network;
+weight 0 on a dropped column) or thresholds (trees), or written as the stack's own standard
+normaliser (Solr's and the LTR plugin's linear models, which have no constant term). Which model kinds each format holds is :data:`FORMATS`;
 a model a format cannot hold is refused with the formats that can. Feature names come from
 ``feature_names``, else the model's ``feature_names_in_``, else LETOR's numbers ``"1".."n"``.
 GBDTPropDCG's writers live in ``_trees`` (``TREE_WRITERS``), imported only for a tree model.
@@ -79,7 +80,9 @@ def export_model(model, format: str, *, feature_names=None) -> str | bytes:
     model : fitted ranker
         A linear ranker (``RankSVM``, ``SVMPropRank``, ``SVMPropDCG``, ``SVMPropRBP``, ``SLAMRanker``, an
         online learner with ``coef_``), ``DeepPropDCG`` or ``GBDTPropDCG``; its fitted ``preprocessor_``
-        (StandardScaler, MaxAbsScaler or MinMaxScaler) is folded in, so the export scores raw features.
+        (StandardScaler, RobustScaler, MaxAbsScaler, MinMaxScaler without clip, any feature selector
+        with ``get_support()``, or a Pipeline of these in any order) is folded in, so the export
+        scores raw features; any other step (PCA, FunctionTransformer ...) is refused by name.
     format : {"solr", "opensearch", "vespa", "onnx", "lightgbm", "ranklib"}
         The stack's format (:data:`FORMATS` lists the model kinds each holds): Solr LTR's
         ``LinearModel`` / ``NeuralNetworkModel`` JSON, the OpenSearch/Elasticsearch LTR plugin's
