@@ -46,7 +46,7 @@ def _refuse(model, fmt: str, kind: str, formats) -> None:
                      f"{', '.join(sorted(formats))}")
 
 
-def _export_trees(model, fmt, feature_names):
+def _export_trees(model, fmt, feature_names, onnx_dtype="float32"):
     from ._trees import TREE_WRITERS
 
     if feature_names is None and getattr(model, "n_features_in_", None) is not None:
@@ -69,10 +69,14 @@ def _export_trees(model, fmt, feature_names):
         return ranklib_body(type(model).__name__, TREE_WRITERS["ranklib"](model, feature_names))
     if fmt not in TREE_WRITERS:
         _refuse(model, fmt, "trees", [f for f, kinds in FORMATS.items() if "trees" in kinds])
+    if fmt == "onnx" and onnx_dtype == "float64":
+        from ._trees import write_onnx_double
+
+        return write_onnx_double(model, feature_names)
     return TREE_WRITERS[fmt](model, feature_names)
 
 
-def export_model(model, format: str, *, feature_names=None) -> str | bytes:
+def export_model(model, format: str, *, feature_names=None, onnx_dtype: str = "float32") -> str | bytes:
     """The content of ``model`` exported to ``format``: text (JSON, a rank profile) or bytes (ONNX).
 
     Parameters
@@ -97,6 +101,16 @@ def export_model(model, format: str, *, feature_names=None) -> str | bytes:
     feature_names : list of str, optional
         The raw features' names in column order, as the stack knows them; default the model's
         ``feature_names_in_``, else LETOR's feature numbers ``"1".."n"`` (Vespa: ``attribute(f1)`` ...).
+    onnx_dtype : {"float32", "float64"}, default "float32"
+        For ``"onnx"``: the element type of the input ``features`` and the output ``score``.
+        float32 is what serving stacks feed; on float64 features its scores differ from
+        ``model.predict`` by up to about 1e-5 relative (the input's rounding). float64 gives
+        double scores equal to ``model.predict`` to double rounding (1e-9 relative): a linear
+        model or MLP computes in double throughout; trees are one ``ai.onnx.ml`` operator set 5
+        ``TreeEnsemble`` with double thresholds and leaves (ONNX Runtime 1.20 or later), routing
+        every float64 input as LightGBM does. (The float32 tree model compares float32 inputs
+        with float32 thresholds, chosen so that every float32 input is routed as LightGBM routes it.)
+        Other formats accept only the default.
 
     Returns
     -------
@@ -118,11 +132,16 @@ def export_model(model, format: str, *, feature_names=None) -> str | bytes:
 
     if not isinstance(format, str) or format not in FORMATS:
         raise ValueError(f"format={format!r} is not one of {', '.join(FORMATS)}")
+    from ._onnx import check_dtype
+
+    check_dtype(onnx_dtype)
+    if format != "onnx" and onnx_dtype != "float32":
+        raise ValueError(f"onnx_dtype={onnx_dtype!r} applies to the onnx format only, not {format!r}")
     kind = _kind(model)
     if kind not in FORMATS[format]:
         _refuse(model, format, kind, [f for f, kinds in FORMATS.items() if kind in kinds])
     if kind == "trees":
-        return _export_trees(model, format, feature_names)
+        return _export_trees(model, format, feature_names, onnx_dtype)
     from .._version import __version__
 
     if kind == "mlp":
@@ -134,7 +153,7 @@ def export_model(model, format: str, *, feature_names=None) -> str | bytes:
             return solr_network(model, layers, names)
         from ._onnx import onnx_layers
 
-        return onnx_layers(type(model).__name__, layers, names, __version__)
+        return onnx_layers(type(model).__name__, layers, names, __version__, onnx_dtype)
     from . import _linear
 
     form = _linear.linear_form(model, lambda n: resolve_names(model, n, feature_names))
@@ -142,12 +161,12 @@ def export_model(model, format: str, *, feature_names=None) -> str | bytes:
         from ._onnx import onnx_layers
 
         weights, bias = form.folded()
-        return onnx_layers(form.kind, [(weights[:, None], [bias], "identity")], form.names, __version__)
+        return onnx_layers(form.kind, [(weights[:, None], [bias], "identity")], form.names, __version__, onnx_dtype)
     return {"solr": _linear.solr_linear, "opensearch": _linear.opensearch_linear,
             "vespa": _linear.vespa_linear, "ranklib": _linear.ranklib_linear}[format](form)
 
 
-def write_export(model, format: str, path, *, feature_names=None) -> Path:
+def write_export(model, format: str, path, *, feature_names=None, onnx_dtype: str = "float32") -> Path:
     """Write :func:`export_model`'s content to ``path`` (text as UTF-8, ONNX as bytes).
 
     The content is built before the file is opened, so a refused model leaves no file behind.
@@ -166,6 +185,8 @@ def write_export(model, format: str, path, *, feature_names=None) -> Path:
         The file to write (replaced if it exists).
     feature_names : list of str, optional
         As in :func:`export_model`.
+    onnx_dtype : {"float32", "float64"}, default "float32"
+        As in :func:`export_model`.
 
     Returns
     -------
@@ -182,7 +203,7 @@ def write_export(model, format: str, path, *, feature_names=None) -> Path:
     >>> out.read_text().splitlines()[1]
     'rank-profile cltr_ranksvm inherits default {'
     """
-    content = export_model(model, format, feature_names=feature_names)
+    content = export_model(model, format, feature_names=feature_names, onnx_dtype=onnx_dtype)
     path = Path(path)
     profile = None
     if format == "vespa" and _kind(model) == "trees":

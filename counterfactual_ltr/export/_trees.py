@@ -559,6 +559,86 @@ def write_onnx(model, feature_names) -> bytes:
     return proto.SerializeToString()
 
 
+def write_onnx_double(model, feature_names) -> bytes:
+    """An ONNX model of the trees in double precision: input ``features`` float64 [N, n], output ``score`` [N, 1].
+
+    One ``TreeEnsemble`` of the ``ai.onnx.ml`` operator set 5 (typed by its input: double
+    thresholds, leaves and sum), written from the raw-space trees: each threshold is the largest raw
+    float64 LightGBM routes left (``BRANCH_LEQ``), a NaN follows the node's learned route
+    (``nodes_missing_value_tracks_true``). ONNX Runtime (1.20 and later run this operator) then
+    routes every float64 input as LightGBM does and sums the leaves in double. The older
+    ``TreeEnsembleRegressor`` (operator set 3) compares in double too but outputs float32, and
+    onnxmltools' converter writes float32 thresholds only, so neither gives double scores.
+
+    Parameters
+    ----------
+    model : GBDTPropDCG
+        A fitted model.
+    feature_names : list of str
+        One name per raw input feature, in the order of the input's columns.
+
+    Returns
+    -------
+    bytes
+        The serialised ``onnx.ModelProto``.
+    """
+    names = _check_names(model, feature_names, "onnx")
+    try:
+        import onnx
+        from onnx import TensorProto, helper
+    except ImportError:
+        raise ImportError("format 'onnx' needs onnx: pip install 'counterfactual-ltr[export]'") from None
+    trees = _raw_trees(model, names, "onnx", np.float64)
+    # TreeEnsemble lists split nodes only; a child is a split node's or a leaf's index (``*leafs`` says which).
+    splits = {key: [] for key in ("feature", "threshold", "nan", "true", "true_leaf", "false", "false_leaf")}
+    leaf_weights, roots = [], []
+
+    def emit(node):
+        """``(index, is_leaf)`` of ``node`` after writing it and its subtree."""
+        if "value" in node:
+            leaf_weights.append(float(node["value"]))
+            return len(leaf_weights) - 1, 1
+        at = len(splits["feature"])
+        for key, value in (("feature", int(node["feature"])), ("threshold", float(node["threshold"])),
+                           ("nan", 1 if node["nan"] == "le" else 0), ("true", 0), ("true_leaf", 0), ("false", 0),
+                           ("false_leaf", 0)):
+            splits[key].append(value)
+        splits["true"][at], splits["true_leaf"][at] = emit(node["le"])
+        splits["false"][at], splits["false_leaf"][at] = emit(node["gt"])
+        return at, 0
+
+    for tree in trees:
+        if "value" in tree:           # a single leaf: a split whose two children are that leaf
+            tree = {"feature": 0, "threshold": 0.0, "nan": "le", "le": tree, "gt": tree}
+        roots.append(emit(tree)[0])
+    m, n = len(splits["feature"]), len(leaf_weights)
+    node = helper.make_node(
+        "TreeEnsemble", [_ONNX_INPUT], ["score_column"], domain="ai.onnx.ml", n_targets=1, aggregate_function=1,
+        post_transform=0, tree_roots=roots, nodes_featureids=splits["feature"],
+        nodes_splits=helper.make_tensor("nodes_splits", TensorProto.DOUBLE, [m], splits["threshold"]),
+        nodes_modes=helper.make_tensor("nodes_modes", TensorProto.UINT8, [m], [0] * m),     # 0: BRANCH_LEQ
+        nodes_missing_value_tracks_true=splits["nan"], nodes_truenodeids=splits["true"],
+        nodes_trueleafs=splits["true_leaf"], nodes_falsenodeids=splits["false"], nodes_falseleafs=splits["false_leaf"],
+        leaf_targetids=[0] * n, leaf_weights=helper.make_tensor("leaf_weights", TensorProto.DOUBLE, [n], leaf_weights))
+    reshape = helper.make_node("Reshape", ["score_column", "score_shape"], [_ONNX_OUTPUT])
+    shape = helper.make_tensor("score_shape", TensorProto.INT64, [2], [-1, 1])
+    graph = helper.make_graph(
+        [node, reshape], _MODEL_NAME,
+        [helper.make_tensor_value_info(_ONNX_INPUT, TensorProto.DOUBLE, [None, len(names)])],
+        [helper.make_tensor_value_info(_ONNX_OUTPUT, TensorProto.DOUBLE, [None, 1])], initializer=[shape])
+    proto = helper.make_model(graph, producer_name="counterfactual_ltr",
+                              opset_imports=[helper.make_opsetid("", _ONNX_OPSET), helper.make_opsetid("ai.onnx.ml", 5)])
+    proto.ir_version = 8
+    proto.doc_string = (f"GBDTPropDCG ranker exported by counterfactual_ltr: input '{_ONNX_INPUT}' float64 "
+                        f"[N, {len(names)}] of raw features in this order: {', '.join(names)}; output "
+                        f"'{_ONNX_OUTPUT}' float64 [N, 1], higher ranks first.")
+    for key, value in (("feature_names", json.dumps(names)), ("input", _ONNX_INPUT), ("output", _ONNX_OUTPUT)):
+        entry = proto.metadata_props.add()
+        entry.key, entry.value = key, value
+    onnx.checker.check_model(proto)
+    return proto.SerializeToString()
+
+
 def _rename_output(proto, new: str):
     """Rename the graph's single output (and the node output that produces it) to ``new``."""
     graph = proto.graph
