@@ -80,6 +80,12 @@ def _xgb_tree(node, column, X, rows):
 # thresholds and weights are Java floats. A feature the document lacks is given its feature's
 # default value (0 unless configured) by the feature store before the model sees it: here
 # `missing_value` stands for that default.
+# Verified against Solr's source (apache/solr, solr/modules/ltr/src/java/org/apache/solr/ltr/model/
+# MultipleAdditiveTreesModel.java at commit 1a87471fb43eca419c69441f30b85f0fd94855ec, read 2026-11-29):
+# RegressionTreeNode.setThreshold stores Float.parseFloat(threshold) + NODE_SPLIT_SLACK (1E-6f, a float
+# sum), and scoreNode goes left when value <= that; a node without "feature" is a leaf ("value", default
+# 0), a split needs threshold, left and right; a tree needs weight and root; a feature name not among
+# the model's features scores the whole tree 0 (refused here); score = float sum of weight * leaf.
 # --------------------------------------------------------------------------------------------------
 def score_solr_mart(model_json: str, X, missing_value: float = 0.0) -> np.ndarray:
     """Scores of the rows of ``X`` (columns in the model's ``features`` order) under Solr's MART model."""
@@ -91,7 +97,10 @@ def score_solr_mart(model_json: str, X, missing_value: float = 0.0) -> np.ndarra
     X = _as_float32_matrix(X, len(names)).copy()
     X[np.isnan(X)] = np.float32(missing_value)
     total = np.zeros(X.shape[0], dtype=np.float32)
+    slack = np.float32(1e-6)                  # Solr's NODE_SPLIT_SLACK, added to every threshold
     for tree in model["params"]["trees"]:
+        if "weight" not in tree or "root" not in tree:
+            raise ValueError("a MultipleAdditiveTreesModel tree needs weight and root")
         weight = np.float32(float(tree["weight"]))
         out = np.zeros(X.shape[0], dtype=np.float32)
         stack = [(tree["root"], np.arange(X.shape[0]))]
@@ -99,10 +108,17 @@ def score_solr_mart(model_json: str, X, missing_value: float = 0.0) -> np.ndarra
             node, rows = stack.pop()
             if rows.size == 0:
                 continue
-            if "value" in node:
-                out[rows] = np.float32(float(node["value"]))
+            if "feature" not in node:
+                if "left" in node or "right" in node:
+                    raise ValueError("a leaf (no feature) with left or right")
+                out[rows] = np.float32(float(node.get("value", 0.0)))
                 continue
-            left = X[rows, column[node["feature"]]] <= np.float32(float(node["threshold"]))
+            if any(key not in node for key in ("threshold", "left", "right")):
+                raise ValueError(f"split on {node['feature']!r} lacks threshold, left or right")
+            if node["feature"] not in column:
+                raise ValueError(f"split on {node['feature']!r}, which is not among the model's features")
+            threshold = np.float32(np.float32(float(node["threshold"])) + slack)
+            left = X[rows, column[node["feature"]]] <= threshold
             stack.append((node["left"], rows[left]))
             stack.append((node["right"], rows[~left]))
         total += weight * out

@@ -460,9 +460,10 @@ def write_xgboost_json(model, feature_names) -> str:
 def write_solr(model, feature_names) -> str:
     """Solr LTR's ``MultipleAdditiveTreesModel`` JSON (for the model store), weights 1 and raw thresholds.
 
-    Solr goes to ``left`` when ``value <= threshold`` (float32 values): each threshold is the
-    largest raw float32 LightGBM routes left. Solr has no NaN route: a feature a document lacks
-    takes its feature's default value (see the module docstring).
+    Solr goes to ``left`` when ``value <= threshold + 1e-6`` (float32; Solr adds that slack to every
+    threshold it reads): each threshold written is the float32 that, with Solr's slack added,
+    is the largest raw float32 LightGBM routes left. Solr has no NaN route: a feature a document
+    lacks takes its feature's default value (see the module docstring).
 
     Parameters
     ----------
@@ -493,12 +494,41 @@ def write_solr(model, feature_names) -> str:
     def emit(node):
         if "value" in node:
             return {"value": repr(node["value"])}
-        return {"feature": names[node["feature"]], "threshold": repr(float(node["threshold"])),
+        return {"feature": names[node["feature"]], "threshold": repr(float(_solr_threshold(node["threshold"]))),
                 "left": emit(node["le"]), "right": emit(node["gt"])}
 
     trees = [{"weight": "1", "root": emit(tree)} for tree in _raw_trees(model, names, "solr", np.float32)]
     return json.dumps({"class": _SOLR_CLASS, "name": _MODEL_NAME, "features": [{"name": n} for n in names],
                        "params": {"trees": trees}}, indent=1)
+
+
+#: Solr's MultipleAdditiveTreesModel adds this float to every threshold it reads (RegressionTreeNode
+#: .NODE_SPLIT_SLACK in solr/modules/ltr/.../model/MultipleAdditiveTreesModel.java).
+_SOLR_SLACK = np.float32(1e-6)
+
+
+def _solr_threshold(r):
+    """The float32 ``w`` to write so that Solr's ``float(w + 1e-6f)`` is ``r``, the threshold meant.
+
+    Solr compares ``value <= float(w + 1e-6f)``; without this, raw values in ``(r, r + 1e-6]`` would
+    go left. ``w`` is searched among the float32 next to ``r - 1e-6``. For ``|r|`` below about 1e-6
+    the sums ``w + 1e-6f`` step by about 1e-13, so ``r`` itself may be out of reach (LightGBM's zero
+    threshold 1e-35 is): then the largest reachable sum below ``r`` is used, and only raw values
+    strictly between it and ``r`` (a band narrower than 1e-13) go right where LightGBM goes left.
+    """
+    r = np.float32(r)
+    if not np.isfinite(r) or abs(r) >= np.float32(np.finfo(np.float32).max) / 2:
+        return r                    # the slack vanishes in float32 far from 0; a threshold at max float32 stays
+    down, up = np.float32(-np.inf), np.float32(np.inf)
+    w = np.float32(r - _SOLR_SLACK)
+    for _ in range(64):                      # largest w whose sum is <= r, starting next to it
+        if np.float32(w + _SOLR_SLACK) > r:
+            w = np.nextafter(w, down)
+        elif np.float32(np.nextafter(w, up) + _SOLR_SLACK) <= r:
+            w = np.nextafter(w, up)
+        else:
+            return w
+    raise ValueError(f"no float32 threshold makes Solr's threshold + 1e-6 come next to {float(r)!r}")
 
 
 # ------------------------------------------------------------------------------------------ ONNX
