@@ -782,7 +782,7 @@ def write_ranklib(model, feature_names) -> str:
     """RankLib's LambdaMART ensemble text, the LTR plugin's ``model/ranklib`` definition for trees.
 
     The plugin (o19s elasticsearch-learning-to-rank 1.5.x / opensearch-learning-to-rank-base 2.x)
-    reads it with RankLib's loader (o19s RankyMcRankFace 0.1.x, a fork of RankLib 2.8): a first
+    reads it with RankLib's loader (o19s RankyMcRankFace 0.3.0, a fork of RankLib 2.8): a first
     line ``## LambdaMART``, other ``##`` lines as comments, then ``<ensemble>`` of ``<tree id
     weight>``, each a nested ``<split>`` with ``<feature>`` (the 1-based position of the feature in
     the plugin's feature set), ``<threshold>`` and two ``<split pos="left|right">`` children, or
