@@ -84,9 +84,10 @@ def opensearch_linear(form: LinearForm) -> str:
 # RankLib's text model, as the OpenSearch/Elasticsearch LTR plugin reads it for "model/ranklib": the plugin
 # (o19s elasticsearch-learning-to-rank 1.5.x / opensearch-learning-to-rank-base 2.x) parses the definition
 # with RankLib's RankerFactory.loadRankerFromString, through o19s' RankyMcRankFace (0.3.0 in the plugin's
-# build.gradle, checked 2026-11-29), a fork of RankLib 2.8. The first line names the ranker ("## Linear Regression" -> LinearRegRank); other "##" lines are
-# comments; the model line is "id:weight" pairs where id is the 1-based position of a feature in the
-# plugin's feature set and id 0 is the constant (LinearRegRank keeps it as its last weight and adds it to
+# build.gradle, checked 2026-11-29), a fork of RankLib 2.8. The first line names the ranker
+# ("## Linear Regression" -> LinearRegRank); other "##" lines are comments; the model line is "id:weight"
+# pairs where id is the 1-based position of a feature in the plugin's feature set and id 0 is the constant
+# (LinearRegRank keeps it as its last weight and adds it to
 # every score). Coordinate Ascent's text ("## Coordinate Ascent") has no constant, so Linear Regression's
 # is written: it carries the folded scaler exactly.
 _RANKLIB_LINEAR_HEADER = "## Linear Regression"
