@@ -156,10 +156,23 @@ def score_solr_mart(model_json: str, X, missing_value: float = 0.0) -> np.ndarra
 # the left child when default_left, else right), left_child and right_child; a leaf has leaf_value;
 # the score is the sum of the leaves of all trees (shrinkage is already in the leaf values). Vespa
 # evaluates ranking expressions in double precision. Only the "<=" / "NaN" / "None" subset is read.
+# Verified against Vespa's source (vespa-engine/vespa, model-integration/src/main/java/ai/vespa/
+# rankingexpression/importer/lightgbm/LightGBMParser.java at commit 089e1742fd1f960213130f059069d3c09fc53b75
+# and LightGBMNode.java at 3021f66, read 2026-11-29): the importer reads `objective` (binary*/cross_entropy
+# wrap the sum in sigmoid, poisson/gamma/tweedie in exp), `feature_names`, `tree_info[*].tree_structure`
+# and `pandas_categorical` (read without a null check: the key must be present, null allowed); a node is a
+# leaf when it has neither child; a numeric split becomes `if(x < threshold, left, right)`, or
+# `if(!(x >= threshold), left, right)` when default_left -- a STRICT comparison, NaN going left exactly
+# when default_left; missing_type is not read; the threshold is parsed with Double.parseDouble.
 # --------------------------------------------------------------------------------------------------
 def score_lightgbm_json(text: str, features: dict) -> np.ndarray:
     """Scores under a LightGBM JSON dump; ``features`` maps each name in its ``feature_names`` to values."""
     dump = json.loads(text)
+    for key in ("objective", "feature_names", "tree_info", "pandas_categorical"):
+        if key not in dump:                     # Vespa's importer reads each of them unconditionally
+            raise ValueError(f"Vespa's LightGBM importer needs the key {key!r}")
+    if dump["objective"].startswith(("binary", "cross_entropy", "poisson", "gamma", "tweedie")):
+        raise ValueError(f"objective {dump['objective']!r} makes Vespa transform the sum (not read here)")
     names = dump["feature_names"]
     missing = [n for n in names if n not in features]
     if missing:
@@ -174,14 +187,15 @@ def score_lightgbm_json(text: str, features: dict) -> np.ndarray:
             node, rows = stack.pop()
             if rows.size == 0:
                 continue
-            if "split_feature" not in node:
+            if "left_child" not in node and "right_child" not in node:
                 out[rows] = float(node["leaf_value"])
                 continue
-            if node["decision_type"] != "<=" or node["missing_type"] not in ("NaN", "None"):
-                raise ValueError(f"unsupported node: {node['decision_type']!r}, {node['missing_type']!r}")
+            if node["decision_type"] == "==":
+                raise ValueError("categorical split (==): not read here")
             value = columns[node["split_feature"]][rows]
             nan = np.isnan(value)
-            left = (~nan & (value <= float(node["threshold"]))) | (nan & bool(node["default_left"]))
+            # Vespa: x < threshold, or !(x >= threshold) with default_left (NaN left); missing_type unread
+            left = (~nan & (value < float(node["threshold"]))) | (nan & bool(node.get("default_left", False)))
             stack.append((node["left_child"], rows[left]))
             stack.append((node["right_child"], rows[~left]))
         total += out

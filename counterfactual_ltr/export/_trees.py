@@ -27,8 +27,9 @@ one model that scores **raw** features as ``model.predict`` does:
   ``0`` in the transformed space, since LightGBM replaces NaN by 0 there.
 
 Formats ("lightgbm", "xgboost-json", "solr", "onnx", "vespa": LightGBM's JSON dump for Vespa's
-``lightgbm(...)`` rank feature, compared in float64 on raw values; "ranklib": RankLib's LambdaMART
-ensemble text, routed as Solr's) and what they cannot hold:
+``lightgbm(...)`` rank feature, compared in float64 on raw values with Vespa's strict ``<``;
+"ranklib": RankLib's LambdaMART ensemble text, routed as Solr's but without Solr's 1e-6 slack)
+and what they cannot hold:
 
 * linear trees and categorical splits: only "lightgbm", and only without a preprocessor
   (GBDTPropDCG refuses both at ``fit``; a booster from elsewhere may hold them);
@@ -694,9 +695,13 @@ def write_vespa_lightgbm(model, feature_names) -> str:
     feature by its name in ``feature_names`` as a rank feature: a name ``n`` is written as
     :func:`~counterfactual_ltr.export._linear.vespa_reference` gives it (``attribute(n)``, a rank
     feature such as ``bm25(title)`` as given, ``attribute(fN)`` for a LETOR number), as in the linear
-    rank profile. Thresholds are the largest raw float64 ``r`` routed left (``x <= r``), every node has
-    missing type NaN with ``default_left`` the side LightGBM sends a missing value to, and the leaves
-    already hold the learning rate, so the score is the plain sum of the leaves.
+    rank profile. Vespa's importer (``LightGBMParser`` in vespa-engine/vespa's model-integration,
+    read 2026-11-29) turns each split into ``x < threshold``, or ``!(x >= threshold)`` when
+    ``default_left`` (so NaN goes left), whatever ``decision_type`` and ``missing_type`` say; so each
+    threshold is the next float64 above the largest raw ``r`` LightGBM routes left, ``default_left``
+    is the side LightGBM sends a missing value to, and ``pandas_categorical`` is present (null), which
+    the importer reads unconditionally. The leaves already hold the learning rate, so the score is
+    the plain sum of the leaves.
 
     Parameters
     ----------
@@ -734,8 +739,13 @@ def write_vespa_lightgbm(model, feature_names) -> str:
     def emit(node):
         if "value" in node:
             return {"leaf_index": node["leaf_index"], "leaf_value": node["value"]}
+        # Vespa's importer turns a split into `x < threshold` (or `!(x >= threshold)` when default_left),
+        # a strict comparison: the next float64 above r sends x <= r left. A threshold at the largest
+        # float64 stays (JSON has no Infinity): only that value itself then goes right.
+        above = np.nextafter(np.float64(node["threshold"]), np.inf)
+        threshold = float(above) if np.isfinite(above) else float(node["threshold"])
         return {"split_index": node["split_index"], "split_feature": node["feature"],
-                "threshold": float(node["threshold"]), "decision_type": "<=",
+                "threshold": threshold, "decision_type": "<=",
                 "default_left": node["nan"] == "le", "missing_type": "NaN",
                 "left_child": emit(node["le"]), "right_child": emit(node["gt"])}
 
@@ -744,7 +754,7 @@ def write_vespa_lightgbm(model, feature_names) -> str:
              "tree_structure": emit(tree)} for i, tree in enumerate(trees)]
     return json.dumps({"name": "tree", "version": "v3", "num_class": 1, "num_tree_per_iteration": 1,
                        "label_index": 0, "max_feature_idx": len(names) - 1, "objective": "regression",
-                       "feature_names": refs, "tree_info": info}, indent=1) + "\n"
+                       "feature_names": refs, "tree_info": info, "pandas_categorical": None}, indent=1) + "\n"
 
 
 def _count_leaves(node) -> int:
