@@ -35,15 +35,14 @@ and what they cannot hold:
   (GBDTPropDCG refuses both at ``fit``; a booster from elsewhere may hold them);
 * LightGBM's ``zero_as_missing`` nodes (missing type Zero: ``|x'| <= 1e-35`` takes the default
   side): only "lightgbm" without a preprocessor;
-* NaN in "xgboost-json" goes to the node's ``missing`` child, as XGBoost's dump defines it; a
-  stack that fills a feature it cannot compute with 0 routes that document as 0, not as NaN;
-* NaN in "solr": Solr's ``MultipleAdditiveTreesModel`` (Solr Reference Guide 9.x, "Learning To
-  Rank") compares every feature value with ``<=``; a feature that a document lacks takes its
-  feature's default value (0 unless the feature defines another) before the model sees it, so the
-  exported trees route such a document by that value, not by LightGBM's NaN route. Give missing
-  features a default in the feature store that the trees route as you want. (Solr 9.2 added an
-  optional per-node ``missing`` branch for null feature values, SOLR-16596; it is not written, so
-  the model loads in every Solr from 7 on.)
+* NaN in "xgboost-json" goes to the node's ``missing`` child, as XGBoost's dump defines it (the
+  OpenSearch plugin gives a feature a document does not match NaN, so it takes that route);
+* NaN in "solr": Solr's ``MultipleAdditiveTreesModel`` compares every feature value with
+  ``<= threshold + 1e-6`` (its split slack; the writer compensates) and has no NaN route in the
+  source read (apache/solr commit 1a87471); a feature that a document lacks takes its feature's
+  default value (0 unless the feature defines another; Solr Reference Guide 9.x) before the model
+  sees it, so the exported trees route such a document by that value, not by LightGBM's NaN route.
+  Give missing features a default in the feature store that the trees route as you want.
 """
 
 from __future__ import annotations
