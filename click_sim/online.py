@@ -184,7 +184,12 @@ def run_online(learner, data: RankingDataset, T: int, random_state=None, *,
     relevance_threshold = check_real(relevance_threshold, "relevance_threshold")
     rng = check_random_state(random_state)
     if reset:
-        learner.reset(data.n_features)
+        from counterfactual_ltr.online import OnlineLearner
+
+        if isinstance(learner, OnlineLearner):    # keeps the columns' names for an export, as a batch fit does
+            learner.reset(data.n_features, feature_names=data.feature_names)
+        else:                                     # any object with rank/update/reset(n_features)
+            learner.reset(data.n_features)
     queries = query_stream(data.n_queries, T, rng)
     offsets = data.query_offsets
     lengths = np.diff(offsets)[queries]

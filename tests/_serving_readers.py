@@ -17,6 +17,25 @@ Sources, as read for these readers:
 * Vespa documentation (Vespa 8), "Ranking expressions" and the schema reference's
   ``rank-profile`` / ``first-phase`` / ``expression``: arithmetic on numbers and rank features
   such as ``attribute(name)``; the readers parse the sum-of-products subset (double precision).
+
+Checked against the stacks' source on 2026-11-29 (read, not copied):
+
+* apache/solr, solr/modules/ltr/src/java/org/apache/solr/ltr/: model/LinearModel.java (commit 19c29c5):
+  every feature needs a weight (extra weights are ignored), weights are Numbers read as float, the score
+  a float sum; model/NeuralNetworkModel.java (commit 1a87471): ``matrix`` has one row per unit and is read
+  as List<List<Double>> (so entries must be JSON floats, not integers), ``bias`` as List<Double>, layer 0
+  needs as many columns as features, the last layer one row; activations relu, leakyrelu (0.01), tanh,
+  sigmoid (computed in double, cast to float), identity; norm/StandardNormalizer.java (commit 9f5b2c7):
+  avg/std as strings or floats, (value - avg) / std in float, std must be > 0.
+* opensearch-project/opensearch-learning-to-rank-base (commit af2d983): ranker/parser/LinearRankerParser.java
+  reads the definition as an object feature -> number (a string weight or an unknown feature is refused),
+  weights as float; feature/store/StandardFeatureNormDefinition.java: fields ``mean`` and
+  ``standard_deviation`` (floats, std must be > 0); normalizer/StandardFeatureNormalizer.java:
+  (value - mean) / std in float; feature/store/StoredLtrModel.java: ``feature_normalizers`` sits beside
+  ``type`` and ``definition`` (a string or an object).
+* o19s/RankyMcRankFace (the plugin's com.o19s:RankyMcRankFace:0.3.0): learning/LinearRegRank.java (commit
+  c88c186) reads the first line that is neither empty nor starts with "##" as id:weight pairs, id 0 the
+  constant, weights by Double.parseDouble; eval = constant + sum weight * float value in double.
 """
 
 from __future__ import annotations
@@ -41,6 +60,9 @@ def _normalized(norm, values, where):
         avg, std = F(float(params.get("avg", 0.0))), F(float(params.get("std", 1.0)))
         if not std > 0:
             raise ValueError(f"{where}: StandardNormalizer std must be positive")
+        if any(not isinstance(params.get(k, ""), (str, float, int)) or isinstance(params.get(k), bool)
+               for k in ("avg", "std")):
+            raise ValueError(f"{where}: StandardNormalizer avg/std must be numbers or numeric strings")
         return ((values - avg) / std).astype(F)
     if cls == "MinMaxNormalizer":
         low, high = F(float(params["min"])), F(float(params["max"]))
@@ -77,7 +99,7 @@ def solr_linear_scores(text: str, features: dict) -> np.ndarray:
 
 _SOLR_ACTIVATIONS = {"relu": lambda z: np.maximum(z, F(0)),
                      "leakyrelu": lambda z: np.where(z >= 0, z, F(0.01) * z),
-                     "sigmoid": lambda z: (F(1) / (F(1) + np.exp(-z))),
+                     "sigmoid": lambda z: (1.0 / (1.0 + np.exp(-z.astype(np.float64)))).astype(F),
                      "identity": lambda z: z}
 
 
@@ -87,6 +109,10 @@ def solr_network_scores(text: str, features: dict) -> np.ndarray:
     assert model["class"] == "org.apache.solr.ltr.model.NeuralNetworkModel", model["class"]
     a = np.stack(_solr_inputs(model, features))      # (inputs, documents)
     for k, layer in enumerate(model["params"]["layers"]):
+        # Solr casts matrix and bias to List<List<Double>> / List<Double>: a JSON integer would not load
+        entries = [v for row in layer["matrix"] for v in row] + list(layer["bias"])
+        if not all(isinstance(v, float) for v in entries):
+            raise ValueError(f"layer {k}: matrix and bias entries must be JSON floats (Solr reads them as Double)")
         matrix = np.asarray(layer["matrix"], dtype=F)  # one row per output unit
         bias = np.asarray(layer["bias"], dtype=F)
         if matrix.shape != (bias.shape[0], a.shape[0]):
@@ -105,7 +131,15 @@ def opensearch_linear_scores(text: str, features: dict) -> np.ndarray:
     assert body["type"] == "model/linear", body["type"]
     definition = body["definition"]
     weights = json.loads(definition) if isinstance(definition, str) else definition
+    for name, weight in weights.items():     # LinearRankerParser: VALUE_NUMBER only
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+            raise ValueError(f"weight of {name!r} must be a JSON number, got {weight!r}")
     normalizers = body.get("feature_normalizers", {})
+    for name, norm in normalizers.items():
+        if len(norm) != 1 or next(iter(norm)) not in ("standard", "min_max"):
+            raise ValueError(f"normalizer of {name!r} must be one of standard, min_max")
+        if "standard" in norm and not float(norm["standard"]["standard_deviation"]) > 0:
+            raise ValueError(f"normalizer of {name!r}: standard_deviation must be positive")
     score = np.zeros(len(next(iter(features.values()))), dtype=F)
     for name, weight in weights.items():
         value = np.asarray(features[name], dtype=F)
@@ -183,7 +217,7 @@ def ranklib_linear_scores(text: str, features_in_order) -> np.ndarray:
     if body["type"] != "model/ranklib":
         raise ValueError(f"not a RankLib model: {body['type']!r}")
     lines = body["definition"].splitlines()
-    if lines[0].strip() != "## Linear Regression":
+    if lines[0].replace("## ", "").strip().upper() != "LINEAR REGRESSION":   # RankerFactory's lookup
         raise ValueError(f"not RankLib's Linear Regression text: {lines[0]!r}")
     model = [line for line in lines if line.strip() and not line.startswith("##")]
     if len(model) != 1:

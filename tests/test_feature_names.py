@@ -124,3 +124,56 @@ def test_a_letor_fitted_model_exports_letor_numbers(tables, tmp_path, monkeypatc
     assert not hasattr(load_model("model.npz"), "feature_names_in_")
     assert main(["export", "model.npz", "--format", "solr", "-o", "model.json"]) == 0
     assert sorted(json.loads((tmp_path / "model.json").read_text())["params"]["weights"]) == ["1", "2", "3"]
+
+
+# ------------------------------------------------------------------------------ online learners
+@pytest.mark.parametrize("learner", ["SLAMPerceptron", "MaxPairPerceptron", "OnlineListNet", "TopKFeedbackRanker"])
+def test_online_learners_keep_the_data_sets_names(tables, learner):
+    """run_online on a named data set gives the learner feature_names_in_, and its export uses them."""
+    from click_sim.online import run_online
+    from counterfactual_ltr import online
+
+    data, _, table, _ = tables
+    named = RankingDataset.from_frame(table.assign(label=data.y), label="label")
+    model = getattr(online, learner)(**({"eta": 0.1} if learner == "OnlineListNet" else {}))
+    run_online(model, named, T=50, random_state=0)
+    assert list(model.feature_names_in_) == NAMES
+    assert json.loads(export_model(model, "solr"))["params"]["weights"].keys() == set(NAMES)
+    run_online(model, data, T=5, random_state=0)               # a LETOR-like data set forgets them
+    assert not hasattr(model, "feature_names_in_")
+    assert sorted(json.loads(export_model(model, "solr"))["params"]["weights"]) == ["1", "2", "3"]
+    with pytest.raises(ValueError, match="feature_names has 2 names but n_features is 3"):
+        model.reset(3, feature_names=["a", "b"])
+
+
+# ------------------------------------------------------------------------------ Dask data
+def test_dask_fit_keeps_the_frames_feature_columns(tables):
+    """A linear SVM fitted on RankingDataset.from_dask (or its click aggregate) names features by the frame's columns."""
+    dd = pytest.importorskip("dask.dataframe")
+    pytest.importorskip("dask.distributed")
+    import warnings
+
+    from dask.distributed import Client, LocalCluster
+
+    from counterfactual_ltr.estimators import RankSVM, SVMPropDCG
+    from counterfactual_ltr.logs import aggregate_clicks
+
+    data, log, table, _ = tables
+    frame = dd.from_pandas(table.assign(label=data.y), npartitions=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
+                               silence_logs=50)
+    with cluster, Client(cluster) as client:
+        ddata = RankingDataset.from_dask(frame, query="query", doc="doc", features=NAMES, label="label",
+                                         client=client)
+        assert ddata.feature_names == NAMES
+        model = RankSVM(C=1.0).fit(ddata)
+        assert list(model.feature_names_in_) == NAMES
+        assert set(json.loads(export_model(model, "solr"))["params"]["weights"]) == set(NAMES)
+        mem, mq, md = ddata.to_dataset()
+        lf = log.to_frame()
+        lf["qid"], lf["doc"] = "q" + lf["qid"].astype(str), "d" + lf["doc"].astype(str)
+        agg = aggregate_clicks(dd.from_pandas(lf, npartitions=1), ddata, engine="dask")
+        model = SVMPropDCG(C=1.0).fit(agg)
+        assert list(model.feature_names_in_) == NAMES

@@ -296,6 +296,11 @@ class DistributedDataset:
         return sum(s[1] for s in self.shapes)
 
     @property
+    def feature_names(self) -> list:
+        """The feature columns' names (the frame's ``features``), as :attr:`RankingDataset.feature_names`."""
+        return list(self.features)
+
+    @property
     def n_features(self) -> int:
         return self.shapes[0][2]
 

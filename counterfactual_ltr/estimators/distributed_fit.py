@@ -58,6 +58,9 @@ def fit_linear(est, source, click_pairs, *, traffic=None, on_iteration=None):
     checked = est._check_params()
     traffic = traffic if traffic is not None else Traffic()
     est.preprocessor_ = None
+    # The frame's feature columns name the raw features, as a named in-memory data set's do.
+    dataset = getattr(source, "dataset", source)
+    est.feature_names_in_ = np.asarray(dataset.feature_names, dtype=object)
     if type(est).__name__ == "RankSVM":
         return _fit_ranksvm(est, source, click_pairs, checked, traffic, on_iteration)
     return _fit_propensity(est, source, click_pairs, checked, traffic, on_iteration)

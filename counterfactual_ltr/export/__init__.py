@@ -3,9 +3,10 @@ Vespa and ONNX.
 
 ``export_model(model, format)`` gives the file's content (text, or bytes for ONNX) and
 ``write_export`` writes it; ``cltr export`` is the same on the command line. Every format scores
-RAW features as ``model.predict`` does: the model's scaler is folded into the weights (Vespa, ONNX,
-Solr's network) or written as the stack's own standard normaliser (Solr's and the LTR plugin's
-linear models, which have no constant term). Which model kinds each format holds is :data:`FORMATS`;
+RAW features as ``model.predict`` does: the model's preprocessor (scalers, feature selectors, a
+Pipeline of both; ``_affine``) is folded into the weights (Vespa, ONNX, RankLib, Solr's network;
+weight 0 on a dropped column) or thresholds (trees), or written as the stack's own standard
+normaliser (Solr's and the LTR plugin's linear models, which have no constant term). Which model kinds each format holds is :data:`FORMATS`;
 a model a format cannot hold is refused with the formats that can. Feature names come from
 ``feature_names``, else the model's ``feature_names_in_``, else LETOR's numbers ``"1".."n"``.
 GBDTPropDCG's writers live in ``_trees`` (``TREE_WRITERS``), imported only for a tree model.
@@ -45,7 +46,7 @@ def _refuse(model, fmt: str, kind: str, formats) -> None:
                      f"{', '.join(sorted(formats))}")
 
 
-def _export_trees(model, fmt, feature_names):
+def _export_trees(model, fmt, feature_names, onnx_dtype="float32"):
     from ._trees import TREE_WRITERS
 
     if feature_names is None and getattr(model, "n_features_in_", None) is not None:
@@ -68,10 +69,14 @@ def _export_trees(model, fmt, feature_names):
         return ranklib_body(type(model).__name__, TREE_WRITERS["ranklib"](model, feature_names))
     if fmt not in TREE_WRITERS:
         _refuse(model, fmt, "trees", [f for f, kinds in FORMATS.items() if "trees" in kinds])
+    if fmt == "onnx" and onnx_dtype == "float64":
+        from ._trees import write_onnx_double
+
+        return write_onnx_double(model, feature_names)
     return TREE_WRITERS[fmt](model, feature_names)
 
 
-def export_model(model, format: str, *, feature_names=None) -> str | bytes:
+def export_model(model, format: str, *, feature_names=None, onnx_dtype: str = "float32") -> str | bytes:
     """The content of ``model`` exported to ``format``: text (JSON, a rank profile) or bytes (ONNX).
 
     Parameters
@@ -79,7 +84,9 @@ def export_model(model, format: str, *, feature_names=None) -> str | bytes:
     model : fitted ranker
         A linear ranker (``RankSVM``, ``SVMPropRank``, ``SVMPropDCG``, ``SVMPropRBP``, ``SLAMRanker``, an
         online learner with ``coef_``), ``DeepPropDCG`` or ``GBDTPropDCG``; its fitted ``preprocessor_``
-        (StandardScaler, MaxAbsScaler or MinMaxScaler) is folded in, so the export scores raw features.
+        (StandardScaler, RobustScaler, MaxAbsScaler, MinMaxScaler without clip, any feature selector
+        with ``get_support()``, or a Pipeline of these in any order) is folded in, so the export
+        scores raw features; any other step (PCA, FunctionTransformer ...) is refused by name.
     format : {"solr", "opensearch", "vespa", "onnx", "lightgbm", "ranklib"}
         The stack's format (:data:`FORMATS` lists the model kinds each holds): Solr LTR's
         ``LinearModel`` / ``NeuralNetworkModel`` JSON, the OpenSearch/Elasticsearch LTR plugin's
@@ -94,6 +101,16 @@ def export_model(model, format: str, *, feature_names=None) -> str | bytes:
     feature_names : list of str, optional
         The raw features' names in column order, as the stack knows them; default the model's
         ``feature_names_in_``, else LETOR's feature numbers ``"1".."n"`` (Vespa: ``attribute(f1)`` ...).
+    onnx_dtype : {"float32", "float64"}, default "float32"
+        For ``"onnx"``: the element type of the input ``features`` and the output ``score``.
+        float32 is what serving stacks feed; on float64 features its scores differ from
+        ``model.predict`` by up to about 1e-5 relative (the input's rounding). float64 gives
+        double scores equal to ``model.predict`` to double rounding (1e-9 relative): a linear
+        model or MLP computes in double throughout; trees are one ``ai.onnx.ml`` operator set 5
+        ``TreeEnsemble`` with double thresholds and leaves (ONNX Runtime 1.20 or later), routing
+        every float64 input as LightGBM does. (The float32 tree model compares float32 inputs
+        with float32 thresholds, chosen so that every float32 input is routed as LightGBM routes it.)
+        Other formats accept only the default.
 
     Returns
     -------
@@ -115,11 +132,16 @@ def export_model(model, format: str, *, feature_names=None) -> str | bytes:
 
     if not isinstance(format, str) or format not in FORMATS:
         raise ValueError(f"format={format!r} is not one of {', '.join(FORMATS)}")
+    from ._onnx import check_dtype
+
+    check_dtype(onnx_dtype)
+    if format != "onnx" and onnx_dtype != "float32":
+        raise ValueError(f"onnx_dtype={onnx_dtype!r} applies to the onnx format only, not {format!r}")
     kind = _kind(model)
     if kind not in FORMATS[format]:
         _refuse(model, format, kind, [f for f, kinds in FORMATS.items() if kind in kinds])
     if kind == "trees":
-        return _export_trees(model, format, feature_names)
+        return _export_trees(model, format, feature_names, onnx_dtype)
     from .._version import __version__
 
     if kind == "mlp":
@@ -131,7 +153,7 @@ def export_model(model, format: str, *, feature_names=None) -> str | bytes:
             return solr_network(model, layers, names)
         from ._onnx import onnx_layers
 
-        return onnx_layers(type(model).__name__, layers, names, __version__)
+        return onnx_layers(type(model).__name__, layers, names, __version__, onnx_dtype)
     from . import _linear
 
     form = _linear.linear_form(model, lambda n: resolve_names(model, n, feature_names))
@@ -139,12 +161,12 @@ def export_model(model, format: str, *, feature_names=None) -> str | bytes:
         from ._onnx import onnx_layers
 
         weights, bias = form.folded()
-        return onnx_layers(form.kind, [(weights[:, None], [bias], "identity")], form.names, __version__)
+        return onnx_layers(form.kind, [(weights[:, None], [bias], "identity")], form.names, __version__, onnx_dtype)
     return {"solr": _linear.solr_linear, "opensearch": _linear.opensearch_linear,
             "vespa": _linear.vespa_linear, "ranklib": _linear.ranklib_linear}[format](form)
 
 
-def write_export(model, format: str, path, *, feature_names=None) -> Path:
+def write_export(model, format: str, path, *, feature_names=None, onnx_dtype: str = "float32") -> Path:
     """Write :func:`export_model`'s content to ``path`` (text as UTF-8, ONNX as bytes).
 
     The content is built before the file is opened, so a refused model leaves no file behind.
@@ -163,6 +185,8 @@ def write_export(model, format: str, path, *, feature_names=None) -> Path:
         The file to write (replaced if it exists).
     feature_names : list of str, optional
         As in :func:`export_model`.
+    onnx_dtype : {"float32", "float64"}, default "float32"
+        As in :func:`export_model`.
 
     Returns
     -------
@@ -179,7 +203,7 @@ def write_export(model, format: str, path, *, feature_names=None) -> Path:
     >>> out.read_text().splitlines()[1]
     'rank-profile cltr_ranksvm inherits default {'
     """
-    content = export_model(model, format, feature_names=feature_names)
+    content = export_model(model, format, feature_names=feature_names, onnx_dtype=onnx_dtype)
     path = Path(path)
     profile = None
     if format == "vespa" and _kind(model) == "trees":

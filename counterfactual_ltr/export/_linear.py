@@ -1,9 +1,11 @@
 """Linear rankers for Solr's LinearModel, the OpenSearch/Elasticsearch LTR plugin and a Vespa rank profile.
 
-A linear ranker scores ``((x - shift) / scale) @ coef`` (the scaler read by ``_affine``). Solr's and
-the LTR plugin's linear models have no constant term, so the scaler is written as their own
-per-feature standard normaliser (``(x - avg) / std``) and the weights are the model's own; Vespa's
-expression takes a constant, so there the scaler is folded: ``x @ (coef / scale) + bias``.
+A linear ranker scores ``((x[:, columns] - shift) / scale) @ coef`` (the preprocessor read by
+``_affine``). Its form here is on raw columns: the model's weights spread to the raw width with 0
+on the columns a selector dropped (shift 0, scale 1 there). Solr's and the LTR plugin's linear
+models have no constant term, so the scaling is written as their own per-feature standard
+normaliser (``(x - avg) / std``) and the weights are the model's own; Vespa's expression, RankLib's
+Linear Regression and ONNX take a constant, so there it is folded: ``x @ (coef / scale) + bias``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from ._affine import affine_of
 
 @dataclass
 class LinearForm:
-    """A linear ranker as exported: its weights on its own input, the scaler before them, the input names."""
+    """A linear ranker on raw columns: weights (0 on dropped columns), the scaling before them, the raw names."""
 
     kind: str
     coef: np.ndarray
@@ -43,8 +45,10 @@ def linear_form(model, names_of) -> LinearForm:
     coef = np.asarray(model.coef_, dtype=np.float64)
     if coef.ndim != 1 or not np.all(np.isfinite(coef)):
         raise ValueError(f"{type(model).__name__}.coef_ must be a finite 1-D array of weights, got shape {coef.shape}")
-    shift, scale = affine_of(model, coef.shape[0])
-    return LinearForm(type(model).__name__, coef, shift, scale, names_of(coef.shape[0]))
+    chain, shift, scale = affine_of(model, coef.shape[0])
+    raw_coef, raw_shift, raw_scale = np.zeros(chain.n_raw), np.zeros(chain.n_raw), np.ones(chain.n_raw)
+    raw_coef[chain.columns], raw_shift[chain.columns], raw_scale[chain.columns] = coef, shift, scale
+    return LinearForm(type(model).__name__, raw_coef, raw_shift, raw_scale, names_of(chain.n_raw))
 
 
 def model_name(kind: str) -> str:
@@ -79,10 +83,11 @@ def opensearch_linear(form: LinearForm) -> str:
 
 # RankLib's text model, as the OpenSearch/Elasticsearch LTR plugin reads it for "model/ranklib": the plugin
 # (o19s elasticsearch-learning-to-rank 1.5.x / opensearch-learning-to-rank-base 2.x) parses the definition
-# with RankLib's RankerFactory.loadRankerFromString, through o19s' RankyMcRankFace 0.1.x, a fork of RankLib
-# 2.8. The first line names the ranker ("## Linear Regression" -> LinearRegRank); other "##" lines are
-# comments; the model line is "id:weight" pairs where id is the 1-based position of a feature in the
-# plugin's feature set and id 0 is the constant (LinearRegRank keeps it as its last weight and adds it to
+# with RankLib's RankerFactory.loadRankerFromString, through o19s' RankyMcRankFace (0.3.0 in the plugin's
+# build.gradle, checked 2026-11-29), a fork of RankLib 2.8. The first line names the ranker
+# ("## Linear Regression" -> LinearRegRank); other "##" lines are comments; the model line is "id:weight"
+# pairs where id is the 1-based position of a feature in the plugin's feature set and id 0 is the constant
+# (LinearRegRank keeps it as its last weight and adds it to
 # every score). Coordinate Ascent's text ("## Coordinate Ascent") has no constant, so Linear Regression's
 # is written: it carries the folded scaler exactly.
 _RANKLIB_LINEAR_HEADER = "## Linear Regression"

@@ -1,7 +1,8 @@
 """Deep PropDCG's MLP as layers ``(W, b, activation)`` on raw features, and Solr's NeuralNetworkModel of them.
 
-The scaler before the network is folded into the first layer (``W' = W / scale`` row-wise and
-``b' = b - (shift / scale) @ W``), so every writer sees one network on raw features. Solr's
+The preprocessor before the network is folded into the first layer: its input rows move to the
+raw columns they read (zero rows on the columns a selector dropped), ``W' = W / scale`` row-wise
+and ``b' = b - (shift / scale) @ W``, so every writer sees one network on raw features. Solr's
 NeuralNetworkModel holds layers whose activation is relu, sigmoid, identity or leakyrelu: a tanh
 network is refused there (ONNX holds it).
 """
@@ -26,9 +27,11 @@ def mlp_layers(model):
     if not params:
         raise ValueError(f"{type(model).__name__} is not fitted: fit it before exporting")
     params = [np.asarray(p, dtype=np.float64) for p in params]
-    shift, scale = affine_of(model, params[0].shape[0])
-    first_W = params[0] / scale[:, None]
-    first_b = params[1] - shift @ first_W
+    chain, shift, scale = affine_of(model, params[0].shape[0])
+    folded = params[0] / scale[:, None]
+    first_b = params[1] - shift @ folded
+    first_W = np.zeros((chain.n_raw, params[0].shape[1]))
+    first_W[chain.columns] = folded
     params = [first_W, first_b] + params[2:]
     n_layers = len(params) // 2
     layers = []

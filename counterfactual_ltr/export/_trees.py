@@ -6,13 +6,15 @@ one model that scores **raw** features as ``model.predict`` does:
 * the booster's leaf values already hold LightGBM's shrinkage (the learning rate) and any init
   score (LightGBM adds a starting score into the first tree's leaves), so every format gets the
   plain sum of the leaves of its trees, with weight 1 and no base score;
-* a fitted scaler in ``model.preprocessor_`` (``StandardScaler``, ``MinMaxScaler`` without
-  ``clip``, ``MaxAbsScaler``, ``RobustScaler``) is folded into the thresholds: the trees compare
-  ``x' = f(x) <= t`` with ``f`` monotone per feature, so each threshold is replaced by the largest
-  raw value ``r`` (of the reader's number type) with ``f(r) <= t``, found by stepping from the
-  algebraic inverse ``f^-1(t)`` one representable number at a time while checking ``f`` computed
-  with the scaler's own operations. The decision is then identical for every input of that type,
-  not only up to rounding. A decreasing ``f`` (a negative scale) swaps the two children;
+* the model's ``preprocessor_`` (scalers, feature selectors and Pipelines of both, read by
+  ``_affine.read_chain``) is folded in: a split on model input ``k`` becomes a split on the raw
+  column it reads (so a selector's dropped columns appear in no split), and the scaling into the
+  threshold: the trees compare ``x' = f(x) <= t`` with ``f`` monotone per feature, so each
+  threshold is replaced by the largest raw value ``r`` (of the reader's number type) with
+  ``f(r) <= t``, found among the representable numbers by galloping from the algebraic inverse
+  ``f^-1(t)`` and bisecting, while checking ``f`` computed with the scaler's own operations. The
+  decision is then identical for every input of that type, not only up to rounding. A decreasing
+  ``f`` (a negative scale) swaps the two children;
 * LightGBM goes left when ``x <= t``; the XGBoost dump goes to ``yes`` when ``x < c``: for the
   float32 inputs of the readers that use the dump, ``x <= r`` is ``x < nextafter(r, +inf)``;
 * a threshold beyond the float32 range (LightGBM writes one near 1e300 on a node that only
@@ -25,22 +27,22 @@ one model that scores **raw** features as ``model.predict`` does:
   ``0`` in the transformed space, since LightGBM replaces NaN by 0 there.
 
 Formats ("lightgbm", "xgboost-json", "solr", "onnx", "vespa": LightGBM's JSON dump for Vespa's
-``lightgbm(...)`` rank feature, compared in float64 on raw values; "ranklib": RankLib's LambdaMART
-ensemble text, routed as Solr's) and what they cannot hold:
+``lightgbm(...)`` rank feature, compared in float64 on raw values with Vespa's strict ``<``;
+"ranklib": RankLib's LambdaMART ensemble text, routed as Solr's but without Solr's 1e-6 slack)
+and what they cannot hold:
 
 * linear trees and categorical splits: only "lightgbm", and only without a preprocessor
   (GBDTPropDCG refuses both at ``fit``; a booster from elsewhere may hold them);
 * LightGBM's ``zero_as_missing`` nodes (missing type Zero: ``|x'| <= 1e-35`` takes the default
   side): only "lightgbm" without a preprocessor;
-* NaN in "xgboost-json" goes to the node's ``missing`` child, as XGBoost's dump defines it; a
-  stack that fills a feature it cannot compute with 0 routes that document as 0, not as NaN;
-* NaN in "solr": Solr's ``MultipleAdditiveTreesModel`` (Solr Reference Guide 9.x, "Learning To
-  Rank") compares every feature value with ``<=``; a feature that a document lacks takes its
-  feature's default value (0 unless the feature defines another) before the model sees it, so the
-  exported trees route such a document by that value, not by LightGBM's NaN route. Give missing
-  features a default in the feature store that the trees route as you want. (Solr 9.2 added an
-  optional per-node ``missing`` branch for null feature values, SOLR-16596; it is not written, so
-  the model loads in every Solr from 7 on.)
+* NaN in "xgboost-json" goes to the node's ``missing`` child, as XGBoost's dump defines it (the
+  OpenSearch plugin gives a feature a document does not match NaN, so it takes that route);
+* NaN in "solr": Solr's ``MultipleAdditiveTreesModel`` compares every feature value with
+  ``<= threshold + 1e-6`` (its split slack; the writer compensates) and has no NaN route in the
+  source read (apache/solr commit 1a87471); a feature that a document lacks takes its feature's
+  default value (0 unless the feature defines another; Solr Reference Guide 9.x) before the model
+  sees it, so the exported trees route such a document by that value, not by LightGBM's NaN route.
+  Give missing features a default in the feature store that the trees route as you want.
 """
 
 from __future__ import annotations
@@ -101,107 +103,81 @@ def _check_names(model, feature_names, fmt: str) -> list:
 
 
 # ------------------------------------------------------------------------------------ preprocessor
-class _Affine:
-    """A fitted scikit-learn scaler as per-feature elementwise steps, applied in the scaler's own order.
+def _chain(model, width):
+    """The model's preprocessor as a :class:`~counterfactual_ltr.export._affine.Chain` on ``width`` model inputs."""
+    from ._affine import read_chain
 
-    ``steps`` is a list of ``(op, values)`` with ``op`` in ``-``, ``/``, ``*``, ``+``: the float64
-    operations ``transform`` performs on a dense array, so :meth:`forward` gives bit for bit what
-    the scaler gives (checked against ``transform`` on probe values when built).
+    return read_chain(getattr(model, "preprocessor_", None), width)
+
+
+def _seen(chain, x, k):
+    """The value LightGBM compares for raw ``x`` at model input ``k``: the transform, ``|x'| <= 1e-35`` read as 0.
+
+    LightGBM drops input values within its zero threshold (1e-35 as a float32) when it reads a
+    row, so they are scored as 0; the map stays monotone, so the threshold search still holds.
     """
+    x = chain.forward(x, k)
+    return np.where(np.abs(x) <= _LGB_ZERO, 0.0, x)
 
-    def __init__(self, steps, width):
-        self.steps, self.width = steps, width
 
-    @classmethod
-    def identity(cls, width):
-        return cls([], width)
+def _key(v, dtype) -> int:
+    """An integer that orders the values of ``dtype`` as the numbers do (one step per representable value)."""
+    bits = 64 if dtype is np.float64 else 32
+    b = int(np.asarray(v, dtype=dtype).view(np.int64 if bits == 64 else np.int32))
+    return b if b >= 0 else -(b & ((1 << (bits - 1)) - 1))
 
-    @classmethod
-    def of(cls, pre, width):
-        from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, RobustScaler, StandardScaler
 
-        if pre is None:
-            return cls.identity(width)
-        steps = []
-        if isinstance(pre, StandardScaler):
-            if pre.with_mean:
-                steps.append(("-", pre.mean_))
-            if pre.with_std:
-                steps.append(("/", pre.scale_))
-        elif isinstance(pre, RobustScaler):
-            if pre.with_centering:
-                steps.append(("-", pre.center_))
-            if pre.with_scaling:
-                steps.append(("/", pre.scale_))
-        elif isinstance(pre, MinMaxScaler):
-            if pre.clip:
-                raise ValueError("the model's preprocessor MinMaxScaler(clip=True) clips, which is not monotone "
-                                 "affine: it cannot be folded into tree thresholds; refit with clip=False")
-            steps += [("*", pre.scale_), ("+", pre.min_)]
-        elif isinstance(pre, MaxAbsScaler):
-            steps.append(("/", pre.scale_))
+def _from_key(key: int, dtype):
+    """The value of ``dtype`` with :func:`_key` ``key``."""
+    bits = 64 if dtype is np.float64 else 32
+    b = key if key >= 0 else (-key) | (1 << (bits - 1))
+    if b >= 1 << (bits - 1):
+        b -= 1 << bits
+    return np.asarray(b, dtype=np.int64 if bits == 64 else np.int32).view(dtype)[()]
+
+
+def _first_true(pred, start: int, low: int, high: int) -> int:
+    """The smallest key in ``[low, high]`` where the monotone ``pred`` (False then True) holds; ``high + 1`` if none.
+
+    Gallops from ``start`` (a good guess: the algebraic inverse) and then bisects, so a scaler that maps
+    thousands of raw values to one transformed value costs a hundred evaluations, not thousands.
+    """
+    start = min(max(start, low), high)
+    if pred(start):
+        hi, step = start, 1
+        lo = hi - step
+        while lo >= low and pred(lo):
+            hi, step = lo, step * 2
+            lo = hi - step
+        if lo < low:
+            if pred(low):
+                return low
+            lo = low
+    else:
+        lo, step = start, 1
+        hi = lo + step
+        while hi <= high and not pred(hi):
+            lo, step = hi, step * 2
+            hi = lo + step
+        if hi > high:
+            if not pred(high):
+                return high + 1
+            hi = high
+    while hi - lo > 1:              # pred(lo) is False, pred(hi) is True
+        mid = (lo + hi) // 2
+        if pred(mid):
+            hi = mid
         else:
-            raise ValueError(f"the model's preprocessor {type(pre).__name__} cannot be folded into tree thresholds: "
-                             "supported are StandardScaler, MinMaxScaler (clip=False), MaxAbsScaler and RobustScaler")
-        steps = [(op, np.asarray(v, dtype=np.float64).reshape(-1)) for op, v in steps]
-        for op, values in steps:
-            if values.size != width:
-                raise ValueError(f"the model's preprocessor holds {values.size} values per step for {width} features")
-            bad = np.flatnonzero(~np.isfinite(values) | ((values == 0) if op in "/*" else False))
-            if bad.size:
-                raise ValueError(f"the model's preprocessor has an unusable {'scale' if op in '/*' else 'offset'} "
-                                 f"{values[bad[0]]!r} for feature {bad[0]}")
-        affine = cls(steps, width)
-        affine._check_against(pre)
-        return affine
-
-    def _check_against(self, pre):
-        probe = np.array([[0.0] * self.width, [1.0] * self.width, [-3.25] * self.width, [1e6] * self.width])
-        mine = np.stack([self.forward(probe[:, j], j) for j in range(self.width)], axis=1)
-        theirs = np.asarray(pre.transform(probe.copy()), dtype=np.float64)
-        if theirs.shape != mine.shape or not np.array_equal(mine, theirs):
-            raise ValueError(f"the model's preprocessor {type(pre).__name__} does not transform as its fitted "
-                             "parameters say (another scikit-learn version?): it cannot be folded exactly")
-
-    def forward(self, x, j):
-        """The transformed value(s) of raw ``x`` for feature ``j``, in float64 as the scaler computes them."""
-        x = np.asarray(x, dtype=np.float64)
-        for op, values in self.steps:
-            v = values[j]
-            x = x - v if op == "-" else x / v if op == "/" else x * v if op == "*" else x + v
-        return x
-
-    def seen(self, x, j):
-        """The value LightGBM compares for raw ``x``: the transform, with ``|x'| <= 1e-35`` read as 0.
-
-        LightGBM drops input values within its zero threshold (1e-35 as a float32) when it reads a
-        row, so they are scored as 0; the map stays monotone, so the threshold search still holds.
-        """
-        x = self.forward(x, j)
-        return np.where(np.abs(x) <= _LGB_ZERO, 0.0, x)
-
-    def inverse(self, t, j) -> float:
-        """An approximate raw value whose transform is ``t`` (the start of the exact search)."""
-        x = float(t)
-        for op, values in reversed(self.steps):
-            v = float(values[j])
-            x = x + v if op == "-" else x * v if op == "/" else x / v if op == "*" else x - v
-        return x
-
-    def increasing(self, j) -> bool:
-        sign = 1.0
-        for op, values in self.steps:
-            if op in "/*":
-                sign *= np.sign(values[j])
-        return sign > 0
+            lo = mid
+    return hi
 
 
-def _fold(affine: _Affine, j: int, t: float, dtype, where: str, zero_band: bool = True):
+def _fold(affine, j: int, t: float, dtype, where: str, zero_band: bool = True):
     """The split ``f(x) <= t`` on raw ``x`` of type ``dtype`` as ``(r, swapped)``: ``x <= r`` (or ``x > r``).
 
     ``swapped`` is False when ``f`` increases (``f(x) <= t`` exactly when ``x <= r``), True when it
-    decreases (``f(x) <= t`` exactly when ``x > r``). ``r`` is found by stepping from the inverse
-    one representable number of ``dtype`` at a time, so no input of that type is routed otherwise.
+    decreases (``f(x) <= t`` exactly when ``x > r``). ``r`` is found among the representable numbers
+    of ``dtype`` by galloping from the inverse and bisecting, so no input of that type is routed otherwise.
     ``zero_band`` says the reader is LightGBM itself (float64), which reads raw values within 1e-35
     of 0 as 0; a reader that compares raw values as they are (Vespa) passes False.
     """
@@ -212,28 +188,21 @@ def _fold(affine: _Affine, j: int, t: float, dtype, where: str, zero_band: bool 
 
     def ok(v):
         with np.errstate(over="ignore"):        # near the type's largest value the transform may overflow
-            return bool(affine.seen(float(v), j) <= t)
+            return bool(_seen(affine, float(v), j) <= t)
 
-    steps = 0
-    if affine.increasing(j):        # largest c with f(c) <= t
-        while c < big and ok(np.nextafter(c, up)):
-            c, steps = np.nextafter(c, up), steps + 1
-        while c > -big and not ok(c):
-            c, steps = np.nextafter(c, down), steps + 1
-        r, swapped = c, False
-    else:                           # smallest c with f(c) <= t; then f(x) <= t  <=>  x > prev(c)
-        while c > -big and ok(np.nextafter(c, down)):
-            c, steps = np.nextafter(c, down), steps + 1
-        while c < big and not ok(c):
-            c, steps = np.nextafter(c, up), steps + 1
-        r, swapped = np.nextafter(c, down), True
+    swapped = not affine.increasing(j)
+    # f increasing: ok holds for x <= r, so r is just below the first x where ok fails; f decreasing: ok holds
+    # for x >= c, and f(x) <= t exactly when x > prev(c). Either way: the first x where ``ok(x) == swapped`` fails.
+    first = _first_true(lambda key: ok(_from_key(key, dtype)) == swapped, _key(c, dtype), _key(-big, dtype),
+                        _key(big, dtype))
+    r = _from_key(first - 1, dtype)
+    if np.isfinite(r) and abs(r) < big and (ok(r) == swapped or ok(np.nextafter(r, up)) != swapped):
+        raise ValueError(f"the threshold {t!r} of {where} could not be mapped back to raw {np.dtype(dtype).name} "
+                         "values through the preprocessor (it is not monotone there)")
     if zero_band and dtype is np.float64 and affine.steps and abs(r) <= _LGB_ZERO:
         # The folded LightGBM text reads every raw value within 1e-35 as 0, so a raw threshold inside that
         # band cannot route them apart: any threshold inside it routes all others right; this one routes 0 right.
         r = np.float64(0.0) if (ok(0.0) != swapped) else np.nextafter(np.float64(0.0), -np.inf)
-    if steps > 4096:
-        raise ValueError(f"the threshold {t!r} of {where} could not be mapped back to raw {np.dtype(dtype).name} "
-                         "values through the preprocessor (no nearby value is routed as LightGBM routes it)")
     # A threshold beyond the type's range (LightGBM writes one near 1e300 for a split of missing values
     # from all others) is held by the largest finite value: only +-inf and +-max itself may then go otherwise.
     return dtype(np.clip(r, -big, big)), swapped
@@ -241,8 +210,8 @@ def _fold(affine: _Affine, j: int, t: float, dtype, where: str, zero_band: bool 
 
 # ----------------------------------------------------------------------------------------- trees
 def _split_info(node, tree_index, feature_names) -> str:
-    """Where a split node is, for error messages: tree, node and feature name."""
-    return f"tree {tree_index}, node {node.get('split_index')} (feature {feature_names[node['split_feature']]!r})"
+    """Where a split node is, for error messages: tree, node and the raw feature's name."""
+    return f"tree {tree_index}, node {node.get('split_index')} (feature {feature_names[node['raw_feature']]!r})"
 
 
 def _raw_trees(model, feature_names, fmt: str, dtype):
@@ -257,8 +226,7 @@ def _raw_trees(model, feature_names, fmt: str, dtype):
     if int(dump.get("num_tree_per_iteration", 1)) != 1 or int(dump.get("num_class", 1)) != 1:
         raise ValueError("the booster has several trees per iteration (a multi-class model): a ranker has one "
                          "score per document; none of the formats holds it as one")
-    width = booster.num_feature()
-    affine = _Affine.of(getattr(model, "preprocessor_", None), width)
+    affine = _chain(model, booster.num_feature())
     others = "'lightgbm' (without a preprocessor)"
     trees = []
     for info in dump["tree_info"]:
@@ -270,7 +238,8 @@ def _raw_trees(model, feature_names, fmt: str, dtype):
                     raise ValueError(f"tree {index} is a linear tree (leaves with coefficients): format {fmt!r} "
                                      f"cannot hold it; {others} can")
                 return {"leaf_index": int(node.get("leaf_index", 0)), "value": float(node["leaf_value"])}
-            where = _split_info(node, index, feature_names)
+            where = _split_info(dict(node, raw_feature=int(affine.columns[int(node["split_feature"])])), index,
+                                feature_names)
             if node["decision_type"] != "<=":
                 raise ValueError(f"{where} is a categorical split ({node['decision_type']!r}): format {fmt!r} "
                                  f"cannot hold it; {others} can")
@@ -289,7 +258,8 @@ def _raw_trees(model, feature_names, fmt: str, dtype):
             le, gt = convert(node["left_child"]), convert(node["right_child"])
             if swapped:
                 le, gt, nan_left = gt, le, not nan_left
-            return {"split_index": int(node["split_index"]), "feature": j, "threshold": r, "le": le, "gt": gt,
+            return {"split_index": int(node["split_index"]), "feature": int(affine.columns[j]), "threshold": r,
+                    "le": le, "gt": gt,
                     "nan": "le" if nan_left else "gt"}
 
         trees.append(convert(info["tree_structure"]))
@@ -349,12 +319,14 @@ def _rewrite_text(model, feature_names, fmt, dtype, objective=None) -> str:
         walk(tree)
         if nodes:
             nodes.sort(key=lambda n: n["split_index"])
+            block = _set_line(block, "split_feature", " ".join(str(n["feature"]) for n in nodes))
             block = _set_line(block, "threshold", " ".join(_number(n["threshold"]) for n in nodes))
             block = _set_line(block, "decision_type", " ".join(
                 str(_MISSING_NAN | (_DEFAULT_LEFT if n["nan"] == "le" else 0)) for n in nodes))
             block = _set_line(block, "left_child", " ".join(str(n["_le"]) for n in nodes))
             block = _set_line(block, "right_child", " ".join(str(n["_gt"]) for n in nodes))
         out.append(block)
+    head = _set_line(head, "max_feature_idx", str(len(feature_names) - 1))
     head = _set_line(head, "feature_names", " ".join(feature_names))
     head = _set_line(head, "feature_infos", _raw_feature_infos(model, head))
     head = _set_line(head, "tree_sizes", " ".join(str(len(b.encode("utf-8"))) for b in out))
@@ -365,17 +337,20 @@ def _rewrite_text(model, feature_names, fmt, dtype, objective=None) -> str:
 
 
 def _raw_feature_infos(model, head: str) -> str:
-    """LightGBM's ``feature_infos`` (each feature's training range) mapped back to raw values."""
+    """LightGBM's ``feature_infos`` (each feature's training range) on the raw columns.
+
+    A model input's range is mapped back through its scaling to its raw column; a raw column a
+    selector dropped is ``none``, LightGBM's mark of a feature no tree uses.
+    """
     infos = re.search(r"^feature_infos=(.*)$", head, re.M).group(1).split(" ")
-    affine = _Affine.of(getattr(model, "preprocessor_", None), len(infos))
-    out = []
-    for j, info in enumerate(infos):
+    chain = _chain(model, len(infos))
+    out = ["none"] * chain.n_raw
+    for k, info in enumerate(infos):
         m = re.fullmatch(r"\[(.+):(.+)\]", info)
-        if m is None or not affine.steps:
-            out.append(info)
-            continue
-        lo, hi = sorted((affine.inverse(float(m.group(1)), j), affine.inverse(float(m.group(2)), j)))
-        out.append(f"[{lo!r}:{hi!r}]")
+        if m is not None and chain.steps:
+            lo, hi = sorted((chain.inverse(float(m.group(1)), k), chain.inverse(float(m.group(2)), k)))
+            info = f"[{lo!r}:{hi!r}]"
+        out[chain.columns[k]] = info
     return " ".join(out)
 
 
@@ -485,9 +460,10 @@ def write_xgboost_json(model, feature_names) -> str:
 def write_solr(model, feature_names) -> str:
     """Solr LTR's ``MultipleAdditiveTreesModel`` JSON (for the model store), weights 1 and raw thresholds.
 
-    Solr goes to ``left`` when ``value <= threshold`` (float32 values): each threshold is the
-    largest raw float32 LightGBM routes left. Solr has no NaN route: a feature a document lacks
-    takes its feature's default value (see the module docstring).
+    Solr goes to ``left`` when ``value <= threshold + 1e-6`` (float32; Solr adds that slack to every
+    threshold it reads): each threshold written is the float32 that, with Solr's slack added,
+    is the largest raw float32 LightGBM routes left. Solr has no NaN route: a feature a document
+    lacks takes its feature's default value (see the module docstring).
 
     Parameters
     ----------
@@ -518,12 +494,41 @@ def write_solr(model, feature_names) -> str:
     def emit(node):
         if "value" in node:
             return {"value": repr(node["value"])}
-        return {"feature": names[node["feature"]], "threshold": repr(float(node["threshold"])),
+        return {"feature": names[node["feature"]], "threshold": repr(float(_solr_threshold(node["threshold"]))),
                 "left": emit(node["le"]), "right": emit(node["gt"])}
 
     trees = [{"weight": "1", "root": emit(tree)} for tree in _raw_trees(model, names, "solr", np.float32)]
     return json.dumps({"class": _SOLR_CLASS, "name": _MODEL_NAME, "features": [{"name": n} for n in names],
                        "params": {"trees": trees}}, indent=1)
+
+
+#: Solr's MultipleAdditiveTreesModel adds this float to every threshold it reads (RegressionTreeNode
+#: .NODE_SPLIT_SLACK in solr/modules/ltr/.../model/MultipleAdditiveTreesModel.java).
+_SOLR_SLACK = np.float32(1e-6)
+
+
+def _solr_threshold(r):
+    """The float32 ``w`` to write so that Solr's ``float(w + 1e-6f)`` is ``r``, the threshold meant.
+
+    Solr compares ``value <= float(w + 1e-6f)``; without this, raw values in ``(r, r + 1e-6]`` would
+    go left. ``w`` is searched among the float32 next to ``r - 1e-6``. For ``|r|`` below about 1e-6
+    the sums ``w + 1e-6f`` step by about 1e-13, so ``r`` itself may be out of reach (LightGBM's zero
+    threshold 1e-35 is): then the largest reachable sum below ``r`` is used, and only raw values
+    strictly between it and ``r`` (a band narrower than 1e-13) go right where LightGBM goes left.
+    """
+    r = np.float32(r)
+    if not np.isfinite(r) or abs(r) >= np.float32(np.finfo(np.float32).max) / 2:
+        return r                    # the slack vanishes in float32 far from 0; a threshold at max float32 stays
+    down, up = np.float32(-np.inf), np.float32(np.inf)
+    w = np.float32(r - _SOLR_SLACK)
+    for _ in range(64):                      # largest w whose sum is <= r, starting next to it
+        if np.float32(w + _SOLR_SLACK) > r:
+            w = np.nextafter(w, down)
+        elif np.float32(np.nextafter(w, up) + _SOLR_SLACK) <= r:
+            w = np.nextafter(w, up)
+        else:
+            return w
+    raise ValueError(f"no float32 threshold makes Solr's threshold + 1e-6 come next to {float(r)!r}")
 
 
 # ------------------------------------------------------------------------------------------ ONNX
@@ -584,6 +589,86 @@ def write_onnx(model, feature_names) -> bytes:
     return proto.SerializeToString()
 
 
+def write_onnx_double(model, feature_names) -> bytes:
+    """An ONNX model of the trees in double precision: input ``features`` float64 [N, n], output ``score`` [N, 1].
+
+    One ``TreeEnsemble`` of the ``ai.onnx.ml`` operator set 5 (typed by its input: double
+    thresholds, leaves and sum), written from the raw-space trees: each threshold is the largest raw
+    float64 LightGBM routes left (``BRANCH_LEQ``), a NaN follows the node's learned route
+    (``nodes_missing_value_tracks_true``). ONNX Runtime (1.20 and later run this operator) then
+    routes every float64 input as LightGBM does and sums the leaves in double. The older
+    ``TreeEnsembleRegressor`` (operator set 3) compares in double too but outputs float32, and
+    onnxmltools' converter writes float32 thresholds only, so neither gives double scores.
+
+    Parameters
+    ----------
+    model : GBDTPropDCG
+        A fitted model.
+    feature_names : list of str
+        One name per raw input feature, in the order of the input's columns.
+
+    Returns
+    -------
+    bytes
+        The serialised ``onnx.ModelProto``.
+    """
+    names = _check_names(model, feature_names, "onnx")
+    try:
+        import onnx
+        from onnx import TensorProto, helper
+    except ImportError:
+        raise ImportError("format 'onnx' needs onnx: pip install 'counterfactual-ltr[export]'") from None
+    trees = _raw_trees(model, names, "onnx", np.float64)
+    # TreeEnsemble lists split nodes only; a child is a split node's or a leaf's index (``*leafs`` says which).
+    splits = {key: [] for key in ("feature", "threshold", "nan", "true", "true_leaf", "false", "false_leaf")}
+    leaf_weights, roots = [], []
+
+    def emit(node):
+        """``(index, is_leaf)`` of ``node`` after writing it and its subtree."""
+        if "value" in node:
+            leaf_weights.append(float(node["value"]))
+            return len(leaf_weights) - 1, 1
+        at = len(splits["feature"])
+        for key, value in (("feature", int(node["feature"])), ("threshold", float(node["threshold"])),
+                           ("nan", 1 if node["nan"] == "le" else 0), ("true", 0), ("true_leaf", 0), ("false", 0),
+                           ("false_leaf", 0)):
+            splits[key].append(value)
+        splits["true"][at], splits["true_leaf"][at] = emit(node["le"])
+        splits["false"][at], splits["false_leaf"][at] = emit(node["gt"])
+        return at, 0
+
+    for tree in trees:
+        if "value" in tree:           # a single leaf: a split whose two children are that leaf
+            tree = {"feature": 0, "threshold": 0.0, "nan": "le", "le": tree, "gt": tree}
+        roots.append(emit(tree)[0])
+    m, n = len(splits["feature"]), len(leaf_weights)
+    node = helper.make_node(
+        "TreeEnsemble", [_ONNX_INPUT], ["score_column"], domain="ai.onnx.ml", n_targets=1, aggregate_function=1,
+        post_transform=0, tree_roots=roots, nodes_featureids=splits["feature"],
+        nodes_splits=helper.make_tensor("nodes_splits", TensorProto.DOUBLE, [m], splits["threshold"]),
+        nodes_modes=helper.make_tensor("nodes_modes", TensorProto.UINT8, [m], [0] * m),     # 0: BRANCH_LEQ
+        nodes_missing_value_tracks_true=splits["nan"], nodes_truenodeids=splits["true"],
+        nodes_trueleafs=splits["true_leaf"], nodes_falsenodeids=splits["false"], nodes_falseleafs=splits["false_leaf"],
+        leaf_targetids=[0] * n, leaf_weights=helper.make_tensor("leaf_weights", TensorProto.DOUBLE, [n], leaf_weights))
+    reshape = helper.make_node("Reshape", ["score_column", "score_shape"], [_ONNX_OUTPUT])
+    shape = helper.make_tensor("score_shape", TensorProto.INT64, [2], [-1, 1])
+    graph = helper.make_graph(
+        [node, reshape], _MODEL_NAME,
+        [helper.make_tensor_value_info(_ONNX_INPUT, TensorProto.DOUBLE, [None, len(names)])],
+        [helper.make_tensor_value_info(_ONNX_OUTPUT, TensorProto.DOUBLE, [None, 1])], initializer=[shape])
+    proto = helper.make_model(graph, producer_name="counterfactual_ltr",
+                              opset_imports=[helper.make_opsetid("", _ONNX_OPSET), helper.make_opsetid("ai.onnx.ml", 5)])
+    proto.ir_version = 8
+    proto.doc_string = (f"GBDTPropDCG ranker exported by counterfactual_ltr: input '{_ONNX_INPUT}' float64 "
+                        f"[N, {len(names)}] of raw features in this order: {', '.join(names)}; output "
+                        f"'{_ONNX_OUTPUT}' float64 [N, 1], higher ranks first.")
+    for key, value in (("feature_names", json.dumps(names)), ("input", _ONNX_INPUT), ("output", _ONNX_OUTPUT)):
+        entry = proto.metadata_props.add()
+        entry.key, entry.value = key, value
+    onnx.checker.check_model(proto)
+    return proto.SerializeToString()
+
+
 def _rename_output(proto, new: str):
     """Rename the graph's single output (and the node output that produces it) to ``new``."""
     graph = proto.graph
@@ -609,9 +694,13 @@ def write_vespa_lightgbm(model, feature_names) -> str:
     feature by its name in ``feature_names`` as a rank feature: a name ``n`` is written as
     :func:`~counterfactual_ltr.export._linear.vespa_reference` gives it (``attribute(n)``, a rank
     feature such as ``bm25(title)`` as given, ``attribute(fN)`` for a LETOR number), as in the linear
-    rank profile. Thresholds are the largest raw float64 ``r`` routed left (``x <= r``), every node has
-    missing type NaN with ``default_left`` the side LightGBM sends a missing value to, and the leaves
-    already hold the learning rate, so the score is the plain sum of the leaves.
+    rank profile. Vespa's importer (``LightGBMParser`` in vespa-engine/vespa's model-integration,
+    read 2026-11-29) turns each split into ``x < threshold``, or ``!(x >= threshold)`` when
+    ``default_left`` (so NaN goes left), whatever ``decision_type`` and ``missing_type`` say; so each
+    threshold is the next float64 above the largest raw ``r`` LightGBM routes left, ``default_left``
+    is the side LightGBM sends a missing value to, and ``pandas_categorical`` is present (null), which
+    the importer reads unconditionally. The leaves already hold the learning rate, so the score is
+    the plain sum of the leaves.
 
     Parameters
     ----------
@@ -649,8 +738,13 @@ def write_vespa_lightgbm(model, feature_names) -> str:
     def emit(node):
         if "value" in node:
             return {"leaf_index": node["leaf_index"], "leaf_value": node["value"]}
+        # Vespa's importer turns a split into `x < threshold` (or `!(x >= threshold)` when default_left),
+        # a strict comparison: the next float64 above r sends x <= r left. A threshold at the largest
+        # float64 stays (JSON has no Infinity): only that value itself then goes right.
+        above = np.nextafter(np.float64(node["threshold"]), np.inf)
+        threshold = float(above) if np.isfinite(above) else float(node["threshold"])
         return {"split_index": node["split_index"], "split_feature": node["feature"],
-                "threshold": float(node["threshold"]), "decision_type": "<=",
+                "threshold": threshold, "decision_type": "<=",
                 "default_left": node["nan"] == "le", "missing_type": "NaN",
                 "left_child": emit(node["le"]), "right_child": emit(node["gt"])}
 
@@ -659,7 +753,7 @@ def write_vespa_lightgbm(model, feature_names) -> str:
              "tree_structure": emit(tree)} for i, tree in enumerate(trees)]
     return json.dumps({"name": "tree", "version": "v3", "num_class": 1, "num_tree_per_iteration": 1,
                        "label_index": 0, "max_feature_idx": len(names) - 1, "objective": "regression",
-                       "feature_names": refs, "tree_info": info}, indent=1) + "\n"
+                       "feature_names": refs, "tree_info": info, "pandas_categorical": None}, indent=1) + "\n"
 
 
 def _count_leaves(node) -> int:
@@ -697,7 +791,7 @@ def write_ranklib(model, feature_names) -> str:
     """RankLib's LambdaMART ensemble text, the LTR plugin's ``model/ranklib`` definition for trees.
 
     The plugin (o19s elasticsearch-learning-to-rank 1.5.x / opensearch-learning-to-rank-base 2.x)
-    reads it with RankLib's loader (o19s RankyMcRankFace 0.1.x, a fork of RankLib 2.8): a first
+    reads it with RankLib's loader (o19s RankyMcRankFace 0.3.0, a fork of RankLib 2.8): a first
     line ``## LambdaMART``, other ``##`` lines as comments, then ``<ensemble>`` of ``<tree id
     weight>``, each a nested ``<split>`` with ``<feature>`` (the 1-based position of the feature in
     the plugin's feature set), ``<threshold>`` and two ``<split pos="left|right">`` children, or

@@ -56,13 +56,17 @@ class OnlineLearner:
 
     feedback_k: int | None = None
 
-    def reset(self, n_features: int) -> "OnlineLearner":
+    def reset(self, n_features: int, *, feature_names=None) -> "OnlineLearner":
         """Start over: the learner's state (weights, round counter, random stream) for ``n_features`` features.
 
         Parameters
         ----------
         n_features : int
             Width of the feature rows of the coming rounds.
+        feature_names : list of str, optional
+            The columns' names (a data set's ``feature_names``), kept as ``feature_names_in_`` as
+            the batch rankers keep them, so that an export names the stack's features by them;
+            None forgets those of an earlier run.
 
         Returns
         -------
@@ -99,6 +103,18 @@ class OnlineLearner:
         self
         """
         raise NotImplementedError
+
+    def _keep_feature_names(self, feature_names, n_features) -> None:
+        """``feature_names_in_`` from ``feature_names`` (one per feature), or none when None."""
+        if feature_names is None:
+            self.__dict__.pop("feature_names_in_", None)
+            return
+        if isinstance(feature_names, (str, bytes)):
+            raise ValueError("feature_names must be a list of names, one per feature, not one string")
+        names = [str(n) for n in feature_names]
+        if len(names) != int(n_features):
+            raise ValueError(f"feature_names has {len(names)} names but n_features is {n_features}")
+        self.feature_names_in_ = np.asarray(names, dtype=object)
 
     def _check_width(self, X) -> None:
         """Start at ``w = 0`` on first use; a list of another width is an error, never a silent reset."""
@@ -148,7 +164,8 @@ class RandomRanker(OnlineLearner):
     def __init__(self, random_state=None):
         self.random_state = random_state
 
-    def reset(self, n_features: int) -> "RandomRanker":
+    def reset(self, n_features: int, *, feature_names=None) -> "RandomRanker":
+        self._keep_feature_names(feature_names, n_features)
         self._rng = _rng(self.random_state)
         return self
 

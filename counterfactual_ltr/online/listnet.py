@@ -66,9 +66,9 @@ class OnlineListNet(_LinearPerceptron):
         power = _SCHEDULES[self.schedule] if self.eta_power is None else self.eta_power
         return make_schedule(self.eta, power, "eta")
 
-    def reset(self, n_features: int) -> "OnlineListNet":
+    def reset(self, n_features: int, *, feature_names=None) -> "OnlineListNet":
         self._eta_t = self._validate()
-        self._base_reset(n_features)
+        self._base_reset(n_features, feature_names)
         return self
 
     def update(self, X, feedback: Feedback) -> "OnlineListNet":

@@ -99,8 +99,9 @@ class _LinearPerceptron(OnlineLearner):
             off = self._offset_cache[m] = np.array([0, m], dtype=np.int64)
         return off
 
-    def _base_reset(self, n_features: int):
+    def _base_reset(self, n_features: int, feature_names=None):
         n_features = check_int(n_features, "n_features", min_value=1)
+        self._keep_feature_names(feature_names, n_features)
         self.coef_ = np.zeros(n_features)
         self.t_ = 1
         self.n_updates_ = 0
@@ -142,9 +143,9 @@ class _MistakeDriven(_LinearPerceptron):
         self._take_step(w)
         self.n_updates_ += 1
 
-    def reset(self, n_features: int):
+    def reset(self, n_features: int, *, feature_names=None):
         self._eta, self._k, self._margin, self._threshold = self._validate()
-        self._base_reset(n_features)
+        self._base_reset(n_features, feature_names)
         return self
 
 
@@ -191,8 +192,8 @@ class SLAMPerceptron(_MistakeDriven):
                  threshold: float = DEFAULT_RELEVANCE_THRESHOLD):
         self._keep_params(eta, weights, k, margin, threshold)
 
-    def reset(self, n_features: int) -> "SLAMPerceptron":
-        super().reset(n_features)
+    def reset(self, n_features: int, *, feature_names=None) -> "SLAMPerceptron":
+        super().reset(n_features, feature_names=feature_names)
         self._weight_cache = {}
         return self
 
@@ -259,8 +260,8 @@ class MaxPairPerceptron(_MistakeDriven):
                  threshold: float = DEFAULT_RELEVANCE_THRESHOLD):
         self._keep_params(eta, measure, k, margin, threshold)
 
-    def reset(self, n_features: int) -> "MaxPairPerceptron":
-        return super().reset(n_features)
+    def reset(self, n_features: int, *, feature_names=None) -> "MaxPairPerceptron":
+        return super().reset(n_features, feature_names=feature_names)
 
     def update(self, X, feedback: Feedback) -> "MaxPairPerceptron":
         s, y, shown_labels = self._scores_and_labels(X, feedback)

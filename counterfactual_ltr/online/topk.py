@@ -440,8 +440,9 @@ class TopKFeedbackRanker(OnlineLearner):
         return eta, gamma, radius, eps
 
     # -- protocol --------------------------------------------------------------------------
-    def reset(self, n_features: int) -> "TopKFeedbackRanker":
+    def reset(self, n_features: int, *, feature_names=None) -> "TopKFeedbackRanker":
         self._eta_t, self._gamma_t, self._radius, self._epsilon = self._validate()
+        self._keep_feature_names(feature_names, check_int(n_features, "n_features", min_value=1))
         self._k = int(self.feedback_k)
         self._rng = _rng(self.random_state)
         self.coef_ = np.zeros(check_int(n_features, "n_features", min_value=1))
