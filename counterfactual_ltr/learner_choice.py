@@ -10,13 +10,14 @@ for one parameter, with the grid extended at a binding edge;
 of queries (:func:`~counterfactual_ltr.model_selection.cv_folds`, whose click counts every learner
 shares). The learners' best candidates are then compared on those folds.
 
-The choice (:func:`choose_learner`) is the learner with the best mean score, unless a cheaper learner
-(earlier in the candidates' order, cheapest first) trails it by at most ``noise`` standard errors of
-their paired per-fold differences: the one-standard-error rule of Hastie, Tibshirani and Friedman
-(*The Elements of Statistical Learning*, 2009, sec. 7.10), applied to learners ordered by cost. The
-cheapest such learner is kept, and the reason is recorded. The winner alone is refitted on the whole
-log; its ``selection_`` holds its own search's record and the table of every learner
-(``selection_["learners"]``), which a model file keeps and :func:`learner_lines` prints.
+The choice (:func:`choose_learner`) is the learner with the best mean score. How far ahead it is
+of every cheaper learner (earlier in the candidates' order), and the standard error of that lead, are
+measured on the paired per-query differences of the learners' pooled held-out estimates and
+recorded; a lead within one standard error is said in the reason. With ``noise > 0`` the cheapest
+learner within ``noise`` standard errors is kept instead (the one-standard-error rule at 1). The
+winner alone is refitted on the whole log; its ``selection_`` holds its own search's record and the
+table of every learner (``selection_["learners"]``), which a model file keeps and
+:func:`learner_lines` prints.
 """
 
 from __future__ import annotations
@@ -94,15 +95,21 @@ def learner_candidates(names=LEARNERS, *, propensity=None, C=C_GRID, tree_grid=N
     return out
 
 
-def choose_learner(names, fold_scores, noise: float = 1.0, query_terms=None) -> tuple:
-    """The learner to keep: the best mean score, or the cheapest within ``noise`` standard errors of it.
+def choose_learner(names, fold_scores, noise: float = 0.0, query_terms=None) -> tuple:
+    """The learner to keep: the best mean score, or (``noise > 0``) the cheapest within ``noise`` standard errors of it.
 
     The best is the learner with the highest mean score over the folds (the selection criterion).
-    A cheaper learner is kept instead when the best's lead over it is at most ``noise`` standard
-    errors of their paired difference. With ``query_terms`` (each learner's contribution of every
-    query to its pooled held-out estimate), lead and standard error are those of the paired
-    per-query differences, the queries being the independent units of the log; without, those of
-    the per-fold differences (a rougher measure: a handful of folds).
+    With ``noise > 0`` a cheaper learner is kept instead when the best's lead over it is at most
+    ``noise`` standard errors of their paired difference (``noise=1``: the one-standard-error rule of
+    Hastie, Tibshirani and Friedman, *The Elements of Statistical Learning*, 2009, sec. 7.10). With
+    ``query_terms`` (each learner's contribution of every query to its pooled held-out estimate),
+    lead and standard error are those of the paired per-query differences, the queries being the
+    log's independent units; without, those of the per-fold differences. Whatever ``noise``, the
+    reason says when the lead over a cheaper learner is within one standard error.
+
+    The default keeps the best mean: held-out click estimates seldom separate learners by a standard
+    error even where their rankings differ clearly, and preferring the cheaper learner then costs
+    more than it saves (``docs/trees.md``, "Choosing the learner").
 
     Parameters
     ----------
@@ -110,9 +117,8 @@ def choose_learner(names, fold_scores, noise: float = 1.0, query_terms=None) -> 
         The learners, cheapest first.
     fold_scores : array of shape (n_learners, n_folds)
         Each learner's (best candidate's) score on each fold; the same folds for all.
-    noise : float >= 0, default 1.0
-        How many standard errors a cheaper learner may trail the best by and still be kept
-        (0: the best, or a cheaper learner the best does not lead at all).
+    noise : float >= 0, default 0.0
+        How many standard errors a cheaper learner may trail the best by and still be kept.
     query_terms : array of shape (n_learners, n_queries), optional
         Per-query terms that sum to each learner's pooled held-out estimate (see
         :func:`select_learner`).
@@ -120,13 +126,14 @@ def choose_learner(names, fold_scores, noise: float = 1.0, query_terms=None) -> 
     Returns
     -------
     (chosen, best, reason) : (int, int, str)
-        Index of the learner kept, index of the best mean, and one sentence saying why.
+        Index of the learner kept, index of the best mean, and what the choice rests on.
 
     Examples
     --------
-    >>> choose_learner(["svm", "trees"], [[0.30, 0.32, 0.31], [0.31, 0.32, 0.31]])[0]
-    0
-    >>> choose_learner(["svm", "trees"], [[0.30, 0.31, 0.30], [0.32, 0.33, 0.33]])[0]
+    >>> folds = [[0.30, 0.32, 0.31], [0.31, 0.32, 0.31]]
+    >>> choose_learner(["svm", "trees"], folds)[0], choose_learner(["svm", "trees"], folds, noise=1.0)[0]
+    (1, 0)
+    >>> choose_learner(["svm", "trees"], [[0.30, 0.31, 0.30], [0.32, 0.33, 0.33]], noise=1.0)[0]
     1
     """
     scores = np.asarray(fold_scores, dtype=np.float64)
@@ -144,18 +151,25 @@ def choose_learner(names, fold_scores, noise: float = 1.0, query_terms=None) -> 
             raise ValueError(f"query_terms must be finite with one row per learner ({len(names)}) and at least "
                              f"2 queries, got shape {query_terms.shape}")
     means = scores.mean(axis=1)
-    best, leads, errs = learner_leads(scores, query_terms)
+    best, leads, errors = learner_leads(scores, query_terms)
     unit = "queries" if query_terms is not None else "folds"
-    errors = f"{noise:g} standard error{'s' * (noise != 1)} of the paired differences over {unit}"
-    for i in range(best):
-        lead, se = leads[i], errs[i]
-        if lead <= noise * se:
-            return i, best, (f"{names[best]} scored best ({means[best]:.5f}) but leads {names[i]} by {lead:.5f}, "
-                             f"within {errors} ({se:.5f}): the cheaper {names[i]} is kept")
+    head = f"{names[best]} scored best ({means[best]:.5f})"
+    if noise > 0:
+        for i in range(best):
+            if leads[i] <= noise * errors[i]:
+                return i, best, (f"{head} but leads {names[i]} by {leads[i]:.5f}, within {noise:g} standard "
+                                 f"error{'s' * (noise != 1)} of the paired differences over {unit} "
+                                 f"({errors[i]:.5f}): the cheaper {names[i]} is kept")
+    close = [i for i in range(best) if leads[i] <= errors[i]]
+    if close:
+        i = close[0]
+        return best, best, (f"{head}; its lead over the cheaper {names[i]} ({leads[i]:.5f}) is within one standard "
+                            f"error of the paired differences over {unit} ({errors[i]:.5f}), so {names[i]} may rank "
+                            "as well")
     if best == 0:
-        return best, best, f"{names[best]} scored best ({means[best]:.5f}) and is the cheapest"
-    return best, best, (f"{names[best]} scored best ({means[best]:.5f}) and leads every cheaper learner by more "
-                        f"than {errors}")
+        return best, best, f"{head} and is the cheapest"
+    return best, best, (f"{head} and leads every cheaper learner by more than one standard error of the paired "
+                        f"differences over {unit}")
 
 
 def learner_leads(fold_scores, query_terms=None) -> tuple:
@@ -194,7 +208,7 @@ def learner_leads(fold_scores, query_terms=None) -> tuple:
 
 
 def select_learner(log, learners=None, *, propensity=None, cv: int = 3, scoring=None, scoring_name=None,
-                   strengths=(0.0,), noise: float = 1.0, extend: bool = True, max_extensions: int = 3,
+                   strengths=(0.0,), noise: float = 0.0, extend: bool = True, max_extensions: int = 3,
                    scoring_for=None, refit: bool = True):
     """Tune every candidate learner on the same folds, keep the best (or a cheaper one within the noise), refit it.
 
@@ -220,8 +234,8 @@ def select_learner(log, learners=None, *, propensity=None, cv: int = 3, scoring=
         How the records name the criterion.
     strengths : sequence of float in [0, 1], default (0.0,)
         Tempering strengths of an estimated propensity, tried for every propensity learner.
-    noise : float >= 0, default 1.0
-        See :func:`choose_learner`.
+    noise : float >= 0, default 0.0
+        See :func:`choose_learner` (0: the best mean is kept).
     extend, max_extensions
         As for :func:`~counterfactual_ltr.model_selection.grid_search`.
     scoring_for : callable, optional

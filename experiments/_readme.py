@@ -636,6 +636,62 @@ def tree_recipe_section(payload: dict) -> tuple[str, list]:
     return "\n".join(lines), verdicts
 
 
+#: Names of the arms of ``experiments.benchmarks.bench_learner_choice`` on the results page.
+CHOICE_ARMS = {"auto": "auto", "auto_noise0.5": "auto, noise 0.5", "auto_noise1": "auto, noise 1",
+               "svm-rank": "RankSVM on clicks", "svm-proprank": "SVM PropRank", "svm-propdcg": "SVM PropDCG",
+               "gbdt-propdcg": "GBDTPropDCG", "lgb_position": "LightGBM lambdarank, position=",
+               "production": "production"}
+
+
+def learner_choice_section(payload: dict) -> tuple[str, list]:
+    """``select_learner`` against LightGBM's position debiasing and the best single learner in hindsight (issue 53)."""
+    s, summary, runs = payload["settings"], payload["results"]["summary"], payload["results"]["runs"]
+    where = "; ".join(
+        f"{d}: " + (f"folds {sorted({r['fold'] for r in runs if r['dataset'] == d})} x seeds "
+                    f"{sorted({r['seed'] for r in runs if r['dataset'] == d})}" if d == "mq2008" else
+                    f"seeds {sorted({r['seed'] for r in runs if r['dataset'] == d})}")
+        for d in sorted({r["dataset"] for r in runs}))
+    lines = ["## Choosing the learner by the log (issue 53)", "",
+             "`select_learner` with its defaults (RankSVM on clicks, SVM PropRank and SVM PropDCG over C in 0.1 .. "
+             "100 extended at a binding edge, GBDTPropDCG over `GBDT_GRID`, the same `GroupKFold(3)` of the training "
+             "log's queries for all, `snips_scorer('dcg')` at eta = 1; the best mean cross-validated score is kept; "
+             "'noise 0.5' and 'noise 1' keep instead the cheapest learner within that many standard errors of the "
+             "paired per-query differences), against every learner alone (its best "
+             "candidate refitted), against the best single learner in hindsight (the one with the best mean test "
+             "score), and against LightGBM's lambdarank with `position=` tuned over `GBDT_GRID` by the same SNIPS on "
+             "the same folds. Clicks: eta 1, eps- 0.1, label >= 2; test avg DCG of label >= 2 (natural log); "
+             f"{where}; `mslr` is the MSLR-WEB10K sample of `experiments._mslr` (43 + 43 queries). Made by "
+             f"{cmd(payload)}.", "",
+             "| data, passes | runs | auto - LightGBM position= | auto - best in hindsight | best in hindsight | "
+             "GBDTPropDCG - LightGBM position= | chosen (runs) | selection CPU / dearest learner |",
+             "|---|---|---|---|---|---|---|---|"]
+    verdicts = []
+    for name, row in summary.items():
+        p = row["paired"]
+        lgb, hind = p.get("auto - lgb_position"), p["auto - best single learner in hindsight"]
+        trees = p.get("gbdt-propdcg - lgb_position")
+        chosen = ", ".join(f"{k} {v}" for k, v in row["chosen"].items() if v)
+        cost = row["selection_over_dearest"]
+        lines.append(f"| {name} | {row['n_runs']} | {fmt(lgb) if lgb else ''} | {fmt(hind)} | {row['hindsight']} | "
+                     f"{fmt(trees) if trees else ''} | {chosen} | {cost['mean']:.2f} (max {cost['max']:.2f}) |")
+        if lgb:
+            verdicts.append(("issue 53 learner choice", f"auto at least as good as LightGBM position= on {name}",
+                             fmt(lgb), "holds" if lgb["diff"] >= 0 else "not", "mean paired difference >= 0"))
+        verdicts.append(("issue 53 learner choice", f"auto within 0.005 of the best single learner ({row['hindsight']}) "
+                         f"on {name}", fmt(hind), "holds" if hind["diff"] >= -0.005 else "not",
+                         "mean paired difference >= -0.005"))
+        if trees and row["dataset"] == "mslr":
+            verdicts.append(("issue 53 trees", f"GBDTPropDCG above LightGBM position= on {name}", fmt(trees),
+                             ("holds" if trees["diff"] > 0 else "behind") if significant(trees) else "not shown",
+                             reason_for(trees)))
+    arms = [a for a in CHOICE_ARMS if all(a in row["means"] for row in summary.values())]
+    lines += ["", "Means over the runs:", "", "| data, passes | " + " | ".join(CHOICE_ARMS[a] for a in arms) + " |",
+              "|---" * (len(arms) + 1) + "|"]
+    lines += [f"| {name} | " + " | ".join(f"{row['means'][a]:.4f}" for a in arms) + " |" for name, row in summary.items()]
+    lines.append("")
+    return "\n".join(lines), verdicts
+
+
 def generated_page() -> str:
     """The results page with its generated part made anew from ``results/*.json``."""
     parts, verdicts, details = [BEGIN, ""], [], []
@@ -648,7 +704,7 @@ def generated_page() -> str:
     for name, fn in (("fig23_learning_curve", fig23_section), ("fig4_eta", fig4_section), ("fig5_noise", fig5_section),
                      ("fig6_misspecification", fig6_section), ("fig7_ccp", fig7_section), ("deep_propdcg", deep_section),
                      ("slam_batch_table", slam_batch), ("trees", trees_section),
-                     ("bench_tree_recipe", tree_recipe_section)):
+                     ("bench_tree_recipe", tree_recipe_section), ("bench_learner_choice", learner_choice_section)):
         payload = load(name)
         if payload:
             text, v = fn(payload)
@@ -660,8 +716,8 @@ def generated_page() -> str:
             verdicts += fn(payload)
     parts += ["Every reproduced table and figure of the five seed papers (004 = Agarwal et al. 2019; 003/001 = "
               "Chaudhuri and Tewari, perceptron-like algorithms, JAIR / earlier; 002/000 = Chaudhuri and Tewari, "
-              "top-k feedback, AISTATS / earlier), and the claims of issues 30 and 42 (gradient-boosted trees). A "
-              "comparison is *reproduced* (for issues 30 and 42: holds) only where a paired test over the "
+              "top-k feedback, AISTATS / earlier), and the claims of issues 30 and 42 (gradient-boosted trees) and 53 "
+              "(choosing the learner). A comparison is *reproduced* (for issues 30, 42 and 53: holds) only where a paired test over the "
               "same runs (mean difference +- standard error, p, n) supports it at p < 0.05; *no difference found* "
               "(issue 42: *not shown*) means p >= 0.05.", "",
               "| paper / item | paper's claim | ours | verdict | reason |", "|---|---|---|---|---|"]

@@ -95,8 +95,9 @@ def test_the_choice_is_the_cheapest_learner_within_the_noise_of_the_best(rows, n
     assert best == int(np.argmax(means)) and chosen <= best
     d = scores[best] - scores
     se = d.std(axis=1, ddof=1) / np.sqrt(scores.shape[1])
-    within = [i for i in range(best) if d[i].mean() <= noise * se[i]]
+    within = [i for i in range(best) if noise > 0 and d[i].mean() <= noise * se[i]]
     assert chosen == (within[0] if within else best)
+    assert choose_learner(names, scores)[0] == best                       # the default keeps the best mean
     assert names[chosen] in reason
     # a larger noise never keeps a dearer learner
     assert choose_learner(names, scores, noise + 1.0)[0] <= chosen
@@ -104,7 +105,9 @@ def test_the_choice_is_the_cheapest_learner_within_the_noise_of_the_best(rows, n
 
 def test_query_terms_measure_the_lead_on_queries():
     folds = np.array([[0.30, 0.34, 0.32], [0.33, 0.31, 0.35]])          # the folds alone: within the noise
-    assert choose_learner(["a", "b"], folds)[0] == 0
+    assert choose_learner(["a", "b"], folds, 1.0)[0] == 0
+    chosen, _, reason = choose_learner(["a", "b"], folds)
+    assert chosen == 1 and "its lead over the cheaper a" in reason and "may rank as well" in reason
     rng = np.random.default_rng(0)
     a = rng.normal(0.010, 0.002, 400)
     terms = np.vstack([a, a + 0.0005 + rng.normal(0, 0.0001, 400)])      # b ahead on nearly every query
@@ -243,3 +246,13 @@ def test_fit_auto_refuses_options_no_learner_takes(files, monkeypatch, capsys):
     assert main(["fit", "log.parquet", "data.txt", "--model", "auto", "--learners", "svm-rank", "--alpha", "0.1",
                  "-o", "x.npz"]) == 2
     assert "--alpha" in capsys.readouterr().err and not (files / "x.npz").exists()
+
+
+def test_a_failed_fit_scores_error_score_with_a_warning(log):
+    from sklearn.exceptions import FitFailedWarning
+
+    with pytest.warns(FitFailedWarning, match=r"the fit of \{'C': -1.0\} on fold 0 failed and scores -1"):
+        model = grid_search(SVMPropRank(), log, "C", [-1.0, 1.0], cv=2, scoring=snips_scorer("dcg"), error_score=-1.0)
+    assert model.selection_["mean_test_score"][0] == -1.0 and model.C == 1.0
+    with pytest.raises(ValueError):
+        grid_search(SVMPropRank(), log, "C", [-1.0, 1.0], cv=2)
