@@ -147,17 +147,21 @@ def test_every_learner_is_searched_on_the_same_folds(log, selection):
     assert all(fits[n].selection_["learners"] is table for n in fits)
 
 
+def _out_of_fold(log, model):
+    """Scores of every document by ``model`` refitted on the folds that do not hold its query."""
+    scores = np.zeros(log.data.n_docs)
+    for train, test in cv_folds(log, 3):
+        rows = log.data.rows_of(np.unique(test.session_query))
+        scores[rows] = _quiet(clone(model).fit, train).predict(log.data.X[rows])
+    return scores
+
+
 def test_the_leads_are_those_of_the_pooled_out_of_fold_snips(log, selection):
     """The recorded lead of the best over each learner is the difference of their pooled held-out SNIPS-DCG."""
     _, fits = selection
     table = next(iter(fits.values())).selection_["learners"]
-    pooled = {}
-    for name, model in fits.items():
-        scores = np.zeros(log.data.n_docs)
-        for train, test in cv_folds(log, 3):
-            rows = log.data.rows_of(np.unique(test.session_query))
-            scores[rows] = _quiet(clone(model).fit, train).predict(log.data.X[rows])
-        pooled[name] = snips_estimate(log, scores, metric="dcg", n_bootstrap=0).value
+    pooled = {name: snips_estimate(log, _out_of_fold(log, model), metric="dcg", n_bootstrap=0).value
+              for name, model in fits.items()}
     for name, lead in zip(table["names"], table["leads"]):
         assert lead == pytest.approx(pooled[table["best"]] - pooled[name], abs=1e-12)
 
@@ -169,13 +173,7 @@ def test_the_lead_error_matches_a_bootstrap_over_queries(log, selection):
     _, fits = selection
     table = next(iter(fits.values())).selection_["learners"]
     names = table["names"]
-    out_of_fold = {}
-    for name, model in fits.items():
-        scores = np.zeros(log.data.n_docs)
-        for train, test in cv_folds(log, 3):
-            rows = log.data.rows_of(np.unique(test.session_query))
-            scores[rows] = _quiet(clone(model).fit, train).predict(log.data.X[rows])
-        out_of_fold[name] = scores
+    out_of_fold = {name: _out_of_fold(log, model) for name, model in fits.items()}
     terms = _query_terms(log, names, out_of_fold, fits, snips_scorer("dcg"))
     other = next(i for i, n in enumerate(names) if n != table["best"])
     d = terms[names.index(table["best"])] - terms[other]
