@@ -27,7 +27,7 @@ the best mean test score in hindsight, and against every learner; the share of r
 learner was chosen; and the CPU time of the selection over that of its dearest learner's search.
 
     python -m experiments.benchmarks.bench_learner_choice [--data mq2008 mslr synthetic] [--passes 30 100]
-        [--seeds 4] [--first-seed 0] [--folds 1 2 3 4 5] [--jobs 2] [--no-lgb] [--out DIR]
+        [--seeds 4] [--first-seed 0] [--folds 1 2 3 4 5] [--jobs 2] [--no-lgb] [--cv 3] [--out DIR]
     python -m experiments.benchmarks.bench_learner_choice --merge part1.json part2.json
 """
 
@@ -68,7 +68,7 @@ def load(dataset: str, fold: int, seed: int, quick: bool = False):
 
 def one_run(task) -> dict:
     """One (data set, fold, seed, passes): the selection, every learner's test score, LightGBM's."""
-    dataset, fold, seed, passes, with_lgb, quick = task
+    dataset, fold, seed, passes, with_lgb, quick, cv = task
     from sklearn.base import clone
 
     from click_sim import train_production_ranker
@@ -89,7 +89,7 @@ def one_run(task) -> dict:
         warnings.simplefilter("ignore")
         started = time.process_time()
         fits = select_learner(log, learner_candidates(random_state=seed), scoring=snips_scorer("dcg"),
-                              scoring_name="snips-dcg", refit=False)
+                              scoring_name="snips-dcg", refit=False, cv=cv)
         run["selection_seconds"] = time.process_time() - started
         table = next(iter(fits.values())).selection_["learners"]
         run["table"] = {k: table[k] for k in ("names", "best_scores", "leads", "lead_errors", "chosen_params",
@@ -162,6 +162,7 @@ def main(argv=None):
     p.add_argument("--folds", type=int, nargs="+", default=[1, 2, 3, 4, 5], help="MQ2008 folds (every seed on each)")
     p.add_argument("--first-seed", type=int, default=0)
     p.add_argument("--jobs", type=int, default=1, help="processes (over runs)")
+    p.add_argument("--cv", type=int, default=3, help="folds of select_learner (LightGBM is tuned on 3)")
     p.add_argument("--no-lgb", action="store_true", help="leave out LightGBM's lambdarank (the dearest arm)")
     p.add_argument("--merge", nargs="+", default=None, help="JSON files of runs to merge into one result")
     args = p.parse_args(argv)
@@ -174,7 +175,7 @@ def main(argv=None):
     else:
         seeds = list(range(args.first_seed, args.first_seed + (1 if args.quick else (args.seeds or 4))))
         folds = args.folds[:1] if args.quick else args.folds
-        tasks = [(d, f, s, n, not args.no_lgb, args.quick) for n in args.passes for d in args.data
+        tasks = [(d, f, s, n, not args.no_lgb, args.quick, args.cv) for n in args.passes for d in args.data
                  for f in (folds if d == "mq2008" else [0]) for s in seeds]
         if args.jobs > 1:
             from concurrent.futures import ProcessPoolExecutor
@@ -189,7 +190,7 @@ def main(argv=None):
         settings = {"data": args.data, "passes": args.passes, "seeds": seeds, "folds": folds, "gbdt_grid": GBDT_GRID,
                     "selection": "select_learner defaults: GroupKFold(3) of the training log, snips_scorer('dcg'), "
                                  "noise 1", "clicks": "eta 1, eps- 0.1, eps+ 1, label >= 2 (experiments._cltr.simulate_run)",
-                    "lgb": not args.no_lgb}
+                    "lgb": not args.no_lgb, "cv": args.cv}
     summary = summarise(runs)
     for name, s in summary.items():
         print(f"\n{name}, {s['n_runs']} runs: means " + ", ".join(f"{a} {v:.4f}" for a, v in s["means"].items()))
