@@ -567,7 +567,7 @@ def _estimation_payload(result, method) -> dict:
 @click.option("--model", "model_name", default="svm-propdcg", show_default=True,
               type=click.Choice([*MODELS, "auto"]),
               help="Estimator (svm-rank is the naive baseline: clicks as labels); auto: every learner of --learners "
-                   "tuned on the same folds, the best kept (a cheaper one within the noise of the lead).")
+                   "tuned on the same folds, the best kept.")
 @click.option("--learners", default=None,
               help="With --model auto: comma-separated learners to compare, cheapest first  [default: "
                    "svm-rank,svm-proprank,svm-propdcg,gbdt-propdcg (gbdt-propdcg when LightGBM is installed); "
@@ -625,11 +625,11 @@ def fit(log, data, output, features, label, repeated, missing, model_name, learn
     --query/--doc/--position/--click/--session) joined with the feature table
     by (query id, document id): ClickLog.with_data(RankingDataset.from_frame(...)).
 
-    With --model auto, every learner of --learners is tuned so on the same
-    folds (model_selection.select_learner); the table of their best scores,
-    spreads and leads is printed and stored, and the best is refitted, or the
-    cheapest learner whose deficit is within one standard error of the
-    paired per-query differences.
+    With --model auto, every learner of --learners is tuned so, on the same
+    folds (counterfactual_ltr.select_learner); the table of their best scores,
+    spreads, and the best's lead over each with its standard error over the
+    log's queries is printed and stored, and the best is refitted (the table
+    says when a cheaper learner is within one standard error of it).
 
     \b
     Examples:
