@@ -323,7 +323,7 @@ class ClickLog:
 
         Every learner fitted on the log counts its clicks and impressions per ``(doc, position)``
         (:meth:`aggregate`); a frozen log counts once, however many learners and grid values are
-        fitted on it (what :func:`counterfactual_ltr.model_selection.select_learner` does with its folds).
+        fitted on it (what :func:`~counterfactual_ltr.learner_choice.select_learner` does with its folds).
         Writing to a frozen log's arrays raises ``ValueError``.
 
         Returns

@@ -4,7 +4,7 @@ A run is (data set, fold or draw, seed, passes): a production RankSVM on 1 % of 
 a training log of ``--passes`` passes (eta 1, eps- 0.1, clicks on label >= 2:
 ``experiments._cltr.simulate_run``), and on that log
 
-* ``model_selection.select_learner`` with its defaults (RankSVM on clicks, SVM PropRank and SVM
+* ``counterfactual_ltr.select_learner`` with its defaults (RankSVM on clicks, SVM PropRank and SVM
   PropDCG over C in 0.1 .. 100 extended at a binding edge, GBDTPropDCG over ``GBDT_GRID``; the same
   three folds of queries for all; ``snips_scorer("dcg")`` under eta = 1), ``refit=False``: every
   learner's best candidate and the table of the choice;
