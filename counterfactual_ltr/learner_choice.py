@@ -214,7 +214,9 @@ def select_learner(log, learners=None, *, propensity=None, cv: int = 3, scoring=
 
     The noise of a lead is measured on the paired per-query differences of the learners' pooled
     held-out estimates when ``scoring`` is an IPS or SNIPS scorer of this package (or ``None``),
-    else on the per-fold differences (:func:`choose_learner`).
+    else on the per-fold differences (:func:`choose_learner`). A scorer that scores a quantile over
+    an estimated propensity's replicates is compared so at its point estimate, so a learner's lead
+    may differ in sign from the difference of the quantile scores.
 
     Parameters
     ----------
