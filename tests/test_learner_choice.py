@@ -254,3 +254,21 @@ def test_a_failed_fit_scores_error_score_with_a_warning(log):
     assert model.selection_["mean_test_score"][0] == -1.0 and model.C == 1.0
     with pytest.raises(ValueError):
         grid_search(SVMPropRank(), log, "C", [-1.0, 1.0], cv=2)
+
+
+def test_tempering_is_tried_for_every_propensity_learner_and_recorded():
+    from click_sim import SwapIntervention
+    from counterfactual_ltr import estimate_propensities
+
+    data = make_ranking(n_queries=60, random_state=0)
+    log = simulate_clicks(data, data.X[:, 0], n_passes=30, random_state=0,
+                          intervention=SwapIntervention(0.5, max_position=4))
+    est = _quiet(estimate_propensities, log, "swap", max_position=4, n_bootstrap=40, random_state=0)
+    learners = learner_candidates(["svm-rank", "svm-proprank"], propensity=est, C=[1.0])
+    fits = _quiet(select_learner, log, learners, scoring=snips_scorer(propensity=est), strengths=(0.0, 1.0),
+                  refit=False)
+    assert "tempering" not in fits["svm-rank"].selection_
+    assert fits["svm-proprank"].selection_["tempering"]["strengths"] == [0.0, 1.0]
+    table = fits["svm-proprank"].selection_["learners"]
+    assert table["chosen_params"][1].endswith(f"tempering={fits['svm-proprank'].selection_['tempering']['chosen']:g}")
+    assert table["lead_unit"] == "queries"
