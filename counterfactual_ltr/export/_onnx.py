@@ -75,9 +75,23 @@ def onnx_layers(kind: str, layers, names, version: str, dtype: str = "float32") 
     model = helper.make_model(graph, producer_name="counterfactual_ltr", producer_version=version,
                               opset_imports=[helper.make_opsetid("", OPSET)])
     model.ir_version = IR_VERSION
-    model.doc_string = (f"{kind} exported by counterfactual_ltr.export: input 'features' {dtype} [N, {n}] of raw "
-                        f"features, columns in order: {', '.join(names)}; output 'score' {dtype} [N], higher "
-                        "ranks first")
-    helper.set_model_props(model, {"feature_names": json.dumps(names), "model_class": kind})
+    describe(model, kind, names, dtype, "[N]")
     onnx.checker.check_model(model)
     return model.SerializeToString()
+
+
+def describe(model, kind: str, names, dtype: str, output_shape: str, input_name: str = "features",
+             output_name: str = "score") -> None:
+    """Write what a serving engineer needs into an ONNX model: its ``doc_string`` and ``metadata_props``.
+
+    The doc string names the input, its type and the raw features in column order, and the output;
+    ``metadata_props`` holds ``feature_names`` (a JSON list), ``model_class``, ``input`` and ``output``.
+    """
+    model.doc_string = (f"{kind} exported by counterfactual_ltr.export: input '{input_name}' {dtype} "
+                        f"[N, {len(names)}] of raw features, columns in order: {', '.join(names)}; output "
+                        f"'{output_name}' {dtype} {output_shape}, higher ranks first")
+    del model.metadata_props[:]
+    for key, value in (("feature_names", json.dumps(list(names))), ("model_class", kind), ("input", input_name),
+                       ("output", output_name)):
+        entry = model.metadata_props.add()
+        entry.key, entry.value = key, value

@@ -52,6 +52,8 @@ import re
 
 import numpy as np
 
+from ._onnx import describe
+
 __all__ = ["TREE_WRITERS"]
 
 # LightGBM's text model separates feature names by spaces and its JSON dump quotes them: names
@@ -579,13 +581,7 @@ def write_onnx(model, feature_names) -> bytes:
                                          initial_types=[(_ONNX_INPUT, FloatTensorType([None, len(names)]))],
                                          target_opset=_ONNX_OPSET)
     _rename_output(proto, _ONNX_OUTPUT)
-    proto.doc_string = (f"GBDTPropDCG ranker exported by counterfactual_ltr: input '{_ONNX_INPUT}' float32 "
-                        f"[N, {len(names)}] of raw features in this order: {', '.join(names)}; output "
-                        f"'{_ONNX_OUTPUT}' [N, 1], higher ranks first.")
-    del proto.metadata_props[:]
-    for key, value in (("feature_names", json.dumps(names)), ("input", _ONNX_INPUT), ("output", _ONNX_OUTPUT)):
-        entry = proto.metadata_props.add()
-        entry.key, entry.value = key, value
+    describe(proto, "GBDTPropDCG", names, "float32", "[N, 1]", _ONNX_INPUT, _ONNX_OUTPUT)
     return proto.SerializeToString()
 
 
@@ -659,12 +655,7 @@ def write_onnx_double(model, feature_names) -> bytes:
     proto = helper.make_model(graph, producer_name="counterfactual_ltr",
                               opset_imports=[helper.make_opsetid("", _ONNX_OPSET), helper.make_opsetid("ai.onnx.ml", 5)])
     proto.ir_version = 8
-    proto.doc_string = (f"GBDTPropDCG ranker exported by counterfactual_ltr: input '{_ONNX_INPUT}' float64 "
-                        f"[N, {len(names)}] of raw features in this order: {', '.join(names)}; output "
-                        f"'{_ONNX_OUTPUT}' float64 [N, 1], higher ranks first.")
-    for key, value in (("feature_names", json.dumps(names)), ("input", _ONNX_INPUT), ("output", _ONNX_OUTPUT)):
-        entry = proto.metadata_props.add()
-        entry.key, entry.value = key, value
+    describe(proto, "GBDTPropDCG", names, "float64", "[N, 1]", _ONNX_INPUT, _ONNX_OUTPUT)
     onnx.checker.check_model(proto)
     return proto.SerializeToString()
 
