@@ -746,12 +746,11 @@ def _learner_candidates(learners, C, alpha, epochs, hidden, prop, scale, seed, t
             lightgbm_or_raise()
         except ImportError:                 # the default compares the learners this installation has
             names.remove("gbdt-propdcg")
-    given = {k: v for k, v in tree_grid.items() if v is not None}
-    for option, value, owner in (("--C", C, ("svm-rank", "svm-proprank", "svm-propdcg")), ("--alpha", alpha, ("deep",)),
-                                 (next(iter(given), "").replace("_", "-"), given or None, ("gbdt-propdcg",))):
-        if value is not None and not set(owner) & set(names):
-            hint = option if option.startswith("--") else f"--{option}"
-            raise click.BadParameter(f"none of the learners ({', '.join(names)}) takes it", param_hint=hint)
+    given = {"--C": C, "--alpha": alpha, **{"--" + k.replace("_", "-"): v for k, v in tree_grid.items()}}
+    owners = {"--C": ("svm-rank", "svm-proprank", "svm-propdcg"), "--alpha": ("deep",)}
+    for option, value in given.items():
+        if value is not None and not set(owners.get(option, ("gbdt-propdcg",))) & set(names):
+            raise click.BadParameter(f"none of the learners ({', '.join(names)}) takes it", param_hint=option)
     out = {}
     for name in (n for n in LEARNER_CLASSES if n in names):   # cheapest first, whatever the order given
         own = dict(C=C if name.startswith("svm") else None, alpha=alpha if name == "deep" else None,

@@ -28,7 +28,7 @@ import warnings
 import numpy as np
 
 __all__ = ["LEARNERS", "LEARNER_CLASSES", "learner_candidates", "select_learner", "choose_learner", "learner_leads",
-           "learner_lines"]
+           "kept_at_noise", "learner_lines"]
 
 #: Every learner ``select_learner`` knows, cheapest first (the order of the one-standard-error rule),
 #: with the estimator class each name builds (the names of ``cltr fit --model``).
@@ -154,15 +154,13 @@ def choose_learner(names, fold_scores, noise: float = 0.0, query_terms=None) -> 
     best, leads, errors = learner_leads(scores, query_terms)
     unit = "queries" if query_terms is not None else "folds"
     head = f"{names[best]} scored best ({means[best]:.5f})"
-    if noise > 0:
-        for i in range(best):
-            if leads[i] <= noise * errors[i]:
-                return i, best, (f"{head} but leads {names[i]} by {leads[i]:.5f}, within {noise:g} standard "
-                                 f"error{'s' * (noise != 1)} of the paired differences over {unit} "
-                                 f"({errors[i]:.5f}): the cheaper {names[i]} is kept")
-    close = [i for i in range(best) if leads[i] <= errors[i]]
-    if close:
-        i = close[0]
+    i = kept_at_noise(best, leads, errors, noise)
+    if i != best:
+        return i, best, (f"{head} but leads {names[i]} by {leads[i]:.5f}, within {noise:g} standard "
+                         f"error{'s' * (noise != 1)} of the paired differences over {unit} "
+                         f"({errors[i]:.5f}): the cheaper {names[i]} is kept")
+    i = kept_at_noise(best, leads, errors, 1.0)
+    if i != best:
         return best, best, (f"{head}; its lead over the cheaper {names[i]} ({leads[i]:.5f}) is within one standard "
                             f"error of the paired differences over {unit} ({errors[i]:.5f}), so {names[i]} may rank "
                             "as well")
@@ -170,6 +168,37 @@ def choose_learner(names, fold_scores, noise: float = 0.0, query_terms=None) -> 
         return best, best, f"{head} and is the cheapest"
     return best, best, (f"{head} and leads every cheaper learner by more than one standard error of the paired "
                         f"differences over {unit}")
+
+
+def kept_at_noise(best: int, leads, errors, noise: float) -> int:
+    """Index of the learner the rule keeps: the cheapest the best leads by at most ``noise`` errors, else ``best``.
+
+    The rule of :func:`choose_learner` on leads already measured, e.g. a stored table's
+    ``leads`` and ``lead_errors`` re-read at another ``noise``. ``noise = 0`` keeps ``best``.
+
+    Parameters
+    ----------
+    best : int
+        Index of the best mean score.
+    leads, errors : sequences of float
+        The best's lead over every learner (cheapest first) and its standard error.
+    noise : float >= 0
+        How many standard errors a cheaper learner may trail the best by.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> kept_at_noise(2, [0.004, 0.001, 0.0], [0.002, 0.002, 0.0], 1.0)
+    1
+    """
+    if noise > 0:
+        for i in range(best):
+            if leads[i] <= noise * errors[i]:
+                return i
+    return best
 
 
 def learner_leads(fold_scores, query_terms=None) -> tuple:
@@ -346,20 +375,22 @@ class _OutOfFold:
 
     def __init__(self, scorer):
         self.scorer = scorer
-        self.calls = []        # (test log's id, score, its rows, the model's scores of those rows)
+        self.calls = []        # (test log's id, score, the model's scores of its rows)
+        self.rows = {}         # test log's id -> (its queries' rows, their features): gathered once per fold
 
     def __call__(self, estimator, X, y=None):
         value = estimator.score(X) if self.scorer is None else self.scorer(estimator, X, y)
-        rows = X.data.rows_of(np.unique(X.session_query))
-        self.calls.append((id(X), float(value), rows, np.asarray(estimator.predict(X.data.X[rows]), dtype=np.float64)))
+        if id(X) not in self.rows:
+            rows = X.data.rows_of(np.unique(X.session_query))
+            self.rows[id(X)] = rows, X.data.X[rows]
+        self.calls.append((id(X), float(value), np.asarray(estimator.predict(self.rows[id(X)][1]), dtype=np.float64)))
         return value
 
     def scores_of(self, folds, fold_scores, n_docs):
         scores = np.zeros(n_docs)
         for (_, test), value in zip(folds, fold_scores):
-            rows, predicted = next((r, p) for i, v, r, p in self.calls if i == id(test) and v == value)
-            scores[rows] = predicted
-        self.calls = []
+            scores[self.rows[id(test)][0]] = next(p for i, v, p in self.calls if i == id(test) and v == value)
+        self.calls, self.rows = [], {}
         return scores
 
 

@@ -244,6 +244,9 @@ def test_fit_auto_refuses_options_no_learner_takes(files, monkeypatch, capsys):
     assert main(["fit", "log.parquet", "data.txt", "--model", "auto", "--learners", "svm-rank", "--alpha", "0.1",
                  "-o", "x.npz"]) == 2
     assert "--alpha" in capsys.readouterr().err and not (files / "x.npz").exists()
+    assert main(["fit", "log.parquet", "data.txt", "--model", "auto", "--learners", "svm-rank", "--n-estimators", "5",
+                 "-o", "x.npz"]) == 2
+    assert "--n-estimators: none of the learners (svm-rank) takes it" in capsys.readouterr().err
 
 
 def test_a_failed_fit_scores_error_score_with_a_warning(log):

@@ -74,7 +74,7 @@ def one_run(task) -> dict:
     from click_sim import train_production_ranker
     from counterfactual_ltr import snips_scorer
     from counterfactual_ltr.estimators import GBDT_GRID
-    from counterfactual_ltr.learner_choice import learner_candidates, select_learner
+    from counterfactual_ltr.learner_choice import kept_at_noise, learner_candidates, select_learner
     from experiments import _cltr
     from experiments.benchmarks.bench_tree_recipe import LambdaRankOnClicks, tuned_test_score
 
@@ -96,11 +96,8 @@ def one_run(task) -> dict:
                                               "seconds", "chosen", "best", "failed", "noise")}
         run["test"] = {name: test_dcg(clone(model).fit(log)) for name, model in fits.items()}
         names = table["names"]
-        for noise in NOISES:
-            # the same rule as choose_learner, from the recorded leads (no refit needed)
-            chosen = next((i for i in range(names.index(table["best"]))
-                           if noise > 0 and table["leads"][i] <= noise * table["lead_errors"][i]),
-                          names.index(table["best"]))
+        for noise in NOISES:        # choose_learner's rule on the recorded leads (no refit needed)
+            chosen = kept_at_noise(names.index(table["best"]), table["leads"], table["lead_errors"], noise)
             run[f"auto_noise{noise:g}"] = run["test"][names[chosen]]
         run["auto"] = run["test"][table["chosen"]]
         if run[f"auto_noise{table['noise']:g}"] != run["auto"]:
