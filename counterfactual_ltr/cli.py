@@ -572,6 +572,10 @@ def _estimation_payload(result, method) -> dict:
               help="With --model auto: comma-separated learners to compare, cheapest first  [default: "
                    "svm-rank,svm-proprank,svm-propdcg,gbdt-propdcg (gbdt-propdcg when LightGBM is installed); "
                    "deep on request]")
+@click.option("--noise", default=0.0, show_default=True, type=click.FloatRange(min=0),
+              help="With --model auto: keep the cheapest learner whose deficit to the best is within this many "
+                   "standard errors (1: the one-standard-error rule, safer with few clicks and strong bias; 0: the "
+                   "best mean).")
 @click.option("--C", "C", default=None, help="Comma-separated grid of C (SVMs and slam)  [default: 0.1,1,10,100]; "
               f"a choice at a binding edge extends it by factors of 10, at most {MAX_GRID_EXTENSIONS} times.")
 @click.option("--alpha", default=None, help="Comma-separated grid of weight decay alpha (deep only).")
@@ -606,8 +610,8 @@ def _estimation_payload(result, method) -> dict:
                    "its interval supports (EstimatedPropensity.tempered)  [default: 0,0.5,1 with an estimate that "
                    "has an interval, else 0]")
 @_quiet_option
-def fit(log, data, output, features, label, repeated, missing, model_name, learners, C, alpha, epochs, hidden, cv,
-        scoring, propensity, scale, seed, tempering, quiet, **options):
+def fit(log, data, output, features, label, repeated, missing, model_name, learners, noise, C, alpha, epochs, hidden,
+        cv, scoring, propensity, scale, seed, tempering, quiet, **options):
     """Fit a ranker on the click LOG over DATA (or a raw LOG and --features), choosing hyper-parameters by grid search.
 
     Calls counterfactual_ltr.model_selection.tempered_grid_search (grid_search
@@ -650,9 +654,10 @@ def fit(log, data, output, features, label, repeated, missing, model_name, learn
         candidates = _learner_candidates(learners, C, alpha, epochs, hidden, prop, scale, seed, tree_grid)
         strengths = _tempering_values(tempering, prop, model_name)
         dataset, click_log, _ = _log_and_data(log, data, features, label, raw, repeated, missing)
-        return _fit_auto(candidates, click_log, cv, scorer, scoring, strengths, output, quiet, dataset)
-    if learners is not None:
-        raise click.BadParameter("--learners is for --model auto", param_hint="--learners")
+        return _fit_auto(candidates, click_log, cv, scorer, scoring, strengths, output, quiet, dataset, noise)
+    if learners is not None or noise:
+        raise click.BadParameter("--learners and --noise are for --model auto",
+                                 param_hint="--learners" if learners is not None else "--noise")
     estimator, grid = _make_estimator(model_name, C, alpha, epochs, hidden, prop, scale, seed, tree_grid)
     strengths = _tempering_values(tempering, prop, model_name)
     dataset, click_log, _ = _log_and_data(log, data, features, label, raw, repeated, missing)
@@ -759,7 +764,7 @@ def _learner_candidates(learners, C, alpha, epochs, hidden, prop, scale, seed, t
     return out
 
 
-def _fit_auto(candidates, click_log, cv, scorer, scoring, strengths, output, quiet, dataset):
+def _fit_auto(candidates, click_log, cv, scorer, scoring, strengths, output, quiet, dataset, noise=0.0):
     """``cltr fit --model auto``: select_learner over the candidates, its table printed, the choice written."""
     from ._progress import progress, show_progress
     from .learner_choice import learner_lines, select_learner
@@ -773,7 +778,7 @@ def _fit_auto(candidates, click_log, cv, scorer, scoring, strengths, output, qui
         counting = _CountingScorer(scorer, bar)
         try:
             model = select_learner(click_log, candidates, cv=cv, scoring=scorer, scoring_name=scoring,
-                                   strengths=strengths, extend=True, max_extensions=MAX_GRID_EXTENSIONS,
+                                   strengths=strengths, noise=noise, extend=True, max_extensions=MAX_GRID_EXTENSIONS,
                                    scoring_for=lambda name: counting)
         finally:
             bar.close()

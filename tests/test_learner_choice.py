@@ -232,12 +232,15 @@ def test_fit_auto_prints_the_learners_and_stores_them(files, monkeypatch, capsys
     assert out[1].split()[:2] == ["learner", "snips-dcg"]
     assert [line.split()[0] for line in out[2:4]] == table["names"]
     assert any(line.startswith(f"chose {table['chosen']} (") for line in out)
+    status = _quiet(main, ["fit", "log.parquet", "data.txt", "--model", "auto", "--learners", "svm-proprank,svm-rank",
+                           "--C", "1,10", "--cv", "2", "--noise", "1000", "-o", "cheap.npz"])
+    assert status == 0 and load_model(files / "cheap.npz").selection_["learners"]["chosen"] == "svm-rank"
 
 
 def test_fit_auto_refuses_options_no_learner_takes(files, monkeypatch, capsys):
     monkeypatch.chdir(files)
     assert main(["fit", "log.parquet", "data.txt", "--model", "svm-rank", "--learners", "svm-rank", "-o", "x.npz"]) == 2
-    assert "--learners is for --model auto" in capsys.readouterr().err
+    assert "--learners and --noise are for --model auto" in capsys.readouterr().err
     assert main(["fit", "log.parquet", "data.txt", "--model", "auto", "--learners", "svm-rank,forest",
                  "-o", "x.npz"]) == 2
     assert "forest" in capsys.readouterr().err

@@ -27,7 +27,8 @@ the best mean test score in hindsight, and against every learner; the share of r
 learner was chosen; and the CPU time of the selection over that of its dearest learner's search.
 
     python -m experiments.benchmarks.bench_learner_choice [--data mq2008 mslr synthetic] [--passes 30 100]
-        [--seeds 4] [--first-seed 0] [--folds 1 2 3 4 5] [--jobs 2] [--no-lgb] [--cv 3] [--out DIR]
+        [--seeds 4] [--first-seed 0] [--folds 1 2 3 4 5] [--jobs 2] [--no-lgb] [--cv 3] [--eta 1]
+        [--queries N] [--out DIR]
     python -m experiments.benchmarks.bench_learner_choice --merge part1.json part2.json
 """
 
@@ -68,7 +69,7 @@ def load(dataset: str, fold: int, seed: int, quick: bool = False):
 
 def one_run(task) -> dict:
     """One (data set, fold, seed, passes): the selection, every learner's test score, LightGBM's."""
-    dataset, fold, seed, passes, with_lgb, quick, cv = task
+    dataset, fold, seed, passes, with_lgb, quick, cv, eta, queries = task
     from sklearn.base import clone
 
     from click_sim import train_production_ranker
@@ -79,17 +80,20 @@ def one_run(task) -> dict:
     from experiments.benchmarks.bench_tree_recipe import LambdaRankOnClicks, tuned_test_score
 
     train, test = load(dataset, fold, seed, quick)
+    if queries and queries < train.n_queries:      # a few-query world: a seeded sample of the training queries
+        train = train.subset(np.sort(np.random.default_rng(seed).choice(train.n_queries, queries, replace=False)))
     production = train_production_ranker(train, fraction=0.01, random_state=seed)
-    _, log, _ = _cltr.simulate_run(train, train, seed=seed, n_passes=passes, production=production,
+    _, log, _ = _cltr.simulate_run(train, train, seed=seed, n_passes=passes, production=production, eta=eta,
                                    relevance_threshold=2)
     test_dcg = lambda model: _cltr.test_metrics(model.predict(test.X), test, 2)["avg_dcg"]   # noqa: E731
-    run = {"dataset": dataset, "fold": fold, "seed": seed, "passes": passes, "n_train_clicks": int(log.n_clicks),
+    run = {"dataset": dataset, "fold": fold, "seed": seed, "passes": passes, "eta": eta, "n_train_queries": train.n_queries,
+           "n_train_clicks": int(log.n_clicks),
            "production": test_dcg(production)}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         started = time.process_time()
-        fits = select_learner(log, learner_candidates(random_state=seed), scoring=snips_scorer("dcg"),
-                              scoring_name="snips-dcg", refit=False, cv=cv)
+        fits = select_learner(log, learner_candidates(propensity=eta, random_state=seed),
+                              scoring=snips_scorer("dcg", propensity=eta), scoring_name="snips-dcg", refit=False, cv=cv)
         run["selection_seconds"] = time.process_time() - started
         table = next(iter(fits.values())).selection_["learners"]
         run["table"] = {k: table[k] for k in ("names", "best_scores", "leads", "lead_errors", "chosen_params",
@@ -106,7 +110,7 @@ def one_run(task) -> dict:
             started = time.process_time()
             lgb_grid = {k: v for k, v in GBDT_GRID.items() if k != "objective"}
             run["lgb_position"], run["lgb_chosen"] = tuned_test_score(LambdaRankOnClicks(position=True, random_state=seed),
-                                                                      lgb_grid, log, test, 2)
+                                                                      lgb_grid, log, test, 2, eta)
             run["lgb_seconds"] = time.process_time() - started
     print(f"{dataset} {'fold ' + str(fold) + ' ' if dataset == 'mq2008' else ''}seed {seed}, {passes} passes: auto "
           f"{run['auto']:.4f} ({table['chosen']}), " + ", ".join(f"{k} {v:.4f}" for k, v in run["test"].items())
@@ -160,6 +164,8 @@ def main(argv=None):
     p.add_argument("--first-seed", type=int, default=0)
     p.add_argument("--jobs", type=int, default=1, help="processes (over runs)")
     p.add_argument("--cv", type=int, default=3, help="folds of select_learner (LightGBM is tuned on 3)")
+    p.add_argument("--eta", type=float, default=1.0, help="examination (1/rank)^eta of the clicks, known to every arm")
+    p.add_argument("--queries", type=int, default=None, help="a seeded sample of this many training queries")
     p.add_argument("--no-lgb", action="store_true", help="leave out LightGBM's lambdarank (the dearest arm)")
     p.add_argument("--merge", nargs="+", default=None, help="JSON files of runs to merge into one result")
     args = p.parse_args(argv)
@@ -172,7 +178,8 @@ def main(argv=None):
     else:
         seeds = list(range(args.first_seed, args.first_seed + (1 if args.quick else (args.seeds or 4))))
         folds = args.folds[:1] if args.quick else args.folds
-        tasks = [(d, f, s, n, not args.no_lgb, args.quick, args.cv) for n in args.passes for d in args.data
+        tasks = [(d, f, s, n, not args.no_lgb, args.quick, args.cv, args.eta, args.queries) for n in args.passes
+                 for d in args.data
                  for f in (folds if d == "mq2008" else [0]) for s in seeds]
         if args.jobs > 1:
             from concurrent.futures import ProcessPoolExecutor
@@ -185,9 +192,10 @@ def main(argv=None):
         from counterfactual_ltr.estimators import GBDT_GRID
 
         settings = {"data": args.data, "passes": args.passes, "seeds": seeds, "folds": folds, "gbdt_grid": GBDT_GRID,
-                    "selection": "select_learner defaults: GroupKFold(3) of the training log, snips_scorer('dcg'), "
-                                 "noise 1", "clicks": "eta 1, eps- 0.1, eps+ 1, label >= 2 (experiments._cltr.simulate_run)",
-                    "lgb": not args.no_lgb, "cv": args.cv}
+                    "selection": "select_learner defaults: GroupKFold(cv) of the training log, snips_scorer('dcg') "
+                                 "at eta, the best mean kept",
+                    "clicks": f"eta {args.eta:g}, eps- 0.1, eps+ 1, label >= 2 (experiments._cltr.simulate_run)",
+                    "lgb": not args.no_lgb, "cv": args.cv, "eta": args.eta, "queries": args.queries}
     summary = summarise(runs)
     for name, s in summary.items():
         print(f"\n{name}, {s['n_runs']} runs: means " + ", ".join(f"{a} {v:.4f}" for a, v in s["means"].items()))

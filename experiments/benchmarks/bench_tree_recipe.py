@@ -90,14 +90,14 @@ class LambdaRankOnClicks(BaseEstimator):
         return self.booster_.predict(X, num_threads=1)
 
 
-def tuned_test_score(estimator, grid, train_log, test, threshold: int = 2) -> tuple[float, dict]:
-    """Test avg DCG of ``estimator`` tuned by the README's recipe on ``train_log``, and the chosen point."""
+def tuned_test_score(estimator, grid, train_log, test, threshold: int = 2, eta: float = 1.0) -> tuple[float, dict]:
+    """Test avg DCG of ``estimator`` tuned by the README's recipe on ``train_log`` (SNIPS at ``eta``), and its choice."""
     from sklearn.model_selection import GridSearchCV, GroupKFold
 
     from counterfactual_ltr import snips_scorer
     from experiments import _cltr
 
-    search = GridSearchCV(estimator, grid, cv=GroupKFold(3), scoring=snips_scorer("dcg"))
+    search = GridSearchCV(estimator, grid, cv=GroupKFold(3), scoring=snips_scorer("dcg", propensity=eta))
     search.fit(train_log, groups=train_log.groups)
     return _cltr.test_metrics(search.best_estimator_.predict(test.X), test, threshold)["avg_dcg"], search.best_params_
 
