@@ -18,7 +18,8 @@ clicks). Then the default flow of the guide (``docs/guide/raw-log-decision.md``)
    the logged order. A verdict of "better" or "worse" must agree in direction with the labels;
    "cannot tell" must give a reason.
 
-    python -m experiments.benchmarks.bench_trec_decision [--method auto] [--C 1] [--tempering 0] [--data PATH]
+    python -m experiments.benchmarks.bench_trec_decision [--method auto] [--model auto] [--C 1] [--tempering 0]
+        [--data PATH]
 """
 
 from __future__ import annotations
@@ -65,9 +66,12 @@ def main(argv=None):
     from counterfactual_ltr import ClickLog, RankingDataset, SVMPropDCG, estimate_propensities, snips_scorer
     from counterfactual_ltr.evaluation import compare_rankers
     from counterfactual_ltr.model_selection import TEMPERING, tempered_grid_search
+    from counterfactual_ltr.learner_choice import learner_candidates, learner_lines, select_learner
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--method", default="auto")
+    p.add_argument("--model", default="svm-propdcg", choices=("svm-propdcg", "auto"),
+                   help="auto: counterfactual_ltr.select_learner over its default learners (cltr fit --model auto)")
     p.add_argument("--C", type=float, default=None, help="fix C (default: chosen by CV from 0.1, 1, 10, 100)")
     p.add_argument("--tempering", type=float, nargs="*", default=None,
                    help="strengths to choose from (default: 0 0.5 1 for an estimate with an interval)")
@@ -88,8 +92,14 @@ def main(argv=None):
         strengths = args.tempering if args.tempering is not None else (
             TEMPERING if getattr(propensity, "upper_", None) is not None else [0.0])
         grid = [args.C] if args.C is not None else [0.1, 1, 10, 100]
-        model = tempered_grid_search(SVMPropDCG(propensity=propensity), joined_train, "C", grid, strengths=strengths,
-                                     cv=3, scoring=snips_scorer("dcg", propensity=propensity), extend=args.C is None)
+        scorer = snips_scorer("dcg", propensity=propensity)
+        if args.model == "auto":
+            model = select_learner(joined_train, learner_candidates(propensity=propensity, C=grid), cv=3,
+                                   scoring=scorer, scoring_name="snips-dcg", strengths=strengths)
+            print("\n".join(learner_lines(model.selection_)))
+        else:
+            model = tempered_grid_search(SVMPropDCG(propensity=propensity), joined_train, "C", grid,
+                                         strengths=strengths, cv=3, scoring=scorer, extend=args.C is None)
         joined = test.with_data(data, missing="drop_sessions")
         c = compare_rankers(joined, model, baseline="logging", propensity=propensity, random_state=0)
     for w in caught:                     # pages that show a document twice are dropped by the join, which says so
@@ -105,8 +115,8 @@ def main(argv=None):
     print(f"interval: lower {np.round(propensity.lower_, 3).tolist()}, upper {np.round(propensity.upper_, 3).tolist()}"
           if getattr(propensity, "lower_", None) is not None else "no interval")
     names = ", ".join(c for c in table.columns if c not in ("query", "doc"))
-    print(f"model: SVMPropDCG(C={model.C:g}, tempering {tempering:g}) on {data.n_features} features ({names}); "
-          f"weights {np.round(model.coef_, 3).tolist()}")
+    print(f"model: {model!r} (tempering {tempering:g}) on {data.n_features} features ({names})"
+          + (f"; weights {np.round(model.coef_, 3).tolist()}" if hasattr(model, "coef_") else ""))
     print(c.summary())
     print(f"verdict: {c.verdict}; reasons: {'; '.join(c.reasons)}")
     # The propagation's cost where it re-estimates on every resample: an estimate made on the joined training
